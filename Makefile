@@ -1,0 +1,56 @@
+# Every target creates/reuses the local virtual environment and installs what it needs,
+# so `make demo` and `make test` work on a fresh clone of a machine with only Python.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+# Extras each stamp installs; a stamp is remade when pyproject.toml changes.
+STAMP_BASE := $(VENV)/.stamp-base
+STAMP_TEST := $(VENV)/.stamp-test
+STAMP_DEV := $(VENV)/.stamp-dev
+PIP := $(PY) -m pip --disable-pip-version-check -q
+
+.PHONY: demo test test-fast bench lint typecheck format clean venv
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+$(STAMP_BASE): pyproject.toml | $(PY)
+	$(PIP) install -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(PY)
+	$(PIP) install -e '.[test]'
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(PY)
+	$(PIP) install -e '.[test,dev]'
+	touch $@
+
+venv: $(STAMP_DEV)
+
+demo: $(STAMP_BASE)
+	$(PY) -m tfrecord_engine.demo --out demo-out
+
+# The whole suite, TensorFlow differential tests included (they must not be skipped).
+test: $(STAMP_TEST)
+	TFE_REQUIRE_TF=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest
+
+test-fast: $(STAMP_TEST)
+	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -x -q
+
+bench: $(STAMP_TEST)
+	$(PY) -m benchmarks.run
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(STAMP_DEV)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) demo-out bench-data .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,36 @@
+"""tfrecord-engine: a TensorFlow-free TFRecord engine.
+
+Framing with masked CRC32C (uncompressed, GZIP, ZLIB), errors that name the file,
+record and offset, and (in later modules) Example parsing, random access and exact
+epochs. This package never imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+from .compression import Compression
+from .errors import (
+    CorruptedRecordError,
+    DataLossError,
+    InvalidArgumentError,
+    ParseError,
+    TFRecordError,
+    TruncatedRecordError,
+    WriterClosedError,
+)
+from .reader import read_records
+from .writer import TFRecordWriter
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Compression",
+    "CorruptedRecordError",
+    "DataLossError",
+    "InvalidArgumentError",
+    "ParseError",
+    "TFRecordError",
+    "TFRecordWriter",
+    "TruncatedRecordError",
+    "WriterClosedError",
+    "read_records",
+]

@@ -1,0 +1,104 @@
+"""The error hierarchy of tfrecord-engine.
+
+Every exception the engine raises on purpose derives from :class:`TFRecordError`.
+Each subclass also inherits the built-in exception that callers already catch, so
+``except ValueError`` or ``except OSError`` keeps working:
+
+- :class:`DataLossError` (``OSError``): the bytes of a file are damaged or cut short.
+  It always carries ``path``, ``record_index`` and ``offset`` (the byte offset where the
+  damaged record starts; for GZIP/ZLIB files an offset in the decompressed stream, as in
+  TensorFlow), and its message names all three plus what was wrong.
+
+  - :class:`CorruptedRecordError`: a checksum does not match (length or data CRC).
+  - :class:`TruncatedRecordError`: the file ends inside a record, or a length field
+    claims more bytes than remain.
+
+- :class:`InvalidArgumentError` (``ValueError``): a bad argument (an unknown compression
+  type, a bad batch size, ...).
+- :class:`WriterClosedError` (``ValueError``): ``write``/``flush`` on a closed writer,
+  matching what Python's own files raise.
+- :class:`ParseError` (``ValueError``): a serialized Example does not match a feature
+  spec, or is not a valid Example at all.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = [
+    "CorruptedRecordError",
+    "DataLossError",
+    "InvalidArgumentError",
+    "ParseError",
+    "TFRecordError",
+    "TruncatedRecordError",
+    "WriterClosedError",
+]
+
+
+class TFRecordError(Exception):
+    """Root of every error tfrecord-engine raises on purpose."""
+
+
+class DataLossError(TFRecordError, OSError):
+    """A TFRecord file is damaged: bad checksum, truncated record or lying length.
+
+    Attributes:
+        path: the file (as given by the caller), or ``None`` for an anonymous stream.
+        record_index: 0-based index of the damaged record within the file.
+        offset: byte offset where the damaged record starts (decompressed stream
+            offset for GZIP/ZLIB files).
+        reason: a short description of what was wrong.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | os.PathLike[str] | None,
+        record_index: int,
+        offset: int,
+    ) -> None:
+        self.reason = reason
+        self.path = None if path is None else os.fspath(path)
+        self.record_index = record_index
+        self.offset = offset
+        where = self.path if self.path is not None else "<stream>"
+        super().__init__(f"{where}: record {record_index} at offset {offset}: {reason}")
+
+    def __str__(self) -> str:
+        # OSError.__str__ would format errno-style tuples; keep our one-line message.
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exceptions are pickled across worker processes/threads; keep the keywords.
+        return (
+            _rebuild_data_loss,
+            (type(self), self.reason, self.path, self.record_index, self.offset),
+        )
+
+
+def _rebuild_data_loss(
+    cls: type[DataLossError], reason: str, path: str | None, record_index: int, offset: int
+) -> DataLossError:
+    return cls(reason, path=path, record_index=record_index, offset=offset)
+
+
+class CorruptedRecordError(DataLossError):
+    """A record's length CRC or data CRC does not match its contents."""
+
+
+class TruncatedRecordError(DataLossError):
+    """The file ends inside a record, or a length field exceeds the bytes that remain."""
+
+
+class InvalidArgumentError(TFRecordError, ValueError):
+    """An argument has a value the engine does not accept."""
+
+
+class WriterClosedError(TFRecordError, ValueError):
+    """An operation was attempted on a writer that is already closed."""
+
+
+class ParseError(TFRecordError, ValueError):
+    """A serialized Example/SequenceExample is malformed or does not match the spec."""

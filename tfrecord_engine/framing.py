@@ -1,0 +1,209 @@
+"""TFRecord framing: the byte layout of one record and its masked CRC32C.
+
+Every record in a TFRecord stream is framed like this (all integers little-endian)::
+
+    offset 0          8          12                 12+n       16+n
+           +----------+----------+------------------+----------+
+           | length n | crc(len) |  data (n bytes)  | crc(data)|
+           | uint64   | uint32   |                  | uint32   |
+           +----------+----------+------------------+----------+
+
+``crc(x)`` is the *masked* CRC-32C (Castagnoli) of ``x``: the CRC rotated right by 15
+bits plus ``0xa282ead8`` (mod 2**32). The length CRC covers the 8 length bytes. There is
+no file header, trailer or index; an empty file holds zero records.
+
+Byte ranges in this package are half-open: ``[offset, offset + size)``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import Final
+
+import crc32c as _crc32c
+import numpy as np
+import numpy.typing as npt
+
+from .errors import CorruptedRecordError, TruncatedRecordError
+
+__all__ = [
+    "FOOTER_SIZE",
+    "HEADER_SIZE",
+    "MASK_DELTA",
+    "crc32c",
+    "frame",
+    "frame_many",
+    "mask_crc",
+    "mask_crc_array",
+    "parse_header",
+    "unmask_crc",
+]
+
+HEADER_SIZE: Final = 12
+FOOTER_SIZE: Final = 4
+FRAME_OVERHEAD: Final = HEADER_SIZE + FOOTER_SIZE
+MASK_DELTA: Final = 0xA282EAD8
+# TensorFlow rejects only lengths this close to SIZE_MAX; every other bad length is
+# caught by our check against the bytes that remain.
+_U64_MAX: Final = 2**64 - 1
+
+_HEADER = struct.Struct("<QI")
+_LENGTH = struct.Struct("<Q")
+_FOOTER = struct.Struct("<I")
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    """Returns the (unmasked) CRC-32C of ``data``, hardware-accelerated where possible.
+
+    >>> hex(crc32c(b"123456789"))
+    '0xe3069283'
+    """
+    return int(_crc32c.crc32c(data))
+
+
+def mask_crc(crc: int) -> int:
+    """Masks a CRC the way TFRecord stores it (rotate right 15, add ``MASK_DELTA``).
+
+    >>> hex(mask_crc(0))
+    '0xa282ead8'
+    """
+    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+
+
+def unmask_crc(masked: int) -> int:
+    """Inverts :func:`mask_crc`.
+
+    >>> unmask_crc(mask_crc(0x12345678)) == 0x12345678
+    True
+    """
+    rot = (masked - MASK_DELTA) & 0xFFFFFFFF
+    return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
+
+
+def mask_crc_array(crcs: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+    """Vectorized :func:`mask_crc` over a ``uint32`` array (wraps modulo 2**32)."""
+    c = crcs.astype(np.uint32, copy=False)
+    rotated = (c >> np.uint32(15)) | (c << np.uint32(17))
+    return (rotated + np.uint32(MASK_DELTA)).astype(np.uint32, copy=False)
+
+
+def _frame_parts(data: bytes | bytearray | memoryview) -> tuple[bytes, bytes]:
+    n = len(data)
+    length = _LENGTH.pack(n)
+    header = _HEADER.pack(n, mask_crc(int(_crc32c.crc32c(length))))
+    footer = _FOOTER.pack(mask_crc(int(_crc32c.crc32c(data))))
+    return header, footer
+
+
+def frame(data: bytes | bytearray | memoryview) -> bytes:
+    """Returns the framed bytes of one record: header, data, footer.
+
+    >>> frame(b"hello").hex()
+    '0500000000000000eab2043e68656c6c6fbb1f1c19'
+    """
+    header, footer = _frame_parts(data)
+    return b"".join((header, data, footer))
+
+
+def frame_many(records: Iterable[bytes | bytearray | memoryview]) -> bytes:
+    """Frames a batch of records into one contiguous byte string.
+
+    Equivalent to ``b"".join(frame(r) for r in records)`` but builds a single output.
+    """
+    parts: list[bytes | bytearray | memoryview] = []
+    append = parts.append
+    crc = _crc32c.crc32c
+    pack_len = _LENGTH.pack
+    pack_hdr = _HEADER.pack
+    pack_ftr = _FOOTER.pack
+    delta = MASK_DELTA
+    for data in records:
+        n = len(data)
+        c = int(crc(pack_len(n)))
+        append(pack_hdr(n, (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF))
+        append(data)
+        c = int(crc(data))
+        append(pack_ftr((((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF))
+    return b"".join(parts)
+
+
+def parse_header(
+    header: bytes | bytearray | memoryview,
+    *,
+    remaining: int | None,
+    path: str | None,
+    record_index: int,
+    offset: int,
+) -> int:
+    """Validates a 12-byte record header and returns the data length it announces.
+
+    Args:
+        header: exactly ``HEADER_SIZE`` bytes.
+        remaining: bytes available after the header (``None`` when unknown, e.g. a
+            compressed stream); a length that cannot fit is rejected *before* anything
+            is allocated for it.
+        path, record_index, offset: where the header sits, for error messages.
+
+    Raises:
+        TruncatedRecordError: fewer than 12 bytes, or a length larger than ``remaining``.
+        CorruptedRecordError: the length CRC does not match.
+    """
+    if len(header) < HEADER_SIZE:
+        raise TruncatedRecordError(
+            f"truncated header: the stream ends {len(header)} byte(s) into a 12-byte "
+            "record header",
+            path=path,
+            record_index=record_index,
+            offset=offset,
+        )
+    length, stored = _HEADER.unpack_from(header, 0)
+    if mask_crc(int(_crc32c.crc32c(bytes(header[:8])))) != stored:
+        hint = " (is this even a TFRecord file?)" if offset == 0 else ""
+        raise CorruptedRecordError(
+            f"length CRC mismatch in record header{hint}",
+            path=path,
+            record_index=record_index,
+            offset=offset,
+        )
+    if length >= _U64_MAX - FOOTER_SIZE:
+        raise CorruptedRecordError(
+            f"record size too large ({length} bytes)",
+            path=path,
+            record_index=record_index,
+            offset=offset,
+        )
+    if remaining is not None and length + FOOTER_SIZE > remaining:
+        raise TruncatedRecordError(
+            f"truncated record: header announces {length} data bytes (+4 CRC bytes) but "
+            f"only {remaining} bytes remain",
+            path=path,
+            record_index=record_index,
+            offset=offset,
+        )
+    return int(length)
+
+
+def check_data(
+    data: bytes | bytearray | memoryview,
+    stored_masked_crc: int,
+    *,
+    path: str | None,
+    record_index: int,
+    offset: int,
+) -> None:
+    """Raises :class:`CorruptedRecordError` if ``data`` does not match its footer CRC."""
+    actual = mask_crc(int(_crc32c.crc32c(data)))
+    if actual != stored_masked_crc:
+        raise CorruptedRecordError(
+            f"data CRC mismatch ({len(data)}-byte record: stored 0x{stored_masked_crc:08x}, "
+            f"computed 0x{actual:08x})",
+            path=path,
+            record_index=record_index,
+            offset=offset,
+        )
+
+
+def read_footer(buf: bytes | bytearray | memoryview, pos: int) -> int:
+    """Returns the stored (masked) data CRC at ``buf[pos:pos+4]``."""
+    return int(_FOOTER.unpack_from(buf, pos)[0])
