@@ -1,0 +1,1 @@
+"""Hypothesis strategies and builders shared by the tests (one module per area)."""
