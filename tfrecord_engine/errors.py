@@ -19,6 +19,12 @@ Each subclass also inherits the built-in exception that callers already catch, s
   matching what Python's own files raise.
 - :class:`ParseError` (``ValueError``): a serialized Example does not match a feature
   spec, or is not a valid Example at all.
+
+  - :class:`ExampleParseError`: parsing against feature specs failed; carries ``key``
+    (the feature key, or ``None``) and ``index`` (the record's index in the batch, or
+    ``None`` for a single record), and mirrors TensorFlow's message text.
+  - :class:`MalformedExampleError`: the bytes are not a valid (Sequence)Example; carries
+    ``offset`` (the byte offset within the record where decoding failed) and ``index``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ import os
 __all__ = [
     "CorruptedRecordError",
     "DataLossError",
+    "ExampleParseError",
     "InvalidArgumentError",
+    "MalformedExampleError",
     "ParseError",
     "TFRecordError",
     "TruncatedRecordError",
@@ -102,3 +110,58 @@ class WriterClosedError(TFRecordError, ValueError):
 
 class ParseError(TFRecordError, ValueError):
     """A serialized Example/SequenceExample is malformed or does not match the spec."""
+
+
+class ExampleParseError(ParseError):
+    """Parsing a serialized Example against feature specs failed.
+
+    Attributes:
+        key: the feature key the failure is about, or ``None``.
+        index: the record's index in the batch, or ``None`` for a single record.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, index: int | None = None) -> None:
+        self.key = key
+        self.index = index
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_parse_error, (type(self), str(self), self.key, self.index))
+
+
+def _rebuild_parse_error(
+    cls: type[ExampleParseError], message: str, key: str | None, index: int | None
+) -> ExampleParseError:
+    return cls(message, key=key, index=index)
+
+
+class MalformedExampleError(ExampleParseError):
+    """The bytes are not a valid serialized Example / SequenceExample.
+
+    Attributes:
+        offset: byte offset within the serialized record where decoding failed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        offset: int = 0,
+        key: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        self.offset = offset
+        super().__init__(message, key=key, index=index)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_malformed, (type(self), str(self), self.offset, self.key, self.index))
+
+
+def _rebuild_malformed(
+    cls: type[MalformedExampleError],
+    message: str,
+    offset: int,
+    key: str | None,
+    index: int | None,
+) -> MalformedExampleError:
+    return cls(message, offset=offset, key=key, index=index)
