@@ -304,14 +304,51 @@ def _segment_ids(counts: I64) -> I64:
 
 
 def _gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[U8, I64]:
-    """Concatenates ``buf[starts[i]:ends[i]]`` for all i; returns (bytes, lengths)."""
+    """Concatenates ``buf[starts[i]:ends[i]]`` for all i; returns (bytes, lengths).
+
+    Equal-length spans (fixed-size features: the common case) are copied row by row
+    through a sliding-window view, one ``memcpy`` per span; others through an index
+    built with one cumulative sum.
+    """
     lengths = ends - starts
+    m = lengths.shape[0]
+    if m == 0:
+        return np.zeros(0, np.uint8), lengths
+    first = int(lengths[0])
+    if first > 0 and bool((lengths == first).all()) and int(ends.max()) <= buf.shape[0]:
+        window = np.lib.stride_tricks.as_strided(
+            buf, shape=(buf.shape[0] - first + 1, first), strides=(1, 1)
+        )
+        return window[starts].reshape(-1), lengths
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, np.uint8), lengths
-    offsets = np.cumsum(lengths) - lengths
-    idx = np.arange(total, dtype=np.int64) - np.repeat(offsets - starts, lengths)
-    return buf[idx], lengths
+    # idx = cumsum(step): +1 inside a span, a jump to the next span's start at its first
+    # byte. Empty spans contribute nothing.
+    nonempty = lengths > 0
+    s, ln = starts[nonempty], lengths[nonempty]
+    step = np.ones(total, np.int64)
+    firsts = np.cumsum(ln) - ln
+    step[firsts[1:]] = s[1:] - (s[:-1] + ln[:-1]) + 1
+    step[0] = s[0]
+    return buf[np.cumsum(step)], lengths
+
+
+_WEIGHTS = np.array([1 << (7 * k) for k in range(_MAX_VARINT)], np.uint64)
+
+
+def _varints_by_width(raw: U8, begins: I64, size: I64) -> npt.NDArray[np.uint64]:
+    """Decodes varints ``raw[begins[j] : begins[j] + size[j]]`` (sizes 1..10)."""
+    values = np.zeros(begins.shape[0], np.uint64)
+    padded = np.concatenate([raw, np.zeros(_MAX_VARINT, np.uint8)])
+    window = np.lib.stride_tricks.as_strided(
+        padded, shape=(raw.shape[0], _MAX_VARINT), strides=(1, 1)
+    )
+    for width in np.flatnonzero(np.bincount(size, minlength=1)).tolist():
+        sel = np.flatnonzero(size == width)
+        groups = (window[begins[sel], :width] & 0x7F).astype(np.uint64)
+        values[sel] = (groups * _WEIGHTS[:width]).sum(axis=1, dtype=np.uint64)
+    return values
 
 
 def packed_varints(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
@@ -355,15 +392,10 @@ def packed_varints(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
     if int(size.max(initial=0)) == 1:
         values = raw[ends_idx].astype(np.int64)
     else:
-        pos_in = np.arange(raw.size, dtype=np.int64) - np.repeat(begins, size)
-        shifted = (raw & 0x7F).astype(np.uint64) << (np.uint64(7) * pos_in.astype(np.uint64))
-        values = np.add.reduceat(shifted, begins).view(np.int64) if begins.size else (
-            np.zeros(0, np.int64)
-        )
+        values = _varints_by_width(raw, begins, size).view(np.int64)
     # Values per list: terminators inside each list's byte range.
-    cum_term = np.concatenate(([0], np.cumsum(term)))
     bounds = np.concatenate(([0], np.cumsum(lengths)))
-    counts = (cum_term[bounds[1:]] - cum_term[bounds[:-1]]).astype(np.int64)
+    counts = np.diff(np.searchsorted(ends_idx, bounds)).astype(np.int64)
     return values, counts, ok
 
 
