@@ -10,14 +10,17 @@ from __future__ import annotations
 from .compression import Compression
 from .errors import (
     CorruptedRecordError,
+    DamageWarning,
     DataLossError,
     InvalidArgumentError,
     ParseError,
     TFRecordError,
     TruncatedRecordError,
     WriterClosedError,
+    WriterFailedError,
 )
 from .reader import read_records
+from .recovery import DamageReport
 from .writer import TFRecordWriter
 
 __version__ = "0.1.0"
@@ -25,6 +28,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Compression",
     "CorruptedRecordError",
+    "DamageReport",
+    "DamageWarning",
     "DataLossError",
     "InvalidArgumentError",
     "ParseError",
@@ -32,5 +37,6 @@ __all__ = [
     "TFRecordWriter",
     "TruncatedRecordError",
     "WriterClosedError",
+    "WriterFailedError",
     "read_records",
 ]

@@ -19,20 +19,30 @@ Each subclass also inherits the built-in exception that callers already catch, s
   matching what Python's own files raise.
 - :class:`ParseError` (``ValueError``): a serialized Example does not match a feature
   spec, or is not a valid Example at all.
+- :class:`WriterFailedError` (``OSError``): ``close`` on a writer whose earlier I/O
+  failed; nothing was published (atomic mode) or the file is incomplete.
+- :class:`DamageWarning` (``UserWarning``): damage that a reader stepped over or stopped
+  at under ``on_damage="stop"``/``"skip"`` when no report callback was given.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .recovery import DamageReport
 
 __all__ = [
     "CorruptedRecordError",
+    "DamageWarning",
     "DataLossError",
     "InvalidArgumentError",
     "ParseError",
     "TFRecordError",
     "TruncatedRecordError",
     "WriterClosedError",
+    "WriterFailedError",
 ]
 
 
@@ -102,3 +112,26 @@ class WriterClosedError(TFRecordError, ValueError):
 
 class ParseError(TFRecordError, ValueError):
     """A serialized Example/SequenceExample is malformed or does not match the spec."""
+
+
+class WriterFailedError(TFRecordError, OSError):
+    """A writer is closed after one of its writes, flushes or syncs failed.
+
+    The original ``OSError`` was raised by the call that failed (and is chained here as
+    ``__cause__``). In atomic mode nothing was published and the temporary file is gone;
+    with ``atomic=False`` the file under the final name is incomplete.
+    """
+
+
+class DamageWarning(TFRecordError, UserWarning):
+    """Damage a reader stopped at or stepped over (``on_damage="stop"``/``"skip"``).
+
+    Emitted once per damaged region when no ``on_damage_report`` callback is given.
+
+    Attributes:
+        report: the :class:`~tfrecord_engine.recovery.DamageReport` describing it.
+    """
+
+    def __init__(self, message: str, report: DamageReport) -> None:
+        super().__init__(message)
+        self.report = report

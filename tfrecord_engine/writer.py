@@ -1,21 +1,37 @@
-"""Writing TFRecord files: ``TFRecordWriter``.
+"""Writing TFRecord files, crash-safely: ``TFRecordWriter``.
 
 Uncompressed output is byte-identical to ``tf.io.TFRecordWriter``. GZIP/ZLIB output
 uses TensorFlow's zlib parameters (see :mod:`tfrecord_engine.compression`), so it is
 byte-identical on stock zlib and always decompresses to the identical framed stream.
+
+Crash safety (the default, ``atomic=True``): records go to a hidden temporary file in
+the destination directory (``.<name>.tmp-<random>``, which a ``*.tfrecord`` glob does
+not match). ``close()`` flushes it, ``fsync``\\ s it, renames it onto the final name with
+``os.replace`` and ``fsync``\\ s the directory, so the final name holds either the old
+content (or nothing) or the complete new file, never a torn one, whenever the process
+dies. An exception inside ``with`` (or :meth:`TFRecordWriter.abort`) deletes the
+temporary file and publishes nothing. Every ``OSError`` (a full disk, an I/O error, a
+failed ``fsync``) is raised by the ``write``/``flush``/``close`` that hit it; a writer
+never reports success for data that did not reach the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import warnings
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import BinaryIO
 
 from . import framing
+from .append import torn_tail_offset
 from .compression import Compression, make_compressor, normalize_compression
-from .errors import InvalidArgumentError, WriterClosedError
+from .errors import DamageWarning, InvalidArgumentError, WriterClosedError, WriterFailedError
+from .fileops import FileOps
+from .recovery import DamageReport
 
 __all__ = ["TFRecordWriter"]
 
@@ -30,42 +46,104 @@ def _as_bytes(record: Record) -> bytes | bytearray | memoryview:
         return record
     if isinstance(record, memoryview):
         return record if record.contiguous and record.itemsize == 1 else record.tobytes()
-    raise InvalidArgumentError(
-        f"a record must be bytes-like or str, not {type(record).__name__}"
-    )
+    raise InvalidArgumentError(f"a record must be bytes-like or str, not {type(record).__name__}")
+
+
+def temp_path_for(path: str) -> str:
+    """Returns a fresh hidden temporary name next to ``path`` (same directory).
+
+    >>> name = temp_path_for("/data/train.tfrecord")
+    >>> name.startswith("/data/.train.tfrecord.tmp-")
+    True
+    """
+    head, tail = os.path.split(path)
+    return os.path.join(head, f".{tail}.tmp-{secrets.token_hex(8)}")
 
 
 class TFRecordWriter:
-    """Writes records to a TFRecord file.
+    """Writes records to a TFRecord file, publishing it atomically on ``close()``.
 
     Args:
-        path: the file to create (truncated if it exists).
+        path: the file to create (replaced if it exists).
         compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
+        atomic: write to a hidden temporary file and rename it onto ``path`` on
+            ``close()`` (default). ``False`` streams straight into ``path``, which holds
+            a partial file while writing and after a crash.
+        append: add records to the end of an existing file instead (created if
+            missing). Appending is in place, so ``atomic`` does not apply: the records
+            already in the file are never touched, and a torn tail left by an earlier
+            crash (no intact record after it) is cut first and reported. Damage with
+            intact records after it raises :class:`~tfrecord_engine.DataLossError`.
+            GZIP appends add a gzip member; ZLIB files cannot be appended to.
+        on_damage_report: receives the :class:`~tfrecord_engine.DamageReport` of a cut
+            torn tail; without it, a :class:`~tfrecord_engine.DamageWarning` is emitted.
 
     ``close()`` is idempotent; ``write``/``flush`` after ``close`` raise
-    :class:`WriterClosedError` (TensorFlow's writer silently accepts them).
-    ``flush()`` on a compressed writer emits a zlib partial flush, like TensorFlow.
+    :class:`WriterClosedError` (TensorFlow's writer silently accepts them). After any
+    ``OSError`` the writer is failed: later calls raise :class:`WriterFailedError` and
+    nothing is published. ``flush()`` pushes bytes to the operating system (into the
+    temporary file in atomic mode); on a compressed writer it emits a zlib partial
+    flush, like TensorFlow.
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
         >>> path = os.path.join(tempfile.mkdtemp(), "data.tfrecord")
         >>> with tfe.TFRecordWriter(path) as w:
         ...     w.write(b"first")
-        ...     w.write_many([b"second", b"third"])
+        ...     _ = w.write_many([b"second", b"third"])
+        ...     os.path.exists(path)  # nothing under the final name until close()
+        False
         >>> os.path.getsize(path)
         64
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], compression: str | Compression | None = None
+        self,
+        path: str | os.PathLike[str],
+        compression: str | Compression | None = None,
+        *,
+        atomic: bool = True,
+        append: bool = False,
+        on_damage_report: Callable[[DamageReport], object] | None = None,
+        _ops: FileOps | None = None,
     ) -> None:
         self._kind = normalize_compression(compression)
         self.path = os.fspath(path)
+        self._ops = FileOps() if _ops is None else _ops
+        self._failed: OSError | None = None
+        self._temp: str | None = None
+        self.records_written = 0
+        if append:
+            self._file: BinaryIO | None = self._open_for_append(on_damage_report)
+        elif atomic:
+            temp = temp_path_for(self.path)
+            self._file = self._ops.open_new(temp)
+            self._temp = temp
+        else:
+            self._file = self._ops.open_truncate(self.path)
         self._compressor: zlib._Compress | None = (
             make_compressor(self._kind) if self._kind is not Compression.NONE else None
         )
-        self._file: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115 - owned by self
-        self.records_written = 0
+
+    def _open_for_append(
+        self, on_damage_report: Callable[[DamageReport], object] | None
+    ) -> BinaryIO:
+        def warn(report: DamageReport) -> None:
+            warnings.warn(DamageWarning(str(report), report), stacklevel=4)
+
+        try:
+            cut = torn_tail_offset(self.path, self._kind, on_damage_report or warn)
+        except FileNotFoundError:
+            cut = None
+        f = self._ops.open_append(self.path)
+        try:
+            if cut is not None:
+                self._ops.truncate(f, cut)
+                self._ops.fsync(f)
+        except BaseException:
+            f.close()
+            raise
+        return f
 
     @property
     def compression(self) -> Compression:
@@ -74,20 +152,39 @@ class TFRecordWriter:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` has been called."""
+        """Whether :meth:`close` (or :meth:`abort`) has been called."""
         return self._file is None
 
     def _open_file(self, op: str) -> BinaryIO:
         if self._file is None:
             raise WriterClosedError(f"{op} on a closed TFRecordWriter ({self.path})")
+        if self._failed is not None:
+            raise WriterFailedError(
+                f"{op} on TFRecordWriter({self.path!r}) after an earlier I/O error: {self._failed}"
+            ) from self._failed
         return self._file
+
+    def _io(self, call: Callable[[], None]) -> None:
+        # Any OSError leaves the file (and the compressor state) behind what was
+        # accepted, so the writer can never again claim success.
+        try:
+            call()
+        except OSError as exc:
+            self._failed = exc
+            raise
 
     def _emit(self, f: BinaryIO, data: bytes) -> None:
         if self._compressor is not None:
-            data = self._compressor.compress(data)
-            if not data:
-                return
-        f.write(data)
+            compressor = self._compressor
+
+            def compressed() -> None:
+                out = compressor.compress(data)
+                if out:
+                    self._ops.write(f, out)
+
+            self._io(compressed)
+        else:
+            self._io(lambda: self._ops.write(f, data))
 
     def write(self, record: Record) -> None:
         """Appends one record (bytes-like, or ``str`` written as UTF-8)."""
@@ -108,24 +205,77 @@ class TFRecordWriter:
         return len(batch)
 
     def flush(self) -> None:
-        """Pushes buffered bytes to the operating system."""
+        """Pushes buffered bytes to the operating system (does not publish)."""
         f = self._open_file("flush")
-        if self._compressor is not None:
-            f.write(self._compressor.flush(zlib.Z_PARTIAL_FLUSH))
-        f.flush()
+        compressor = self._compressor
+        if compressor is not None:
+            self._io(lambda: self._ops.write(f, compressor.flush(zlib.Z_PARTIAL_FLUSH)))
+        self._io(lambda: self._ops.flush(f))
 
     def close(self) -> None:
-        """Finishes the stream and closes the file. Calling it again does nothing."""
+        """Finishes the stream, makes it durable and publishes it under ``path``.
+
+        Calling it again does nothing.
+
+        Raises:
+            OSError: finishing, syncing or renaming failed; in atomic mode nothing was
+                published and the temporary file is removed.
+            WriterFailedError: an earlier call failed; nothing was published.
+        """
         f = self._file
         if f is None:
             return
         self._file = None
+        published = False
         try:
+            if self._failed is not None:
+                raise WriterFailedError(
+                    f"TFRecordWriter({self.path!r}) is closed after an I/O error; "
+                    + ("nothing was published" if self._temp else "the file is incomplete")
+                ) from self._failed
             if self._compressor is not None:
-                f.write(self._compressor.flush(zlib.Z_FINISH))
-            f.flush()
-        finally:
+                self._ops.write(f, self._compressor.flush(zlib.Z_FINISH))
+            self._ops.flush(f)
+            self._ops.fsync(f)
+            self._ops.close(f)
+            if self._temp is not None:
+                self._ops.replace(self._temp, self.path)
+                self._temp = None
+            published = True
+            self._ops.fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+        except BaseException:
+            self._discard(f)
+            raise
+        if published:
+            self._after_publish()
+
+    def _after_publish(self) -> None:
+        """Runs once the data is durable under its final name.
+
+        The place to publish anything derived from the data (a sidecar index), so that
+        it can never describe a file that does not exist or is incomplete.
+        """
+
+    def _discard(self, f: BinaryIO) -> None:
+        # Best-effort cleanup while another exception propagates: that one matters.
+        with contextlib.suppress(OSError):
             f.close()
+        temp, self._temp = self._temp, None
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                self._ops.remove(temp)
+
+    def abort(self) -> None:
+        """Closes without publishing: in atomic mode the temporary file is deleted.
+
+        With ``atomic=False`` or ``append=True`` the bytes already written stay in the
+        file (a compressed stream stays unfinished). Calling it again does nothing.
+        """
+        f = self._file
+        if f is None:
+            return
+        self._file = None
+        self._discard(f)
 
     def __enter__(self) -> TFRecordWriter:
         return self
@@ -136,7 +286,15 @@ class TFRecordWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc is not None and self._temp is not None:
+            self.abort()
+        else:
+            self.close()
+
+    def __del__(self) -> None:
+        # A writer dropped without close() never publishes; do not leave its temp file.
+        if getattr(self, "_temp", None) is not None and getattr(self, "_file", None):
+            self.abort()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
