@@ -17,25 +17,25 @@ __all__ = ["FileOps"]
 class FileOps:
     """Plain, synchronous file-system calls (the production implementation)."""
 
-    def open_new(self, path: str) -> BinaryIO:
+    def open_new(self, path: str, buffering: int = -1) -> BinaryIO:
         """Creates ``path``, which must not exist yet (``O_EXCL``), for writing."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(path, flags, 0o666)  # the umask applies, as for open(path, "wb")
         try:
-            return os.fdopen(fd, "wb")
+            return os.fdopen(fd, "wb", buffering=buffering)
         except BaseException:
             os.close(fd)
             raise
 
-    def open_truncate(self, path: str) -> BinaryIO:
+    def open_truncate(self, path: str, buffering: int = -1) -> BinaryIO:
         """Opens ``path`` for writing, truncating it (or creating it)."""
-        return open(path, "wb")  # the caller owns (and closes) the file
+        return open(path, "wb", buffering=buffering)  # the caller owns (and closes) the file
 
-    def open_append(self, path: str) -> BinaryIO:
+    def open_append(self, path: str, buffering: int = -1) -> BinaryIO:
         """Opens ``path`` for appending (creating it if missing)."""
-        return open(path, "ab")  # the caller owns (and closes) the file
+        return open(path, "ab", buffering=buffering)  # the caller owns (and closes) the file
 
-    def write(self, f: BinaryIO, data: bytes) -> None:
+    def write(self, f: BinaryIO, data: bytes | bytearray | memoryview) -> None:
         """Writes all of ``data`` (a buffered file retries short writes itself)."""
         f.write(data)
 

@@ -32,8 +32,11 @@ __all__ = [
     "HEADER_SIZE",
     "MASK_DELTA",
     "crc32c",
+    "footer",
     "frame",
     "frame_many",
+    "frame_parts",
+    "header",
     "mask_crc",
     "mask_crc_array",
     "parse_header",
@@ -85,15 +88,35 @@ def mask_crc_array(crcs: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
     """Vectorized :func:`mask_crc` over a ``uint32`` array (wraps modulo 2**32)."""
     c = crcs.astype(np.uint32, copy=False)
     rotated = (c >> np.uint32(15)) | (c << np.uint32(17))
-    return (rotated + np.uint32(MASK_DELTA)).astype(np.uint32, copy=False)
+    out: npt.NDArray[np.uint32] = (rotated + np.uint32(MASK_DELTA)).astype(np.uint32, copy=False)
+    return out
 
 
-def _frame_parts(data: bytes | bytearray | memoryview) -> tuple[bytes, bytes]:
-    n = len(data)
-    length = _LENGTH.pack(n)
-    header = _HEADER.pack(n, mask_crc(int(_crc32c.crc32c(length))))
-    footer = _FOOTER.pack(mask_crc(int(_crc32c.crc32c(data))))
-    return header, footer
+# Headers depend only on the length; datasets repeat lengths a lot (fixed-size records),
+# so cache them. Bounded, and only ever holds correct headers, so sharing is safe.
+_HEADER_CACHE: dict[int, bytes] = {}
+_HEADER_CACHE_MAX = 1 << 16
+
+
+def header(length: int) -> bytes:
+    """Returns the 12-byte header (length + masked length CRC) of a ``length``-byte record.
+
+    >>> header(5).hex()
+    '0500000000000000eab2043e'
+    """
+    h = _HEADER_CACHE.get(length)
+    if h is None:
+        c = int(_crc32c.crc32c(_LENGTH.pack(length)))
+        h = _HEADER.pack(length, (((c >> 15) | (c << 17)) + MASK_DELTA) & 0xFFFFFFFF)
+        if len(_HEADER_CACHE) < _HEADER_CACHE_MAX:
+            _HEADER_CACHE[length] = h
+    return h
+
+
+def footer(data: bytes | bytearray | memoryview) -> bytes:
+    """Returns the 4-byte footer (masked data CRC) of ``data``."""
+    c = int(_crc32c.crc32c(data))
+    return _FOOTER.pack((((c >> 15) | (c << 17)) + MASK_DELTA) & 0xFFFFFFFF)
 
 
 def frame(data: bytes | bytearray | memoryview) -> bytes:
@@ -102,30 +125,38 @@ def frame(data: bytes | bytearray | memoryview) -> bytes:
     >>> frame(b"hello").hex()
     '0500000000000000eab2043e68656c6c6fbb1f1c19'
     """
-    header, footer = _frame_parts(data)
-    return b"".join((header, data, footer))
+    return b"".join((header(len(data)), data, footer(data)))
+
+
+def frame_parts(
+    records: Iterable[bytes | bytearray | memoryview],
+) -> list[bytes | bytearray | memoryview]:
+    """Returns ``[header, data, footer, header, data, footer, ...]`` for ``records``.
+
+    Join them (or hand them to ``writelines``) to get the framed stream.
+    """
+    parts: list[bytes | bytearray | memoryview] = []
+    append = parts.append
+    crc = _crc32c.crc32c
+    pack_ftr = _FOOTER.pack
+    delta = MASK_DELTA
+    cache = _HEADER_CACHE
+    for data in records:
+        n = len(data)
+        h = cache.get(n)
+        append(h if h is not None else header(n))
+        append(data)
+        c = int(crc(data))
+        append(pack_ftr((((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF))
+    return parts
 
 
 def frame_many(records: Iterable[bytes | bytearray | memoryview]) -> bytes:
     """Frames a batch of records into one contiguous byte string.
 
-    Equivalent to ``b"".join(frame(r) for r in records)`` but builds a single output.
+    Equivalent to ``b"".join(frame(r) for r in records)``.
     """
-    parts: list[bytes | bytearray | memoryview] = []
-    append = parts.append
-    crc = _crc32c.crc32c
-    pack_len = _LENGTH.pack
-    pack_hdr = _HEADER.pack
-    pack_ftr = _FOOTER.pack
-    delta = MASK_DELTA
-    for data in records:
-        n = len(data)
-        c = int(crc(pack_len(n)))
-        append(pack_hdr(n, (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF))
-        append(data)
-        c = int(crc(data))
-        append(pack_ftr((((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF))
-    return b"".join(parts)
+    return b"".join(frame_parts(records))
 
 
 def parse_header(

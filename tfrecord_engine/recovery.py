@@ -21,8 +21,9 @@ The scanner is shared by the reader's ``on_damage="skip"`` policy, the writer's 
 from __future__ import annotations
 
 import dataclasses
+import mmap
 from collections.abc import Callable, Iterator
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
 
 import crc32c as _crc32c
 import numpy as np
@@ -52,6 +53,10 @@ _FIRST_WINDOW: Final = 1 << 9
 STREAM_MAX_LENGTH: Final = 1 << 40
 _CRC_POLY: Final = 0x82F63B78  # CRC-32C, reflected
 
+
+_U = TypeVar("_U", np.uint32, np.uint64)
+Buffer = bytes | bytearray | memoryview | mmap.mmap
+"""Anything the scanner reads: ``bytes``, an ``mmap``, or a memoryview of them."""
 
 DamageCallback = Callable[["DamageReport"], object]
 """Receives each :class:`DamageReport` (``reports.append`` collects them)."""
@@ -152,10 +157,8 @@ def _length_crc_ok(
     return ok
 
 
-def _little_endian(
-    parts: Iterator[npt.NDArray[np.uint8]], dtype: type[np.unsignedinteger[npt.NBitBase]]
-) -> npt.NDArray[np.unsignedinteger[npt.NBitBase]]:
-    out: npt.NDArray[np.unsignedinteger[npt.NBitBase]] | None = None
+def _little_endian(parts: Iterator[npt.NDArray[np.uint8]], dtype: type[_U]) -> npt.NDArray[_U]:
+    out: npt.NDArray[_U] | None = None
     for k, part in enumerate(parts):
         term = part.astype(dtype) << dtype(8 * k)
         out = term if out is None else out | term
@@ -164,7 +167,7 @@ def _little_endian(
 
 
 def header_candidates(
-    buf: bytes | bytearray | memoryview,
+    buf: Buffer,
     start: int,
     stop: int | None = None,
     *,
@@ -243,7 +246,7 @@ def header_candidates(
             yield idx[ok], lengths[ok]
 
 
-def _data_crc_ok(buf: bytes | bytearray | memoryview, offset: int, length: int) -> bool:
+def _data_crc_ok(buf: Buffer, offset: int, length: int) -> bool:
     start = offset + framing.HEADER_SIZE
     view = memoryview(buf)[start : start + length + framing.FOOTER_SIZE]
     if len(view) < length + framing.FOOTER_SIZE:
@@ -252,7 +255,7 @@ def _data_crc_ok(buf: bytes | bytearray | memoryview, offset: int, length: int) 
     return framing.mask_crc(int(_crc32c.crc32c(view[:length]))) == stored
 
 
-def is_record_at(buf: bytes | bytearray | memoryview, offset: int) -> bool:
+def is_record_at(buf: Buffer, offset: int) -> bool:
     """Whether a complete, intact record (both CRCs valid) starts at ``offset``.
 
     >>> data = framing.frame(b"a") + framing.frame(b"bc")
@@ -265,7 +268,7 @@ def is_record_at(buf: bytes | bytearray | memoryview, offset: int) -> bool:
 
 
 def find_next_record(
-    buf: bytes | bytearray | memoryview,
+    buf: Buffer,
     start: int,
     stop: int | None = None,
     *,

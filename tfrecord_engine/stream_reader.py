@@ -196,7 +196,7 @@ def read_stream(
         report(DamageReport(path, index, offset, None, f"{exc}{_DEFLATE_STOP}"))
         return
     if not stream.complete:
-        err = TruncatedRecordError(
+        unfinished = TruncatedRecordError(
             f"the {kind.value} stream ends without its end marker (was the writer "
             "closed?); every record before this offset was read intact",
             path=path,
@@ -204,5 +204,5 @@ def read_stream(
             offset=offset,
         )
         if policy == "raise":
-            raise err
-        report(DamageReport(path, index, offset, None, err.reason))
+            raise unfinished
+        report(DamageReport(path, index, offset, None, unfinished.reason))

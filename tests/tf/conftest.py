@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
+from typing import cast
 
 import pytest
 
@@ -18,8 +19,8 @@ def _import_tf() -> ModuleType:
     if os.environ.get("TFE_REQUIRE_TF") == "1":
         import tensorflow
 
-        return tensorflow
-    return pytest.importorskip("tensorflow")
+        return cast(ModuleType, tensorflow)
+    return cast(ModuleType, pytest.importorskip("tensorflow"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,87 @@
+"""Framing throughput: read + CRC verify and write, ours vs TensorFlow, same files, one run.
+
+python -m benchmarks.bench_framing
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+
+import tfrecord_engine as tfe
+from benchmarks.common import Measurement, compare, table
+from benchmarks.data import raw_file, raw_records
+
+SMALL = ("small-856B", 70_000, 856)
+LARGE = ("large-100KB", 2_000, 100_000)
+
+
+def _read_cases(path: str) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
+    import tensorflow as tf
+
+    def ours() -> tuple[int, int]:
+        n = b = 0
+        for r in tfe.read_records(path):
+            n += 1
+            b += len(r)
+        return n, b
+
+    def theirs() -> tuple[int, int]:
+        n = b = 0
+        for batch in tf.data.TFRecordDataset(path).batch(4096):
+            n += int(batch.shape[0])
+            b += int(tf.reduce_sum(tf.strings.length(batch)))
+        return n, b
+
+    return [("tfe.read_records", ours), ("TFRecordDataset.batch(4096)", theirs)]
+
+
+def _write_cases(records: list[bytes], out: str) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
+    import tensorflow as tf
+
+    nbytes = sum(len(r) for r in records)
+
+    def ours() -> tuple[int, int]:
+        with tfe.TFRecordWriter(out) as w:
+            for r in records:
+                w.write(r)
+        return len(records), nbytes
+
+    def ours_many() -> tuple[int, int]:
+        with tfe.TFRecordWriter(out) as w:
+            w.write_many(records)
+        return len(records), nbytes
+
+    def theirs() -> tuple[int, int]:
+        with tf.io.TFRecordWriter(out) as w:
+            for r in records:
+                w.write(r)
+        return len(records), nbytes
+
+    return [
+        ("tfe write", ours),
+        ("tfe write_many", ours_many),
+        ("tf.io.TFRecordWriter", theirs),
+    ]
+
+
+def run() -> str:
+    """Runs the framing benchmarks; returns Markdown tables."""
+    rows: list[tuple[str, Measurement, Measurement | None]] = []
+    for name, n, size in (SMALL, LARGE):
+        path, _, _ = raw_file(name, n, size)
+        ours, theirs = compare(_read_cases(path))
+        rows.append((f"read + CRC, {name}", ours, theirs))
+    wrows: list[tuple[str, Measurement, Measurement | None]] = []
+    with tempfile.TemporaryDirectory() as d:
+        for name, n, size in (SMALL, LARGE):
+            records = raw_records(n, size, seed=1)
+            one, many, theirs = compare(_write_cases(records, os.path.join(d, "w.tfrecord")))
+            wrows.append((f"write, {name}", one, theirs))
+            wrows.append((f"write_many, {name}", many, theirs))
+    return table("Framing: read + CRC verify", rows) + "\n\n" + table("Framing: write", wrows)
+
+
+if __name__ == "__main__":
+    print(run())

@@ -1,0 +1,124 @@
+"""Shared benchmark helpers: data directory, best-of-N alternating timing, peak RSS, tables.
+
+Every comparison runs ours and TensorFlow's in the same process on the same files,
+alternating, and keeps the best of several runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+DATA_DIR = Path(os.environ.get("TFE_BENCH_DATA", "bench-data"))
+REPEATS = int(os.environ.get("TFE_BENCH_REPEATS", "3"))
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_bytes() -> int:
+    """Current resident set size of this process."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE
+
+
+@contextmanager
+def peak_rss(interval: float = 0.002) -> Iterator[list[int]]:
+    """Samples RSS on a thread; yields a one-element list holding the peak growth (bytes)."""
+    base = rss_bytes()
+    result = [0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        peak = base
+        while not stop.is_set():
+            peak = max(peak, rss_bytes())
+            time.sleep(interval)
+        result[0] = max(peak, rss_bytes()) - base
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        yield result
+    finally:
+        stop.set()
+        t.join()
+
+
+@dataclass
+class Measurement:
+    """Best time of several runs of one case, with the work it did."""
+
+    name: str
+    seconds: float
+    records: int
+    nbytes: int
+    peak_rss: int = 0
+    runs: list[float] = field(default_factory=list)
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def gb_per_s(self) -> float:
+        return self.nbytes / self.seconds / 1e9
+
+
+def compare(
+    cases: Sequence[tuple[str, Callable[[], tuple[int, int]]]], repeats: int = REPEATS
+) -> list[Measurement]:
+    """Runs each case ``repeats`` times, alternating between cases; keeps each one's best.
+
+    A case returns ``(records, payload_bytes)`` processed, which must be the same on
+    every run (checked).
+    """
+    results: dict[str, Measurement] = {}
+    for _ in range(repeats):
+        for name, fn in cases:
+            with peak_rss() as peak:
+                t0 = time.perf_counter()
+                records, nbytes = fn()
+                dt = time.perf_counter() - t0
+            m = results.get(name)
+            if m is None:
+                results[name] = Measurement(name, dt, records, nbytes, peak[0], [dt])
+                continue
+            if (records, nbytes) != (m.records, m.nbytes):
+                raise RuntimeError(
+                    f"{name}: processed {records} records this run, {m.records} before"
+                )
+            m.runs.append(dt)
+            m.peak_rss = max(m.peak_rss, peak[0])
+            m.seconds = min(m.seconds, dt)
+    return [results[name] for name, _ in cases]
+
+
+def table(title: str, rows: Sequence[tuple[str, Measurement, Measurement | None]]) -> str:
+    """Formats ``(case, ours, anchor)`` rows as a Markdown table with ratios."""
+    lines = [
+        f"### {title}",
+        "",
+        "| case | ours rec/s | ours GB/s | anchor | anchor rec/s | anchor GB/s | ratio "
+        "| ours peak RSS MB |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for case, ours, anchor in rows:
+        if anchor is None:
+            a_name, a_rps, a_gbs, ratio = "-", "-", "-", "-"
+        else:
+            a_name = anchor.name
+            a_rps = f"{anchor.records_per_s:,.0f}"
+            a_gbs = f"{anchor.gb_per_s:.2f}"
+            ratio = f"{anchor.seconds / ours.seconds:.2f}x"
+        lines.append(
+            f"| {case} | {ours.records_per_s:,.0f} | {ours.gb_per_s:.2f} | {a_name} | {a_rps} | "
+            f"{a_gbs} | {ratio} | {ours.peak_rss / 1e6:.0f} |"
+        )
+    return "\n".join(lines)
