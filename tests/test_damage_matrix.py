@@ -194,7 +194,8 @@ def _bursts(
         for source in (path, io.BytesIO(bad)):
             out, err, _ = read_all(source)
             assert out == records[:k], (case, damage)
-            assert err is not None and err.record_index == k, (case, damage)
+            assert err is not None, (case, damage)
+            assert err.record_index == k, (case, damage)
         out, _, reports = read_all(path, policy="skip")
         # Exactly the untouched records come back, and the reports account for every
         # byte of the damaged ones.
@@ -227,8 +228,9 @@ def test_skip_recovers_every_intact_record(tmp_path: Path, n_damaged: int, kind:
         _damage_record(rng, frames[i], int(rng.integers(0, 4)))
     blob = b"".join(frames)
     if kind == "GZIP":
-        source: str | BinaryIO = str(tmp_path / "d.tfrecord.gz")
-        Path(source).write_bytes(_compress(blob, "GZIP"))
+        gz = tmp_path / "d.tfrecord.gz"
+        gz.write_bytes(_compress(blob, "GZIP"))
+        source: str | BinaryIO = str(gz)
         compression = "GZIP"
     else:
         source = _source(kind, blob, tmp_path / "d.tfrecord")
@@ -277,8 +279,9 @@ def test_skip_after_deflate_damage_stops_and_says_so(compression: str) -> None:
 def test_unfinished_gzip_stream_under_stop_and_skip() -> None:
     co = zlib.compressobj(-1, zlib.DEFLATED, 31, 9)
     comp = co.compress(BLOB) + co.flush(zlib.Z_SYNC_FLUSH)  # no end marker, no trailer
-    for policy in ("stop", "skip"):
-        out, _, reports = read_all(io.BytesIO(comp), "GZIP", policy)  # type: ignore[arg-type]
+    policies: tuple[DamagePolicy, ...] = ("stop", "skip")
+    for policy in policies:
+        out, _, reports = read_all(io.BytesIO(comp), "GZIP", policy)
         assert out == RECORDS
         [r] = reports
         assert "end marker" in r.reason
