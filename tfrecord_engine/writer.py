@@ -327,7 +327,9 @@ class TFRecordWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is not None and self._temp is not None:
+        # On an exception nothing is published (atomic), and a writer that already
+        # failed is only closed, so the original error is the one that propagates.
+        if exc is not None and (self._temp is not None or self._failed is not None):
             self.abort()
         else:
             self.close()
