@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import BinaryIO, cast
 
 import pytest
 
@@ -121,7 +122,7 @@ def test_transient_read_error_surfaces_and_a_retry_is_identical(
         reports: list[tfe.DamageReport] = []
         stream = FlakyStream(data, fail_at, chunk)
         records_iter = tfe.read_records(
-            stream, compression, on_damage=policy, on_damage_report=reports.append
+            cast(BinaryIO, stream), compression, on_damage=policy, on_damage_report=reports.append
         )
         with pytest.raises(OSError, match="Input/output error") as info:
             got.extend(records_iter)
@@ -130,6 +131,8 @@ def test_transient_read_error_surfaces_and_a_retry_is_identical(
         assert info.value.errno == errno.EIO
         assert reports == []
         assert got == records[: len(got)]
-        retry = list(tfe.read_records(PipeStream(data, chunk), compression, on_damage=policy))
+        retry = list(
+            tfe.read_records(cast(BinaryIO, PipeStream(data, chunk)), compression, on_damage=policy)
+        )
         assert retry == records
     assert stream.reads == fail_at
