@@ -320,3 +320,18 @@ def test_skip_with_verify_false_still_resynchronizes_on_bad_headers(tmp_path: Pa
         ]
         assert out == RECORDS[:2] + RECORDS[3:]
         assert len(reports) == 1
+
+
+def test_stream_resync_passes_over_a_candidate_with_bad_data() -> None:
+    bad = bytearray(framing.frame(b"looks fine"))
+    bad[-1] ^= 0x80  # header valid, data CRC wrong: a candidate the scan must reject
+    blob = b"junk!" + bytes(bad) + framing.frame(b"ok")
+    out, _, reports = read_all(io.BytesIO(blob), policy="skip")
+    assert out == [b"ok"]
+    assert [r.bytes_skipped for r in reports] == [5 + len(bad)]
+
+
+def test_compressible_records_larger_than_the_decompression_chunk() -> None:
+    records = [bytes(3 << 20), b"after"]  # 3 MiB of zeros inflate from a few KB
+    comp = _compress(framing.frame_many(records), "GZIP")
+    assert read_all(io.BytesIO(comp), "GZIP", "skip")[0] == records

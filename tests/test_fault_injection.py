@@ -23,8 +23,14 @@ RECORDS = [b"a" * 10, BIG, *([b"m" * 500] * 50), b"z"]
 
 
 def _scenario(path: Path, ops: FaultyOps, compression: str, mode: str) -> None:
+    reports: list[tfe.DamageReport] = []
     with tfe.TFRecordWriter(
-        path, compression, atomic=mode == "atomic", append=mode == "append", _ops=ops
+        path,
+        compression,
+        atomic=mode == "atomic",
+        append=mode == "append",
+        on_damage_report=reports.append,
+        _ops=ops,
     ) as w:
         w.write(RECORDS[0])
         w.write(RECORDS[1])
@@ -46,6 +52,9 @@ def _clean_counts(tmp_path: Path, compression: str, mode: str) -> dict[str, int]
 def _prepare_append(path: Path, compression: str) -> None:
     with tfe.TFRecordWriter(path, compression) as w:
         w.write(b"before")
+    if not compression:  # a torn tail too, so that appending must cut it first
+        with open(path, "ab") as f:
+            f.write(b"torn")
 
 
 def _cases(tmp_path: Path, compression: str, mode: str) -> list[tuple[str, int]]:

@@ -257,3 +257,35 @@ def test_fileops_directory_sync_and_exclusive_create(tmp_path: Path) -> None:
     ops.close(f)
     with pytest.raises(FileExistsError):
         ops.open_new(str(tmp_path / "x"))
+
+
+def test_write_many_in_chunks_and_properties(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.tfrecord.gz"
+    records = [bytes([i % 256]) * 5000 for i in range(600)]  # 3 MB: several 1 MiB chunks
+    with tfe.TFRecordWriter(path, "gzip") as w:
+        assert w.compression is tfe.Compression.GZIP
+        assert w.write_many(iter(records)) == 600
+        assert w.records_written == 600
+        assert "open" in repr(w)
+    assert "closed" in repr(w)
+    assert _read(path, "GZIP") == records
+
+
+def test_fileops_open_new_closes_the_descriptor_if_wrapping_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[int] = []
+    real_close = os.close
+
+    def failing_fdopen(fd: int, *args: object, **kwargs: object) -> object:
+        raise MemoryError
+
+    def tracking_close(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "fdopen", failing_fdopen)
+    monkeypatch.setattr(os, "close", tracking_close)
+    with pytest.raises(MemoryError):
+        FileOps().open_new(str(tmp_path / "x"))
+    assert len(closed) == 1

@@ -54,8 +54,6 @@ class _ByteStream:
         self._eof = False
 
     def _read_some(self) -> bytes:
-        if self._eof:
-            return b""
         if self._dec is not None:
             chunk = self._dec.read(_STREAM_CHUNK)
         else:
@@ -84,22 +82,13 @@ class _ByteStream:
         return self._buf[self._pos : end]
 
     def discard(self, n: int) -> int:
-        """Consumes up to ``n`` bytes without keeping them; returns how many there were."""
-        avail = len(self._buf) - self._pos
-        if n <= avail:
-            self._pos += n
-            return n
-        done = avail
-        self._buf, self._pos = b"", 0
-        while done < n:
-            chunk = self._read_some()
-            if not chunk:
-                break
-            take = min(len(chunk), n - done)
-            done += take
-            if take < len(chunk):
-                self._buf = chunk[take:]
-        return done
+        """Consumes up to ``n`` bytes that :meth:`peek` returned; returns how many.
+
+        Callers only discard what they have peeked, so this never reads.
+        """
+        n = min(n, len(self._buf) - self._pos)
+        self._pos += n
+        return n
 
     @property
     def complete(self) -> bool:

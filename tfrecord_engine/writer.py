@@ -267,7 +267,6 @@ class TFRecordWriter:
         if f is None:
             return
         self._file = None
-        published = False
         try:
             if self._failed is not None:
                 raise WriterFailedError(
@@ -282,13 +281,13 @@ class TFRecordWriter:
             if self._temp is not None:
                 self._ops.replace(self._temp, self.path)
                 self._temp = None
-            published = True
+            # Until the directory is synced the rename itself may not survive a crash;
+            # a failure here raises (the complete file is in place) and skips the hook.
             self._ops.fsync_dir(os.path.dirname(os.path.abspath(self.path)))
         except BaseException:
             self._discard(f)
             raise
-        if published:
-            self._after_publish()
+        self._after_publish()
 
     def _after_publish(self) -> None:
         """Runs once the data is durable under its final name.

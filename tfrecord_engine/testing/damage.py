@@ -49,12 +49,6 @@ class Damage:
             out[i] = b if self.kind == "overwrite" else out[i] ^ b
         return bytes(out)
 
-    def span(self, size: int) -> tuple[int, int]:
-        """The half-open byte range ``[start, end)`` this damage may change."""
-        if self.kind == "truncate":
-            return self.offset, size
-        return self.offset, min(size, self.offset + len(self.data))
-
 
 def record_spans(records: list[bytes]) -> list[tuple[int, int]]:
     """Half-open byte ranges of each framed record in ``framing.frame_many(records)``."""
