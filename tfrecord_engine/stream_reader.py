@@ -11,8 +11,11 @@ in a plain file. Offsets are offsets in the decompressed stream, as in TensorFlo
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from typing import BinaryIO
+
+import crc32c as _crc32c
 
 from . import framing
 from .compression import Compression, DecompressError, Decompressor
@@ -26,6 +29,9 @@ from .recovery import (
 )
 
 __all__ = ["read_stream", "read_stream_path"]
+
+_HEADER = struct.Struct("<QI")
+_FOOTER = struct.Struct("<I")
 
 # Chunk size for stream reads; a record's bytes are gathered in chunks this large, so a
 # lying length field cannot make us allocate more than the stream really holds.
@@ -132,8 +138,37 @@ def read_stream(
     index = 0
     header_size = framing.HEADER_SIZE
     overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
+    unpack_header = _HEADER.unpack_from
+    unpack_footer = _FOOTER.unpack_from
+    crc = _crc32c.crc32c
+    delta = framing.MASK_DELTA
+    max_length = 2**64 - 1 - framing.FOOTER_SIZE
     try:
         while True:
+            # Fast path: an intact record already in the buffer, checked inline. Anything
+            # else (a short buffer, any mismatch) takes the careful path below, which
+            # reads more, re-checks and raises or reports.
+            buf, pos = stream._buf, stream._pos
+            if pos + header_size <= len(buf):
+                length, stored = unpack_header(buf, pos)
+                c = crc(buf[pos : pos + 8])
+                end = pos + overhead + length
+                if (
+                    (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF == stored
+                    and length < max_length
+                    and end <= len(buf)
+                ):
+                    data = buf[pos + header_size : end - 4]
+                    c = crc(data) if verify else 0
+                    if not verify or (
+                        (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF
+                        == unpack_footer(buf, end - 4)[0]
+                    ):
+                        stream._pos = end
+                        yield data
+                        offset += end - pos
+                        index += 1
+                        continue
             header = stream.peek(header_size)
             if not header:
                 break
