@@ -33,3 +33,85 @@ def raw_file(name: str, n: int, size: int, seed: int = 0) -> tuple[str, int, int
         _write_with_tf(str(tmp), raw_records(n, size, seed))
         tmp.replace(path)
     return str(path), n, n * size
+
+
+def _examples_file(name: str, n: int, make: object) -> str:
+    """Writes ``n`` tf.train.Examples built by ``make(tf, i)`` with TensorFlow, once."""
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    path = DATA_DIR / f"{name}-{_VERSION}.tfrecord"
+    if not path.exists():
+        import tensorflow as tf
+
+        tmp = path.with_suffix(".partial")
+        with tf.io.TFRecordWriter(str(tmp)) as w:
+            for i in range(n):
+                w.write(make(tf, i).SerializeToString())  # type: ignore[operator]
+        tmp.replace(path)
+    return str(path)
+
+
+def mnist_like(n: int = 70_000, label_sorted: bool = False) -> str:
+    """MNIST-like Examples: int64 ``index``, int64 ``label``, 784-byte ``image`` (~856 B)."""
+    rng = np.random.default_rng(7)
+    images = rng.integers(0, 256, size=(n, 784), dtype=np.uint8)
+    labels = rng.integers(0, 10, size=n)
+    if label_sorted:
+        labels = np.sort(labels)
+
+    def make(tf: object, i: int) -> object:
+        t = tf.train  # type: ignore[attr-defined]
+        return t.Example(
+            features=t.Features(
+                feature={
+                    "index": t.Feature(int64_list=t.Int64List(value=[i])),
+                    "label": t.Feature(int64_list=t.Int64List(value=[int(labels[i])])),
+                    "image": t.Feature(bytes_list=t.BytesList(value=[images[i].tobytes()])),
+                }
+            )
+        )
+
+    return _examples_file("mnist-sorted" if label_sorted else "mnist", n, make)
+
+
+def tabular(n: int = 200_000) -> str:
+    """Tabular Examples: 64 float32 ``x``, 16 int64 ``ids`` up to 2**40, int64 ``label``."""
+    rng = np.random.default_rng(11)
+    xs = rng.standard_normal((n, 64)).astype(np.float32)
+    ids = rng.integers(0, 2**40, size=(n, 16))
+    labels = rng.integers(0, 2, size=n)
+
+    def make(tf: object, i: int) -> object:
+        t = tf.train  # type: ignore[attr-defined]
+        return t.Example(
+            features=t.Features(
+                feature={
+                    "x": t.Feature(float_list=t.FloatList(value=xs[i].tolist())),
+                    "ids": t.Feature(int64_list=t.Int64List(value=ids[i].tolist())),
+                    "label": t.Feature(int64_list=t.Int64List(value=[int(labels[i])])),
+                }
+            )
+        )
+
+    return _examples_file("tabular", n, make)
+
+
+def ragged_text(n: int = 50_000) -> str:
+    """Text-like Examples: variable-length int64 ``tokens`` (1-64) and 0-4 ``tags`` strings."""
+    rng = np.random.default_rng(13)
+    lengths = rng.integers(1, 65, size=n)
+    ntags = rng.integers(0, 5, size=n)
+
+    def make(tf: object, i: int) -> object:
+        t = tf.train  # type: ignore[attr-defined]
+        toks = rng.integers(0, 30_000, size=int(lengths[i])).tolist()
+        tags = [b"tag%d" % k for k in rng.integers(0, 100, size=int(ntags[i]))]
+        return t.Example(
+            features=t.Features(
+                feature={
+                    "tokens": t.Feature(int64_list=t.Int64List(value=toks)),
+                    "tags": t.Feature(bytes_list=t.BytesList(value=tags)),
+                }
+            )
+        )
+
+    return _examples_file("ragged", n, make)
