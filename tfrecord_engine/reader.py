@@ -189,7 +189,33 @@ def _iter_buffer_tolerant(
     size = len(buf)
     pos = 0
     index = 0
+    unpack_header = _HEADER.unpack_from
+    unpack_footer = _FOOTER.unpack_from
+    crc = _crc32c.crc32c
+    delta = framing.MASK_DELTA
+    max_length = 2**64 - 1 - framing.FOOTER_SIZE
     while pos < size:
+        # Intact records take the same inline checks as the "raise" fast path; any
+        # mismatch goes through the framing helpers below, which name the damage.
+        start = pos + 12
+        if start <= size:
+            length, stored = unpack_header(buf, pos)
+            c = crc(buf[pos : pos + 8])
+            end = start + length
+            if (
+                (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF == stored
+                and length < max_length
+                and end + 4 <= size
+            ):
+                data = buf[start:end]
+                c = crc(data) if verify else 0
+                if not verify or (
+                    (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF == unpack_footer(buf, end)[0]
+                ):
+                    yield data
+                    pos = end + 4
+                    index += 1
+                    continue
         resume = pos + 1  # a damaged header says nothing: rescan from the next byte
         try:
             length = framing.parse_header(
@@ -214,11 +240,8 @@ def _iter_buffer_tolerant(
                 )
         except DataLossError as err:
             damage = err
-        else:
-            yield data
-            pos = resume
-            index += 1
-            continue
+        else:  # pragma: no cover - the inline checks above accepted nothing less
+            raise AssertionError(f"framing helpers accepted record {index} at {pos}")
         if policy == "stop":
             report(DamageReport(path, index, pos, size - pos, damage.reason))
             return
