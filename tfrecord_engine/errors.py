@@ -19,6 +19,13 @@ Each subclass also inherits the built-in exception that callers already catch, s
   matching what Python's own files raise.
 - :class:`ParseError` (``ValueError``): a serialized Example does not match a feature
   spec, or is not a valid Example at all.
+- :class:`IndexFormatError` (``ValueError``): a sidecar index file is damaged, foreign
+  or of an unknown format version.
+
+  - :class:`StaleIndexError`: a valid index that describes another version of its data
+    file (appended, truncated or replaced since it was written).
+
+- :class:`OutOfRangeError` (``IndexError``): a record index outside ``[-len, len)``.
 """
 
 from __future__ import annotations
@@ -28,8 +35,11 @@ import os
 __all__ = [
     "CorruptedRecordError",
     "DataLossError",
+    "IndexFormatError",
     "InvalidArgumentError",
+    "OutOfRangeError",
     "ParseError",
+    "StaleIndexError",
     "TFRecordError",
     "TruncatedRecordError",
     "WriterClosedError",
@@ -102,3 +112,15 @@ class WriterClosedError(TFRecordError, ValueError):
 
 class ParseError(TFRecordError, ValueError):
     """A serialized Example/SequenceExample is malformed or does not match the spec."""
+
+
+class IndexFormatError(TFRecordError, ValueError):
+    """A sidecar index file is damaged, not an index, or of an unknown format version."""
+
+
+class StaleIndexError(IndexFormatError):
+    """An index does not describe its data file as it is now (appended, cut or replaced)."""
+
+
+class OutOfRangeError(TFRecordError, IndexError):
+    """A record index is outside the dataset (``i < -len`` or ``i >= len``)."""

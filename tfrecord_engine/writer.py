@@ -16,6 +16,7 @@ from typing import BinaryIO
 from . import framing
 from .compression import Compression, make_compressor, normalize_compression
 from .errors import InvalidArgumentError, WriterClosedError
+from .index import DEFAULT_FLUSH_EVERY, IndexRecorder
 
 __all__ = ["TFRecordWriter"]
 
@@ -41,6 +42,11 @@ class TFRecordWriter:
     Args:
         path: the file to create (truncated if it exists).
         compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
+        index: also write the sidecar index (``<path>.tfeidx``) on ``close()``, built
+            as records are written. For GZIP/ZLIB it fully flushes the deflate stream
+            every ``index_flush_every`` records (the file stays a valid single stream
+            that TensorFlow reads) and records those restart points for random access.
+        index_flush_every: records between restart points of a compressed file.
 
     ``close()`` is idempotent; ``write``/``flush`` after ``close`` raise
     :class:`WriterClosedError` (TensorFlow's writer silently accepts them).
@@ -57,7 +63,12 @@ class TFRecordWriter:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], compression: str | Compression | None = None
+        self,
+        path: str | os.PathLike[str],
+        compression: str | Compression | None = None,
+        *,
+        index: bool = False,
+        index_flush_every: int = DEFAULT_FLUSH_EVERY,
     ) -> None:
         self._kind = normalize_compression(compression)
         self.path = os.fspath(path)
@@ -66,6 +77,7 @@ class TFRecordWriter:
         )
         self._file: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115 - owned by self
         self.records_written = 0
+        self._index = IndexRecorder(self.path, self._kind, index_flush_every) if index else None
 
     @property
     def compression(self) -> Compression:
@@ -91,6 +103,9 @@ class TFRecordWriter:
 
     def write(self, record: Record) -> None:
         """Appends one record (bytes-like, or ``str`` written as UTF-8)."""
+        if self._index is not None:
+            self.write_many((record,))
+            return
         f = self._open_file("write")
         self._emit(f, framing.frame(_as_bytes(record)))
         self.records_written += 1
@@ -103,9 +118,23 @@ class TFRecordWriter:
         """
         f = self._open_file("write_many")
         batch = [_as_bytes(r) for r in records]
-        self._emit(f, framing.frame_many(batch))
+        if self._index is None:
+            self._emit(f, framing.frame_many(batch))
+        else:
+            self._index.write(
+                batch,
+                lambda chunk: self._emit(f, framing.frame_many(chunk)),
+                None if self._compressor is None else lambda: self._full_flush(f),
+            )
         self.records_written += len(batch)
         return len(batch)
+
+    def _full_flush(self, f: BinaryIO) -> int:
+        # A full flush byte-aligns the stream and forgets the window: decoding can
+        # restart here. Returns the compressed offset reached.
+        assert self._compressor is not None
+        f.write(self._compressor.flush(zlib.Z_FULL_FLUSH))
+        return f.tell()
 
     def flush(self) -> None:
         """Pushes buffered bytes to the operating system."""
@@ -126,6 +155,8 @@ class TFRecordWriter:
             f.flush()
         finally:
             f.close()
+        if self._index is not None:
+            self._index.finish()
 
     def __enter__(self) -> TFRecordWriter:
         return self

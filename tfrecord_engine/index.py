@@ -1,0 +1,600 @@
+"""The sidecar index of a TFRecord file: where every record starts and how long it is.
+
+An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX`. Binary
+layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
+
+    magic        8 bytes   b"TFEIDX\\r\\n"
+    version      uint32    FORMAT_VERSION
+    compression  uint32    0 none, 1 ZLIB, 2 GZIP
+    data_size    uint64    size of the data file in bytes (compressed size for GZIP/ZLIB)
+    fingerprint  uint64    crc32c of sampled windows of the data file (see ``fingerprint``)
+    count        uint64    number of records n
+    restarts     uint64    number of full-flush restart points m (compressed files)
+    offsets      uint64[n] start of each record's header (decompressed stream offset
+                           for GZIP/ZLIB)
+    lengths      uint64[n] data length of each record (framing excluded)
+    restart      uint64[m, 2]  (compressed offset, decompressed offset) of each point
+                           where the deflate stream was fully flushed
+    checksum     uint32    masked crc32c of every byte before it
+
+A stale index (data file appended, truncated or replaced) is caught when it is opened:
+the size and the fingerprint must match and, for uncompressed files, the last record
+must end exactly at the end of the file.
+
+Records span ``[offset, offset + HEADER_SIZE + length + FOOTER_SIZE)``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from . import framing
+from .compression import Compression, normalize_compression
+from .errors import IndexFormatError, InvalidArgumentError, StaleIndexError
+from .reader import read_records
+
+__all__ = [
+    "DEFAULT_FLUSH_EVERY",
+    "FORMAT_VERSION",
+    "INDEX_SUFFIX",
+    "Index",
+    "IndexRecorder",
+    "fingerprint",
+    "index_path_for",
+]
+
+INDEX_SUFFIX: Final = ".tfeidx"
+FORMAT_VERSION: Final = 1
+_MAGIC: Final = b"TFEIDX\r\n"
+_HEAD = struct.Struct("<8sIIQQQQ")
+_CRC = struct.Struct("<I")
+_CODES: Final = {Compression.NONE: 0, Compression.ZLIB: 1, Compression.GZIP: 2}
+_KINDS: Final = {v: k for k, v in _CODES.items()}
+# Fingerprint windows: the head and tail catch appends and truncations, evenly spaced
+# probes catch most same-size replacements, for a few hundred KiB of reading at most.
+_EDGE: Final = 64 << 10
+_PROBE: Final = 4 << 10
+_PROBES: Final = 16
+
+U64Array = npt.NDArray[np.uint64]
+PathLike = str | os.PathLike[str]
+
+
+def index_path_for(data_path: PathLike) -> str:
+    """Returns the sidecar index path of a data file.
+
+    >>> index_path_for("train-00000-of-00004.tfrecord")
+    'train-00000-of-00004.tfrecord.tfeidx'
+    """
+    return os.fspath(data_path) + INDEX_SUFFIX
+
+
+def fingerprint(buf: bytes | mmap.mmap) -> int:
+    """Returns a cheap 64-bit fingerprint of a file's bytes (sampled, not a full hash).
+
+    >>> fingerprint(b"abc") == fingerprint(b"abc") != fingerprint(b"abd")
+    True
+    """
+    size = len(buf)
+    head = framing.crc32c(buf[:_EDGE])
+    probes = [buf[max(0, size - _EDGE) :]]
+    if size > 2 * _EDGE:
+        step = (size - 2 * _EDGE) // _PROBES
+        probes += [buf[_EDGE + i * step : _EDGE + i * step + _PROBE] for i in range(_PROBES)]
+    tail = framing.crc32c(b"".join(probes) + size.to_bytes(8, "little"))
+    return (head << 32) | tail
+
+
+@contextmanager
+def _mapped(path: str) -> Iterator[bytes | mmap.mmap]:
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            yield buf
+
+
+def _as_u64(values: object) -> U64Array:
+    return np.ascontiguousarray(np.asarray(values, dtype=np.uint64))
+
+
+class Index:
+    """Record offsets and lengths of one TFRecord file, plus what identifies the file.
+
+    Attributes:
+        data_path: the data file this index describes.
+        compression: the data file's compression.
+        data_size: the data file's size in bytes when indexed.
+        fingerprint: :func:`fingerprint` of the data file when indexed.
+        offsets: ``uint64[n]`` start of each record (decompressed offset if compressed).
+        lengths: ``uint64[n]`` data length of each record.
+        restarts: ``uint64[m, 2]`` full-flush points ``(compressed, decompressed)``
+            offsets; empty for uncompressed files and compressed files we did not write.
+
+    Example:
+        >>> import tempfile, os, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+        >>> with tfe.TFRecordWriter(path) as w:
+        ...     w.write_many([b"ab", b"cde"])
+        2
+        >>> idx = tfe.Index.build(path)
+        >>> len(idx), idx.offsets.tolist(), idx.lengths.tolist()
+        (2, [0, 18], [2, 3])
+    """
+
+    __slots__ = (
+        "compression",
+        "data_path",
+        "data_size",
+        "fingerprint",
+        "lengths",
+        "offsets",
+        "restarts",
+    )
+
+    def __init__(
+        self,
+        data_path: PathLike,
+        offsets: object,
+        lengths: object,
+        *,
+        data_size: int,
+        fingerprint: int,
+        compression: str | Compression | None = None,
+        restarts: object = None,
+    ) -> None:
+        self.data_path = os.fspath(data_path)
+        self.offsets = _as_u64(offsets)
+        self.lengths = _as_u64(lengths)
+        self.data_size = int(data_size)
+        self.fingerprint = int(fingerprint)
+        self.compression = normalize_compression(compression)
+        self.restarts = _as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
+        if self.offsets.shape != self.lengths.shape or self.offsets.ndim != 1:
+            raise InvalidArgumentError(
+                f"offsets and lengths must be 1-D arrays of one length, got "
+                f"{self.offsets.shape} and {self.lengths.shape}"
+            )
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"Index({self.data_path!r}, {len(self)} records, "
+            f"compression={self.compression.value!r}, {len(self.restarts)} restart points)"
+        )
+
+    @property
+    def stream_size(self) -> int:
+        """Size of the (decompressed) framed stream the records cover."""
+        if len(self) == 0:
+            return 0
+        end = self.offsets[-1] + self.lengths[-1]
+        return int(end) + framing.HEADER_SIZE + framing.FOOTER_SIZE
+
+    # ---- building ---------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, path: PathLike, compression: str | Compression | None = None) -> Index:
+        """Indexes an existing file.
+
+        Uncompressed files are indexed by walking record headers through ``mmap``
+        (12 bytes per record; payloads are never read): every length CRC is checked and
+        every length is checked against the bytes that remain. GZIP/ZLIB files are
+        decompressed once; the index then has no restart points, so random access
+        decompresses from the start of the file (write with
+        ``TFRecordWriter(..., index=True)`` to get restart points).
+
+        Raises:
+            CorruptedRecordError: a length CRC does not match.
+            TruncatedRecordError: the file ends inside a record.
+        """
+        path = os.fspath(path)
+        kind = normalize_compression(compression)
+        with _mapped(path) as buf:
+            fp = fingerprint(buf)
+            size = len(buf)
+            if kind is Compression.NONE:
+                offsets, lengths = _walk_headers(buf, path)
+            else:
+                offsets, lengths = _walk_stream(path, kind)
+        return cls(path, offsets, lengths, data_size=size, fingerprint=fp, compression=kind)
+
+    # ---- persistence -------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Serializes the index in the binary sidecar format (see the module docstring)."""
+        head = _HEAD.pack(
+            _MAGIC,
+            FORMAT_VERSION,
+            _CODES[self.compression],
+            self.data_size,
+            self.fingerprint,
+            len(self),
+            len(self.restarts),
+        )
+        body = b"".join(
+            (
+                head,
+                self.offsets.astype("<u8").tobytes(),
+                self.lengths.astype("<u8").tobytes(),
+                self.restarts.astype("<u8").tobytes(),
+            )
+        )
+        return body + _CRC.pack(framing.mask_crc(framing.crc32c(body)))
+
+    def save(self, index_path: PathLike | None = None) -> str:
+        """Writes the sidecar (default ``<data>`` + :data:`INDEX_SUFFIX`) atomically.
+
+        Returns:
+            the path written.
+        """
+        target = index_path_for(self.data_path) if index_path is None else os.fspath(index_path)
+        tmp = f"{target}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(self.to_bytes())
+        os.replace(tmp, target)
+        return target
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, data_path: PathLike, *, source: str = "<bytes>") -> Index:
+        """Parses a binary index; checks its own checksum, not the data file.
+
+        Raises:
+            IndexFormatError: wrong magic, unknown version, bad size or checksum.
+        """
+        if len(blob) < _HEAD.size + _CRC.size or blob[:8] != _MAGIC:
+            raise IndexFormatError(f"{source}: not a tfrecord-engine index (bad magic)")
+        magic, version, code, data_size, fp, count, nrestarts = _HEAD.unpack_from(blob, 0)
+        del magic
+        if version != FORMAT_VERSION:
+            raise IndexFormatError(
+                f"{source}: index format version {version} is not supported "
+                f"(this build reads version {FORMAT_VERSION})"
+            )
+        expected = _HEAD.size + 16 * count + 16 * nrestarts + _CRC.size
+        if len(blob) != expected or code not in _KINDS:
+            raise IndexFormatError(
+                f"{source}: damaged index ({len(blob)} bytes, expected {expected} for "
+                f"{count} records)"
+            )
+        (stored,) = _CRC.unpack_from(blob, expected - _CRC.size)
+        if framing.mask_crc(framing.crc32c(blob[: expected - _CRC.size])) != stored:
+            raise IndexFormatError(f"{source}: damaged index (checksum mismatch)")
+        arrays = np.frombuffer(blob, dtype="<u8", count=2 * count + 2 * nrestarts, offset=_HEAD.size)
+        return cls(
+            data_path,
+            arrays[:count],
+            arrays[count : 2 * count],
+            data_size=data_size,
+            fingerprint=fp,
+            compression=_KINDS[code],
+            restarts=arrays[2 * count :],
+        )
+
+    @classmethod
+    def load(cls, data_path: PathLike, index_path: PathLike | None = None) -> Index:
+        """Loads a sidecar index and checks that it still describes ``data_path``.
+
+        Raises:
+            FileNotFoundError: no index file.
+            IndexFormatError: the index file is damaged or foreign.
+            StaleIndexError: the data file changed since it was indexed.
+        """
+        data_path = os.fspath(data_path)
+        source = index_path_for(data_path) if index_path is None else os.fspath(index_path)
+        with open(source, "rb") as f:
+            blob = f.read()
+        idx = cls.from_bytes(blob, data_path, source=source)
+        idx.validate()
+        return idx
+
+    @classmethod
+    def open(
+        cls,
+        data_path: PathLike,
+        compression: str | Compression | None = None,
+        *,
+        rebuild: bool = True,
+        save: bool = True,
+    ) -> Index:
+        """Loads the sidecar index of ``data_path``, or builds it when missing or stale.
+
+        Args:
+            compression: the data file's compression (used when building).
+            rebuild: build a new index when the sidecar is missing, damaged or stale;
+                with ``False`` those raise instead.
+            save: write a newly built index next to the data file (skipped silently
+                when the directory is read-only: the index is still used in memory).
+        """
+        kind = normalize_compression(compression)
+        try:
+            idx = cls.load(data_path)
+        except (FileNotFoundError, IndexFormatError):
+            if not rebuild:
+                raise
+        else:
+            if idx.compression is not kind:
+                raise InvalidArgumentError(
+                    f"{os.fspath(data_path)}: its index says compression "
+                    f"{idx.compression.value!r}, the caller says {kind.value!r}"
+                )
+            return idx
+        idx = cls.build(data_path, kind)
+        if save:
+            try:
+                idx.save()
+            except PermissionError:
+                pass  # a read-only dataset directory; the in-memory index is complete
+        return idx
+
+    def validate(self) -> None:
+        """Checks that the data file is still the one this index describes.
+
+        Raises:
+            StaleIndexError: size, fingerprint or record layout do not match.
+        """
+        with _mapped(self.data_path) as buf:
+            size = len(buf)
+            if size != self.data_size:
+                raise StaleIndexError(
+                    f"{self.data_path}: index is stale: the file has {size} bytes, the "
+                    f"index was built for {self.data_size} (appended or truncated?)"
+                )
+            if fingerprint(buf) != self.fingerprint:
+                raise StaleIndexError(
+                    f"{self.data_path}: index is stale: the file's content fingerprint "
+                    "changed (replaced?)"
+                )
+            if self.compression is Compression.NONE and self.stream_size != size:
+                raise StaleIndexError(
+                    f"{self.data_path}: index is foreign: its records end at byte "
+                    f"{self.stream_size}, the file has {size} bytes"
+                )
+
+    # ---- DALI / tfrecord text indexes --------------------------------------------------
+
+    def to_text(self) -> str:
+        """Returns the ``"<offset> <framed size>\\n"`` text index of DALI and ``tfrecord``.
+
+        Raises:
+            InvalidArgumentError: a compressed file (those tools index uncompressed files
+                only) or a file with no records (DALI rejects an empty index).
+        """
+        if self.compression is not Compression.NONE:
+            raise InvalidArgumentError(
+                f"{self.data_path}: text (DALI) indexes describe uncompressed files only"
+            )
+        if len(self) == 0:
+            raise InvalidArgumentError(
+                f"{self.data_path}: no records; DALI rejects an empty index file"
+            )
+        framed = self.lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
+        table = np.stack([self.offsets, framed], axis=1)
+        return "\n".join(f"{o} {s}" for o, s in table.tolist()) + "\n"
+
+    def save_text(self, text_path: PathLike) -> None:
+        """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI)."""
+        with open(text_path, "w", encoding="ascii") as f:
+            f.write(self.to_text())
+
+    @classmethod
+    def from_text(cls, text_path: PathLike, data_path: PathLike) -> Index:
+        """Imports a DALI / ``tfrecord`` text index and checks it against the data file.
+
+        Every entry must be a framed record that starts where the previous one ends,
+        whose header announces the same size and has a valid length CRC, and the last
+        must end at the end of the file.
+
+        Raises:
+            IndexFormatError: the text is not ``offset size`` pairs.
+            StaleIndexError: the entries do not describe the data file.
+        """
+        data_path = os.fspath(data_path)
+        with open(text_path, encoding="ascii") as f:
+            tokens = f.read().split()
+        try:
+            table = np.array(tokens, dtype=np.int64).reshape(-1, 2)
+        except ValueError as exc:
+            raise IndexFormatError(
+                f"{os.fspath(text_path)}: not an 'offset size' text index ({exc})"
+            ) from exc
+        offsets, framed = table[:, 0], table[:, 1]
+        overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
+        with _mapped(data_path) as buf:
+            size = len(buf)
+            ends = offsets + framed
+            starts_ok = len(offsets) == 0 or (
+                offsets[0] == 0 and bool(np.all(offsets[1:] == ends[:-1]))
+            )
+            last = int(ends[-1]) if len(ends) else 0
+            if not starts_ok or bool(np.any(framed < overhead)) or last != size:
+                raise StaleIndexError(
+                    f"{os.fspath(text_path)}: does not describe {data_path}: entries must "
+                    f"be back-to-back framed records covering all {size} bytes"
+                )
+            lengths = (framed - overhead).astype(np.uint64)
+            _check_headers(buf, offsets.astype(np.uint64), lengths, data_path)
+            fp = fingerprint(buf)
+        return cls(data_path, offsets, lengths, data_size=size, fingerprint=fp)
+
+
+def _walk_headers(buf: bytes | mmap.mmap, path: str) -> tuple[U64Array, U64Array]:
+    """Finds every record of an uncompressed file by hopping from header to header."""
+    size = len(buf)
+    unpack = struct.Struct("<Q").unpack_from
+    overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
+    if size >= overhead:
+        fast = _uniform_offsets(buf, int(unpack(buf, 0)[0]) + overhead)
+        if fast is not None:
+            return fast, _check_headers(buf, fast, None, path)
+    offsets: list[int] = []
+    pos = 0
+    bad = -1
+    # The hot loop only follows length fields; CRCs are checked afterwards in bulk.
+    while pos < size:
+        if size - pos < overhead:
+            bad = pos
+            break
+        (length,) = unpack(buf, pos)
+        if length > size - pos - overhead:
+            bad = pos
+            break
+        offsets.append(pos)
+        pos += length + overhead
+    offs = np.array(offsets, dtype=np.uint64)
+    lens = _check_headers(buf, offs, None, path)
+    if bad >= 0:
+        # Raises the reader's own error (length CRC first, then truncation).
+        framing.parse_header(
+            buf[bad : bad + framing.HEADER_SIZE],
+            remaining=size - bad - framing.HEADER_SIZE,
+            path=path,
+            record_index=len(offsets),
+            offset=bad,
+        )
+        raise AssertionError("unreachable: parse_header accepted a bad header")
+    return offs, lens
+
+
+def _uniform_offsets(buf: bytes | mmap.mmap, stride: int) -> U64Array | None:
+    """Offsets of a file of equal-size records, if it is one (else ``None``).
+
+    Fixed-size records (images, fixed-length features) are common; when the file size is
+    a multiple of the first record's framed size, every header is read in one vectorized
+    gather instead of one hop at a time. Any mismatch falls back to the walk.
+    """
+    size = len(buf)
+    if size % stride:
+        return None
+    offsets = np.arange(0, size, stride, dtype=np.uint64)
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    at = offsets.astype(np.int64)[:, None] + np.arange(8, dtype=np.int64)
+    lengths = np.ascontiguousarray(raw[at]).view("<u8").reshape(-1)
+    if not bool(np.all(lengths == stride - framing.HEADER_SIZE - framing.FOOTER_SIZE)):
+        return None
+    return offsets
+
+
+def _check_headers(
+    buf: bytes | mmap.mmap, offsets: U64Array, lengths: U64Array | None, path: str
+) -> U64Array:
+    """Checks in bulk each header's length CRC (and ``lengths``); returns the lengths."""
+    if len(offsets) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    at = offsets.astype(np.int64)[:, None] + np.arange(framing.HEADER_SIZE, dtype=np.int64)
+    headers = np.ascontiguousarray(raw[at])
+    stored_len = headers[:, :8].copy().view("<u8").reshape(-1)
+    stored_crc = headers[:, 8:].copy().view("<u4").reshape(-1)
+    # Lengths repeat a lot (fixed-size records): one CRC per distinct length.
+    uniq, inverse = np.unique(stored_len, return_inverse=True)
+    crcs = np.array([framing.crc32c(int(u).to_bytes(8, "little")) for u in uniq], np.uint32)
+    expected = framing.mask_crc_array(crcs)[inverse.reshape(-1)]
+    mismatch = expected != stored_crc
+    if lengths is not None:
+        mismatch |= stored_len != lengths
+    bad = np.flatnonzero(mismatch)
+    if len(bad):
+        i = int(bad[0])
+        pos = int(offsets[i])
+        framing.parse_header(
+            buf[pos : pos + framing.HEADER_SIZE],
+            remaining=None,
+            path=path,
+            record_index=i,
+            offset=pos,
+        )
+        raise StaleIndexError(
+            f"{path}: record {i} at offset {pos}: header announces {int(stored_len[i])} "
+            f"bytes, the index says {int(lengths[i]) if lengths is not None else '?'}"
+        )
+    return stored_len.astype(np.uint64)
+
+
+def _walk_stream(path: str, kind: Compression) -> tuple[U64Array, U64Array]:
+    """Indexes a compressed file by decompressing it once (payloads are skipped over)."""
+    lengths = np.fromiter(
+        (len(r) for r in read_records(path, kind, verify=False)), dtype=np.uint64
+    )
+    framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
+    offsets = np.concatenate([[0], np.cumsum(framed)[:-1]]).astype(np.uint64)
+    return offsets[: len(lengths)], lengths
+
+
+#: Records between two full-flush restart points in compressed files written with
+#: ``index=True``: random access decodes at most this many records' worth of data.
+DEFAULT_FLUSH_EVERY: Final = 256
+
+
+class IndexRecorder:
+    """Builds a file's index while :class:`~tfrecord_engine.TFRecordWriter` writes it.
+
+    The writer hands each batch of records to :meth:`write` with two callbacks: ``emit``
+    frames and writes a chunk of records, ``restart`` (compressed files only) fully
+    flushes the deflate stream and returns the compressed file offset reached. Chunks are
+    cut so that a restart point falls every ``flush_every`` records; :meth:`finish`
+    writes the sidecar once the data file is closed.
+    """
+
+    def __init__(self, path: str, kind: Compression, flush_every: int = DEFAULT_FLUSH_EVERY):
+        if flush_every < 1:
+            raise InvalidArgumentError(f"index_flush_every must be >= 1, got {flush_every}")
+        self._path = path
+        self._kind = kind
+        self._every = flush_every
+        self._lengths: list[int] = []
+        self._restarts: list[tuple[int, int]] = []
+        self._stream = 0  # offset in the (decompressed) framed stream
+        self._since = 0  # records since the last restart point
+
+    def write(
+        self,
+        batch: list[bytes | bytearray | memoryview],
+        emit: Callable[[list[bytes | bytearray | memoryview]], None],
+        restart: Callable[[], int] | None,
+    ) -> None:
+        """Writes ``batch`` through ``emit``, cutting it at restart points."""
+        overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
+        i = 0
+        while i < len(batch):
+            take = len(batch) - i if restart is None else self._every - self._since
+            chunk = batch[i : i + take]
+            emit(chunk)
+            lengths = [len(r) for r in chunk]
+            self._lengths += lengths
+            self._stream += sum(lengths) + overhead * len(chunk)
+            self._since += len(chunk)
+            i += len(chunk)
+            if restart is not None and self._since == self._every:
+                self._restarts.append((restart(), self._stream))
+                self._since = 0
+
+    def finish(self) -> Index:
+        """Writes the sidecar index of the closed data file and returns it."""
+        lengths = np.array(self._lengths, dtype=np.uint64)
+        framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
+        offsets = np.cumsum(framed, dtype=np.uint64) - framed
+        with _mapped(self._path) as buf:
+            size, fp = len(buf), fingerprint(buf)
+        idx = Index(
+            self._path,
+            offsets,
+            lengths,
+            data_size=size,
+            fingerprint=fp,
+            compression=self._kind,
+            restarts=np.array(self._restarts, dtype=np.uint64).reshape(-1, 2),
+        )
+        idx.save()
+        return idx

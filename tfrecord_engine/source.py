@@ -1,0 +1,261 @@
+"""Random access to the records of one indexed file: local ``mmap``, a byte-range
+fetcher, or a GZIP/ZLIB file with restart points.
+
+Every reader takes a batch of record indices *within its file* and returns the records'
+bytes in the same order, with the data CRCs checked in bulk: the footers are gathered
+with numpy, one ``crc32c`` call per record is the only per-record work besides slicing.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+import crc32c as _crc32c
+import numpy as np
+import numpy.typing as npt
+
+from . import framing
+from .compression import Compression, Decompressor, DecompressError
+from .errors import CorruptedRecordError, InvalidArgumentError, TruncatedRecordError
+from .index import Index
+
+__all__ = [
+    "CompressedFileRecords",
+    "Fetcher",
+    "FetcherRecords",
+    "LocalFileRecords",
+    "RandomAccessSource",
+    "open_records",
+]
+
+#: Reads the half-open byte range ``[offset, offset + size)`` of one file.
+Fetcher = Callable[[int, int], bytes]
+IntArray = npt.NDArray[np.int64]
+_H = framing.HEADER_SIZE
+_F = framing.FOOTER_SIZE
+_FOOTER_AT = np.arange(_F, dtype=np.int64)
+# A compressed file without restart points is decoded whole on random access; beyond
+# this many decompressed bytes we refuse instead of silently thrashing.
+MAX_UNINDEXED_BLOCK = 256 << 20
+
+
+@runtime_checkable
+class RandomAccessSource(Protocol):
+    """What map-style loaders (PyTorch ``Dataset``, Grain sources) need."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> object: ...
+
+    def __getitems__(self, indices: Sequence[int]) -> object: ...
+
+
+def verify_batch(
+    records: list[bytes],
+    stored: npt.NDArray[np.uint32],
+    *,
+    path: str,
+    local: IntArray,
+    offsets: npt.NDArray[np.uint64],
+) -> None:
+    """Raises :class:`CorruptedRecordError` for the first record whose CRC mismatches."""
+    crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
+    bad = np.flatnonzero(framing.mask_crc_array(crcs) != stored)
+    if len(bad):
+        j = int(bad[0])
+        framing.check_data(
+            records[j], int(stored[j]), path=path, record_index=int(local[j]),
+            offset=int(offsets[j]),
+        )
+
+
+class LocalFileRecords:
+    """Records of one uncompressed local file, read through ``mmap`` (opened lazily)."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.path = index.data_path
+        self._map: mmap.mmap | None = None
+        self._raw: npt.NDArray[np.uint8] | None = None
+
+    def _open(self) -> tuple[mmap.mmap, npt.NDArray[np.uint8]]:
+        if self._map is None or self._raw is None:
+            with open(self.path, "rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            self._raw = np.frombuffer(self._map, dtype=np.uint8)
+            if len(self._map) != self.index.data_size:
+                self.close()
+                raise TruncatedRecordError(
+                    f"the file changed size since it was indexed ({self.index.data_size} "
+                    "bytes)",
+                    path=self.path, record_index=0, offset=0,
+                )
+        return self._map, self._raw
+
+    def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
+        """Returns the records ``local`` (indices within this file), CRC-checked."""
+        buf, raw = self._open()
+        offsets = self.index.offsets[local]
+        starts = offsets.astype(np.int64) + _H
+        ends = starts + self.index.lengths[local].astype(np.int64)
+        records = [buf[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+        if verify and records:
+            stored = raw[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+            verify_batch(records, stored, path=self.path, local=local, offsets=offsets)
+        return records
+
+    def close(self) -> None:
+        self._raw = None  # the numpy view pins the mapping; drop it first
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+
+class FetcherRecords:
+    """Records of one uncompressed file read through a byte-range :data:`Fetcher`.
+
+    Adjacent records of a batch are coalesced into one request (``requests`` counts
+    them), which is what makes :class:`~tfrecord_engine.sampler.BlockShuffle` pay off on
+    remote storage.
+    """
+
+    def __init__(self, index: Index, fetch: Fetcher, max_gap: int = 0) -> None:
+        self.index = index
+        self.path = index.data_path
+        self.fetch = fetch
+        self.max_gap = max_gap
+        self.requests = 0
+
+    def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
+        """Returns the records ``local`` (indices within this file), CRC-checked."""
+        offsets = self.index.offsets[local].astype(np.int64)
+        ends = offsets + self.index.lengths[local].astype(np.int64) + _H + _F
+        order = np.argsort(offsets, kind="stable")
+        s_off, s_end = offsets[order], ends[order]
+        # A new request starts where a record begins past the furthest end so far + gap.
+        reach = np.maximum.accumulate(s_end)
+        new = np.ones(len(order), dtype=np.bool_)
+        new[1:] = s_off[1:] > reach[:-1] + self.max_gap
+        group = np.cumsum(new) - 1
+        g_start = s_off[new]
+        g_end = np.maximum.reduceat(s_end, np.flatnonzero(new)) if len(order) else s_end
+        chunks = [self.fetch(int(a), int(b - a)) for a, b in zip(g_start, g_end)]
+        self.requests += len(chunks)
+        framed: list[bytes] = [b""] * len(order)
+        for k, j in enumerate(order.tolist()):
+            g = int(group[k])
+            rel = int(s_off[k] - g_start[g])
+            framed[j] = chunks[g][rel : rel + int(s_end[k] - s_off[k])]
+        records = [f[_H:-_F] for f in framed]
+        if verify and records:
+            stored = np.array([framing.read_footer(f, len(f) - _F) for f in framed], np.uint32)
+            verify_batch(
+                records, stored, path=self.path, local=local, offsets=self.index.offsets[local]
+            )
+        return records
+
+    def close(self) -> None:
+        """Nothing to release (the fetcher owns its connections)."""
+
+
+class CompressedFileRecords:
+    """Records of a GZIP/ZLIB file, decoded one restart block at a time (small LRU)."""
+
+    def __init__(self, index: Index, cache_blocks: int = 4) -> None:
+        self.index = index
+        self.path = index.data_path
+        r = index.restarts.astype(np.int64)
+        self._cstart = np.concatenate([[0], r[:, 0]]).astype(np.int64)
+        self._dstart = np.concatenate([[0], r[:, 1]]).astype(np.int64)
+        self._dend = np.append(self._dstart[1:], index.stream_size)
+        self._block_of = np.searchsorted(self._dstart, index.offsets.astype(np.int64), "right") - 1
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache_blocks = cache_blocks
+
+    def _block(self, b: int) -> bytes:
+        hit = self._cache.get(b)
+        if hit is not None:
+            self._cache.move_to_end(b)
+            return hit
+        need = int(self._dend[b] - self._dstart[b])
+        if len(self._cstart) == 1 and need > MAX_UNINDEXED_BLOCK:
+            raise InvalidArgumentError(
+                f"{self.path}: a {self.index.compression.value} file without restart points "
+                f"({need} decompressed bytes): random access would decompress it whole. "
+                "Rewrite it with TFRecordWriter(..., index=True), or read it sequentially "
+                "with read_records()"
+            )
+        with open(self.path, "rb") as f:
+            f.seek(int(self._cstart[b]))
+            stop = self._cstart[b + 1] if b + 1 < len(self._cstart) else None
+            raw = f.read() if stop is None else f.read(int(stop - self._cstart[b]))
+        try:
+            if b == 0:
+                dec = Decompressor(io.BytesIO(raw), self.index.compression)
+                parts, have = [], 0
+                while have < need:
+                    part = dec.read(need - have)
+                    if not part:
+                        break
+                    parts.append(part)
+                    have += len(part)
+                data = b"".join(parts)
+            else:
+                data = zlib.decompressobj(-15).decompress(raw, need)
+        except (DecompressError, zlib.error) as exc:
+            raise CorruptedRecordError(
+                f"damaged {self.index.compression.value} block {b}: {exc}",
+                path=self.path, record_index=int(np.argmax(self._block_of == b)),
+                offset=int(self._dstart[b]),
+            ) from exc
+        if len(data) != need:
+            raise TruncatedRecordError(
+                f"{self.index.compression.value} block {b} decompresses to {len(data)} "
+                f"bytes, the index expects {need}",
+                path=self.path, record_index=int(np.argmax(self._block_of == b)),
+                offset=int(self._dstart[b]),
+            )
+        self._cache[b] = data
+        if len(self._cache) > self._cache_blocks:
+            self._cache.popitem(last=False)
+        return data
+
+    def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
+        """Returns the records ``local`` (indices within this file), CRC-checked."""
+        out: list[bytes] = [b""] * len(local)
+        blocks = self._block_of[local]
+        offsets = self.index.offsets[local]
+        stored = np.zeros(len(local), dtype=np.uint32)
+        for b in np.unique(blocks).tolist():
+            data = self._block(b)
+            base = int(self._dstart[b])
+            for j in np.flatnonzero(blocks == b).tolist():
+                start = int(offsets[j]) - base + _H
+                end = start + int(self.index.lengths[local[j]])
+                out[j] = data[start:end]
+                stored[j] = framing.read_footer(data, end)
+        if verify and out:
+            verify_batch(out, stored, path=self.path, local=local, offsets=offsets)
+        return out
+
+    def close(self) -> None:
+        """Drops the decoded blocks."""
+        self._cache.clear()
+
+
+FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
+
+
+def open_records(index: Index) -> FileRecords:
+    """Returns the right random-access reader for an indexed local file."""
+    if index.compression is Compression.NONE:
+        if not os.path.exists(index.data_path):
+            raise FileNotFoundError(index.data_path)
+        return LocalFileRecords(index)
+    return CompressedFileRecords(index)
