@@ -9,6 +9,7 @@ process, so it works as a PyTorch map-style dataset or a Grain random-access sou
 from __future__ import annotations
 
 import glob
+import importlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -37,10 +38,14 @@ class PaddedBatch(NamedTuple):
     mask: npt.NDArray[np.bool_]
 
 
+def _example() -> Any:
+    # Imported on first use: Example parsing is only needed with ``features=``, and the
+    # rest of this module must work without it.
+    return importlib.import_module(".example", __package__)
+
+
 def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
-    items = (
-        [paths_or_globs] if isinstance(paths_or_globs, (str, os.PathLike)) else paths_or_globs
-    )
+    items = [paths_or_globs] if isinstance(paths_or_globs, (str, os.PathLike)) else paths_or_globs
     out: list[str] = []
     for item in items:
         p = os.fspath(item)
@@ -164,15 +169,12 @@ class RecordDataset:
         for f in np.unique(file_of).tolist():
             where = np.flatnonzero(file_of == f)
             got = readers[f].read(idx[where] - self._starts[f], self.verify)
-            for j, rec in zip(where.tolist(), got):
+            for j, rec in zip(where.tolist(), got, strict=True):
                 out[j] = rec
         return out
 
     def _parse(self, records: list[bytes]) -> dict[str, Any]:
-        from .example import parse_example  # built in another module; optional here
-
-        assert self.features is not None
-        return dict(parse_example(records, self.features))
+        return dict(_example().parse_example(records, self.features))
 
     def __getitem__(self, key: int | slice | Sequence[int] | IntArray) -> Any:
         """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.
@@ -184,9 +186,7 @@ class RecordDataset:
             record = self.read_raw([int(key)])[0]
             if self.features is None:
                 return record
-            from .example import parse_single_example
-
-            return parse_single_example(record, self.features)
+            return _example().parse_single_example(record, self.features)
         if isinstance(key, slice):
             key = np.arange(len(self), dtype=np.int64)[key]
         records = self.read_raw(key)
@@ -198,7 +198,7 @@ class RecordDataset:
 
     # ---- epochs ------------------------------------------------------------------------
 
-    def batches(
+    def batches(  # noqa: PLR0917 - the public contract takes these positionally
         self,
         batch_size: int,
         shuffle: Shuffle = False,

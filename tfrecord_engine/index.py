@@ -26,11 +26,11 @@ Records span ``[offset, offset + HEADER_SIZE + length + FOOTER_SIZE)``.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Final
 
 import numpy as np
@@ -93,14 +93,20 @@ def fingerprint(buf: bytes | mmap.mmap) -> int:
     return (head << 32) | tail
 
 
-@contextmanager
+@contextlib.contextmanager
 def _mapped(path: str) -> Iterator[bytes | mmap.mmap]:
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             yield b""
             return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
             yield buf
+        finally:
+            # A numpy view held by an exception's traceback can still pin the map;
+            # it is then unmapped when collected instead of masking that exception.
+            with contextlib.suppress(BufferError):
+                buf.close()
 
 
 def _as_u64(values: object) -> U64Array:
@@ -262,16 +268,19 @@ class Index:
                 f"{source}: index format version {version} is not supported "
                 f"(this build reads version {FORMAT_VERSION})"
             )
+        # The checksum first: no field is trusted before it matches.
+        (stored,) = _CRC.unpack_from(blob, len(blob) - _CRC.size)
+        if framing.mask_crc(framing.crc32c(blob[: -_CRC.size])) != stored:
+            raise IndexFormatError(f"{source}: damaged index (checksum mismatch)")
         expected = _HEAD.size + 16 * count + 16 * nrestarts + _CRC.size
         if len(blob) != expected or code not in _KINDS:
             raise IndexFormatError(
                 f"{source}: damaged index ({len(blob)} bytes, expected {expected} for "
                 f"{count} records)"
             )
-        (stored,) = _CRC.unpack_from(blob, expected - _CRC.size)
-        if framing.mask_crc(framing.crc32c(blob[: expected - _CRC.size])) != stored:
-            raise IndexFormatError(f"{source}: damaged index (checksum mismatch)")
-        arrays = np.frombuffer(blob, dtype="<u8", count=2 * count + 2 * nrestarts, offset=_HEAD.size)
+        arrays = np.frombuffer(
+            blob, dtype="<u8", count=2 * count + 2 * nrestarts, offset=_HEAD.size
+        )
         return cls(
             data_path,
             arrays[:count],
@@ -332,10 +341,9 @@ class Index:
             return idx
         idx = cls.build(data_path, kind)
         if save:
-            try:
+            # A read-only dataset directory: the in-memory index is complete anyway.
+            with contextlib.suppress(PermissionError):
                 idx.save()
-            except PermissionError:
-                pass  # a read-only dataset directory; the in-memory index is complete
         return idx
 
     def validate(self) -> None:
@@ -519,14 +527,12 @@ def _check_headers(
             f"{path}: record {i} at offset {pos}: header announces {int(stored_len[i])} "
             f"bytes, the index says {int(lengths[i]) if lengths is not None else '?'}"
         )
-    return stored_len.astype(np.uint64)
+    return _as_u64(stored_len)
 
 
 def _walk_stream(path: str, kind: Compression) -> tuple[U64Array, U64Array]:
     """Indexes a compressed file by decompressing it once (payloads are skipped over)."""
-    lengths = np.fromiter(
-        (len(r) for r in read_records(path, kind, verify=False)), dtype=np.uint64
-    )
+    lengths = np.fromiter((len(r) for r in read_records(path, kind, verify=False)), dtype=np.uint64)
     framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
     offsets = np.concatenate([[0], np.cumsum(framed)[:-1]]).astype(np.uint64)
     return offsets[: len(lengths)], lengths

@@ -92,7 +92,9 @@ def _rng(seed: int, epoch: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, epoch])))
 
 
-def epoch_order(length: int, *, shuffle: Shuffle = False, seed: int = 0, epoch: int = 0) -> IntArray:
+def epoch_order(
+    length: int, *, shuffle: Shuffle = False, seed: int = 0, epoch: int = 0
+) -> IntArray:
     """Returns the record order of one epoch (a pure function of its arguments).
 
     >>> epoch_order(5).tolist()
@@ -144,7 +146,7 @@ def _intervals(mask: BoolArray) -> list[list[int]]:
     """Half-open runs of ``True`` in ``mask``."""
     padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
     edges = np.flatnonzero(np.diff(padded))
-    return [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2])]
+    return [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
 class IndexBatchIterator(Iterator[IndexBatch]):
@@ -321,8 +323,7 @@ def merge_states(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         any(s[k] != first[k] for k in keys) for s in states
     ):
         raise InvalidArgumentError(
-            f"merge_states needs one state per shard 0..{count - 1} of the same epoch and "
-            "layout"
+            f"merge_states needs one state per shard 0..{count - 1} of the same epoch and layout"
         )
     done = np.zeros(int(first["length"]), dtype=np.bool_)
     for s in states:
@@ -338,9 +339,7 @@ def merge_states(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         )
         done |= it.delivered_positions()
     merged = dict(first)
-    merged.update(
-        consumed=_intervals(done), shard_index=0, shard_count=1, position=0, batches=0
-    )
+    merged.update(consumed=_intervals(done), shard_index=0, shard_count=1, position=0, batches=0)
     return merged
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import framing
-from .compression import Compression, Decompressor, DecompressError
+from .compression import Compression, DecompressError, Decompressor
 from .errors import CorruptedRecordError, InvalidArgumentError, TruncatedRecordError
 from .index import Index
 
@@ -70,7 +70,10 @@ def verify_batch(
     if len(bad):
         j = int(bad[0])
         framing.check_data(
-            records[j], int(stored[j]), path=path, record_index=int(local[j]),
+            records[j],
+            int(stored[j]),
+            path=path,
+            record_index=int(local[j]),
             offset=int(offsets[j]),
         )
 
@@ -92,19 +95,22 @@ class LocalFileRecords:
             if len(self._map) != self.index.data_size:
                 self.close()
                 raise TruncatedRecordError(
-                    f"the file changed size since it was indexed ({self.index.data_size} "
-                    "bytes)",
-                    path=self.path, record_index=0, offset=0,
+                    f"the file changed size since it was indexed ({self.index.data_size} bytes)",
+                    path=self.path,
+                    record_index=0,
+                    offset=0,
                 )
         return self._map, self._raw
 
     def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records ``local`` (indices within this file), CRC-checked."""
+        if len(local) == 0:
+            return []  # also spares mapping an empty file, which mmap refuses
         buf, raw = self._open()
         offsets = self.index.offsets[local]
         starts = offsets.astype(np.int64) + _H
         ends = starts + self.index.lengths[local].astype(np.int64)
-        records = [buf[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+        records = [buf[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
         if verify and records:
             stored = raw[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
             verify_batch(records, stored, path=self.path, local=local, offsets=offsets)
@@ -145,7 +151,7 @@ class FetcherRecords:
         group = np.cumsum(new) - 1
         g_start = s_off[new]
         g_end = np.maximum.reduceat(s_end, np.flatnonzero(new)) if len(order) else s_end
-        chunks = [self.fetch(int(a), int(b - a)) for a, b in zip(g_start, g_end)]
+        chunks = [self.fetch(int(a), int(b - a)) for a, b in zip(g_start, g_end, strict=True)]
         self.requests += len(chunks)
         framed: list[bytes] = [b""] * len(order)
         for k, j in enumerate(order.tolist()):
@@ -211,14 +217,16 @@ class CompressedFileRecords:
         except (DecompressError, zlib.error) as exc:
             raise CorruptedRecordError(
                 f"damaged {self.index.compression.value} block {b}: {exc}",
-                path=self.path, record_index=int(np.argmax(self._block_of == b)),
+                path=self.path,
+                record_index=int(np.argmax(self._block_of == b)),
                 offset=int(self._dstart[b]),
             ) from exc
         if len(data) != need:
             raise TruncatedRecordError(
                 f"{self.index.compression.value} block {b} decompresses to {len(data)} "
                 f"bytes, the index expects {need}",
-                path=self.path, record_index=int(np.argmax(self._block_of == b)),
+                path=self.path,
+                record_index=int(np.argmax(self._block_of == b)),
                 offset=int(self._dstart[b]),
             )
         self._cache[b] = data

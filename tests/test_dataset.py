@@ -1,0 +1,273 @@
+"""RecordDataset: len, random access, batches over many files, pickling, damage."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import pickle
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tfrecord_engine as tfe
+from tfrecord_engine.source import FetcherRecords, RandomAccessSource
+from tfrecord_engine.testing.epochs import record_lists, shuffle_modes
+from tfrecord_engine.testing.resume import assert_resume_exactly_once
+
+SIZES = (761, 100, 1)
+_TMP = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _rec(f: int, i: int) -> bytes:
+    return f"file{f}-rec{i:04d}".encode() + bytes(i % 7)
+
+
+@pytest.fixture(scope="module")
+def three_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[bytes]]:
+    """Files of 761, 100 and 1 records (names sort in that order)."""
+    d = tmp_path_factory.mktemp("ds")
+    records: list[bytes] = []
+    for f, n in enumerate(SIZES):
+        recs = [_rec(f, i) for i in range(n)]
+        with tfe.TFRecordWriter(d / f"part-{f}.tfrecord", index=f != 1) as w:
+            w.write_many(recs)
+        records += recs
+    return str(d / "part-*.tfrecord"), records
+
+
+def test_len_and_random_access(three_files: tuple[str, list[bytes]]) -> None:
+    pattern, records = three_files
+    ds = tfe.RecordDataset(pattern)
+    assert len(ds) == 862
+    assert ds[0] == records[0] and ds[761] == records[761] and ds[861] == records[861]
+    assert ds[-1] == records[-1] and ds[-862] == records[0]
+    assert ds[np.int64(5)] == records[5]
+    picks = [861, 3, 800, 760, 761, 3, -2]
+    assert ds[picks] == [records[i] for i in picks]
+    assert ds[np.array(picks)] == [records[i] for i in picks]
+    assert ds[755:765:2] == records[755:765:2]
+    assert ds[::-100] == records[::-100]
+    assert ds.__getitems__([1, 2]) == records[1:3]
+    assert ds[[]] == []
+
+
+@pytest.mark.parametrize("bad", [862, -863, [0, 862], 10**12])
+def test_out_of_range_is_an_index_error(three_files: tuple[str, list[bytes]], bad: Any) -> None:
+    ds = tfe.RecordDataset(three_files[0])
+    with pytest.raises(IndexError, match="out of range"):
+        ds[bad]
+    with pytest.raises(tfe.OutOfRangeError):
+        ds[bad]
+
+
+def test_works_as_a_map_style_source(three_files: tuple[str, list[bytes]]) -> None:
+    ds = tfe.RecordDataset(three_files[0])
+    assert isinstance(ds, RandomAccessSource)
+    assert list(ds) == three_files[1]  # the sequence protocol stops at IndexError
+
+
+def test_pickles_and_reopens_lazily(three_files: tuple[str, list[bytes]]) -> None:
+    pattern, records = three_files
+    ds = tfe.RecordDataset(pattern)
+    assert ds[100] == records[100]  # opened (mmap'ed) before pickling
+    blob = pickle.dumps(ds)
+    assert len(blob) < 2000  # arguments only, no maps or index arrays
+    clone = pickle.loads(blob)
+    assert clone._readers is None
+    assert clone[[861, 0]] == [records[861], records[0]]
+    assert len(clone) == len(ds)
+
+
+def test_missing_files(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        tfe.RecordDataset(str(tmp_path / "nothing-*.tfrecord"))
+    with pytest.raises(FileNotFoundError):
+        len(tfe.RecordDataset(tmp_path / "nothing.tfrecord"))
+    with pytest.raises(tfe.InvalidArgumentError):
+        tfe.RecordDataset([])
+
+
+def _epoch(ds: tfe.RecordDataset, count: int, **kw: Any) -> list[list[bytes]]:
+    return [
+        [r for b in ds.batches(batch_size=37, shard_index=s, shard_count=count, **kw) for r in b]
+        for s in range(count)
+    ]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_exactly_once_over_files_for_1_to_16_shards(
+    three_files: tuple[str, list[bytes]], shuffle: bool
+) -> None:
+    pattern, records = three_files
+    ds = tfe.RecordDataset(pattern)
+    for count in range(1, 17):
+        shards = _epoch(ds, count, shuffle=shuffle, seed=11)
+        assert Counter(r for s in shards for r in s) == Counter(records)
+        sizes = [len(s) for s in shards]
+        assert max(sizes) - min(sizes) <= 1
+    if shuffle:  # a global shuffle mixes the files inside each shard
+        first = _epoch(ds, 4, shuffle=True, seed=11)[0]
+        assert {b"file0", b"file1"} <= {r[:5] for r in first}
+
+
+def test_single_files_of_761_100_and_1_records(three_files: tuple[str, list[bytes]]) -> None:
+    pattern, records = three_files
+    start = 0
+    for f, n in enumerate(SIZES):
+        ds = tfe.RecordDataset(pattern.replace("*", str(f)))
+        mine = records[start : start + n]
+        start += n
+        for count in (1, 2, 5, 16):
+            for shuffle in (False, True):
+                shards = _epoch(ds, count, shuffle=shuffle, seed=1)
+                assert sorted(r for s in shards for r in s) == sorted(mine)
+
+
+def test_partial_last_batch_and_padding(three_files: tuple[str, list[bytes]]) -> None:
+    ds = tfe.RecordDataset(three_files[0].replace("*", "0"))  # 761 records
+    assert [len(b) for b in ds.batches(100)] == [100] * 7 + [61]
+    assert [len(b) for b in ds.batches(100, drop_remainder=True)] == [100] * 7
+    padded = list(ds.batches(100, pad_remainder=True))
+    assert all(isinstance(b, tfe.PaddedBatch) and len(b.records) == 100 for b in padded)
+    real = [r for b in padded for r, m in zip(b.records, b.mask.tolist(), strict=True) if m]
+    assert real == three_files[1][:761]
+
+
+def test_seeded_reproducibility(three_files: tuple[str, list[bytes]]) -> None:
+    ds = tfe.RecordDataset(three_files[0])
+    a = list(ds.batches(50, shuffle=True, seed=4, epoch=1))
+    assert a == list(ds.batches(50, shuffle=True, seed=4, epoch=1))
+    assert a == list(pickle.loads(pickle.dumps(ds)).batches(50, shuffle=True, seed=4, epoch=1))
+    assert a != list(ds.batches(50, shuffle=True, seed=4, epoch=2))
+    assert a != list(ds.batches(50, shuffle=True, seed=5, epoch=1))
+
+
+@given(
+    batch_size=st.integers(1, 300),
+    shuffle=shuffle_modes(),
+    count=st.integers(1, 4),
+    data=st.data(),
+)
+def test_resume_equality_at_every_batch_boundary(
+    three_files: tuple[str, list[bytes]],
+    batch_size: int,
+    shuffle: Any,
+    count: int,
+    data: st.DataObject,
+) -> None:
+    ds = tfe.RecordDataset(three_files[0])
+    kw = {
+        "shuffle": shuffle,
+        "seed": data.draw(st.integers(0, 1000)),
+        "shard_index": data.draw(st.integers(0, count - 1)),
+        "shard_count": count,
+        "drop_remainder": data.draw(st.booleans()),
+    }
+    # Every boundary is covered on the sampler alone (test_sampler); here a sample of
+    # boundaries on real files keeps the test quadratic only in a handful of resumes.
+    total = len(ds.batches(batch_size, **kw))
+    cuts = data.draw(st.lists(st.integers(0, total), min_size=1, max_size=3))
+    assert_resume_exactly_once(
+        lambda s: ds.batches(batch_size, state=s, **kw), lambda b: b, boundaries=[0, total, *cuts]
+    )
+
+
+def test_iterator_state_is_small_and_plain(three_files: tuple[str, list[bytes]]) -> None:
+    it = tfe.RecordDataset(three_files[0]).batches(64, shuffle=True, seed=3)
+    assert len(it) == 14
+    next(it)
+    state = it.get_state()
+    assert len(json.dumps(state)) < 400 and state["position"] == 64
+    assert len(it) == 13
+
+
+def test_corrupted_record_names_file_record_and_offset(tmp_path: pathlib.Path) -> None:
+    for f in range(2):
+        with tfe.TFRecordWriter(tmp_path / f"p{f}.tfrecord", index=True) as w:
+            w.write_many([bytes([f]) * 20] * 10)
+    data = bytearray((tmp_path / "p1.tfrecord").read_bytes())
+    data[3 * 36 + 12 + 5] ^= 0xFF  # a payload byte of record 3 of the second file
+    (tmp_path / "p1.tfrecord").write_bytes(bytes(data))
+    with pytest.raises(tfe.StaleIndexError):  # the fingerprint saw the change...
+        tfe.Index.load(tmp_path / "p1.tfrecord")
+    ds = tfe.RecordDataset(str(tmp_path / "p*.tfrecord"))  # ...so this rebuilds it
+    assert ds[12] == bytes([1]) * 20
+    with pytest.raises(tfe.CorruptedRecordError) as err:
+        ds[[0, 13, 14]]
+    assert err.value.path == str(tmp_path / "p1.tfrecord")
+    assert (err.value.record_index, err.value.offset) == (3, 108)
+    assert "data CRC mismatch" in str(err.value)
+    assert len(tfe.RecordDataset(tmp_path / "p1.tfrecord", verify=False)[[3]][0]) == 20
+
+
+@_TMP
+@given(
+    records=record_lists(max_records=30),
+    kind=st.sampled_from(["GZIP", "ZLIB"]),
+    every=st.integers(1, 9),
+)
+def test_compressed_random_access(
+    tmp_path: pathlib.Path, records: list[bytes], kind: str, every: int
+) -> None:
+    path = tmp_path / f"c{kind}.tfrecord"
+    with tfe.TFRecordWriter(path, kind, index=True, index_flush_every=every) as w:
+        w.write_many(records)
+    ds = tfe.RecordDataset(path, compression=kind)
+    order = np.random.default_rng(every).permutation(len(records))
+    assert ds[order] == [records[i] for i in order]
+    got = [r for b in ds.batches(4, shuffle=True, seed=every) for r in b]
+    assert Counter(got) == Counter(records)
+
+
+def test_compressed_file_we_did_not_write(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "foreign.tfrecord.gz"
+    records = [bytes([i]) * i for i in range(50)]
+    with tfe.TFRecordWriter(path, "GZIP") as w:  # no index: no restart points
+        w.write_many(records)
+    ds = tfe.RecordDataset(path, compression="gzip")
+    assert len(ds.indexes[0].restarts) == 0
+    assert ds[[49, 0, 7]] == [records[49], records[0], records[7]]
+
+
+def test_compressed_file_without_restart_points_too_large(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfrecord_engine import source
+
+    path = tmp_path / "foreign.tfrecord.gz"
+    with tfe.TFRecordWriter(path, "GZIP") as w:
+        w.write_many([b"x" * 100] * 10)
+    monkeypatch.setattr(source, "MAX_UNINDEXED_BLOCK", 500)
+    with pytest.raises(tfe.InvalidArgumentError, match="index=True"):
+        tfe.RecordDataset(path, compression="GZIP")[0]
+
+
+def test_fetcher_source_coalesces_contiguous_reads(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "a.tfrecord"
+    records = [bytes([i % 256]) * 40 for i in range(1000)]
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(records)
+    blob = path.read_bytes()
+    calls: list[tuple[int, int]] = []
+
+    def fetch(offset: int, size: int) -> bytes:
+        calls.append((offset, size))
+        return blob[offset : offset + size]
+
+    src = FetcherRecords(tfe.Index.load(path), fetch)
+    block = np.arange(100, 200)[::-1]
+    assert src.read(block) == [records[i] for i in block]
+    assert calls == [(100 * 56, 100 * 56)]
+    scattered = np.array([5, 900, 6, 7])
+    assert src.read(scattered) == [records[i] for i in scattered]
+    assert src.requests == 3
+    data = bytearray(blob)
+    data[5 * 56 + 20] ^= 1
+    blob = bytes(data)
+    with pytest.raises(tfe.CorruptedRecordError) as err:
+        src.read(scattered)
+    assert (err.value.record_index, err.value.offset) == (5, 5 * 56)

@@ -1,0 +1,1 @@
+"""Test kit shipped with the package: Hypothesis strategies and reusable checks."""
