@@ -43,8 +43,11 @@ def test_len_and_random_access(three_files: tuple[str, list[bytes]]) -> None:
     pattern, records = three_files
     ds = tfe.RecordDataset(pattern)
     assert len(ds) == 862
-    assert ds[0] == records[0] and ds[761] == records[761] and ds[861] == records[861]
-    assert ds[-1] == records[-1] and ds[-862] == records[0]
+    assert ds[0] == records[0]
+    assert ds[761] == records[761]
+    assert ds[861] == records[861]
+    assert ds[-1] == records[-1]
+    assert ds[-862] == records[0]
     assert ds[np.int64(5)] == records[5]
     picks = [861, 3, 800, 760, 761, 3, -2]
     assert ds[picks] == [records[i] for i in picks]
@@ -67,7 +70,7 @@ def test_out_of_range_is_an_index_error(three_files: tuple[str, list[bytes]], ba
 def test_works_as_a_map_style_source(three_files: tuple[str, list[bytes]]) -> None:
     ds = tfe.RecordDataset(three_files[0])
     assert isinstance(ds, RandomAccessSource)
-    assert list(ds) == three_files[1]  # the sequence protocol stops at IndexError
+    assert list(ds) == three_files[1]
 
 
 def test_pickles_and_reopens_lazily(three_files: tuple[str, list[bytes]]) -> None:
@@ -181,7 +184,8 @@ def test_iterator_state_is_small_and_plain(three_files: tuple[str, list[bytes]])
     assert len(it) == 14
     next(it)
     state = it.get_state()
-    assert len(json.dumps(state)) < 400 and state["position"] == 64
+    assert len(json.dumps(state)) < 400
+    assert state["position"] == 64
     assert len(it) == 13
 
 

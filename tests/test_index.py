@@ -43,7 +43,8 @@ def test_build_finds_every_record(
     path = _write(tmp_path / "a.tfrecord", records)
     idx = tfe.Index.build(path)
     offsets, lengths = _expected(records)
-    assert idx.offsets.tolist() == offsets and idx.lengths.tolist() == lengths
+    assert idx.offsets.tolist() == offsets
+    assert idx.lengths.tolist() == lengths
     assert idx.stream_size == os.path.getsize(path)
 
 
@@ -179,7 +180,8 @@ def test_dali_text_export_import(tmp_path: pathlib.Path) -> None:
     text = tmp_path / "a.idx"
     idx.save_text(text)
     back = tfe.Index.from_text(text, path)
-    assert back.offsets.tolist() == [0, 19, 35] and back.lengths.tolist() == [3, 0, 300]
+    assert back.offsets.tolist() == [0, 19, 35]
+    assert back.lengths.tolist() == [3, 0, 300]
     back.save()
     assert tfe.RecordDataset(path)[[2, 0, 1]] == [records[2], records[0], records[1]]
 
@@ -219,5 +221,6 @@ def test_open_rejects_a_compression_mismatch(tmp_path: pathlib.Path) -> None:
 
 def test_index_arrays_are_numpy_uint64(tmp_path: pathlib.Path) -> None:
     idx = tfe.Index.build(_write(tmp_path / "a.tfrecord", [b"a"] * 3))
-    assert idx.offsets.dtype == np.uint64 and idx.lengths.dtype == np.uint64
+    assert idx.offsets.dtype == np.uint64
+    assert idx.lengths.dtype == np.uint64
     assert "3 records" in repr(idx)

@@ -18,7 +18,7 @@ from tfrecord_engine.testing.resume import assert_resume_exactly_once
 
 
 def _real(batch: IndexBatch) -> list[int]:
-    idx = batch.indices.tolist()
+    idx: list[int] = batch.indices.tolist()
     if batch.mask is None:
         return idx
     return [i for i, keep in zip(idx, batch.mask.tolist(), strict=True) if keep]
@@ -51,7 +51,8 @@ def test_shuffle_is_global_then_sharded() -> None:
     # The shards are contiguous slices of the one global permutation...
     assert [i for s in shards for i in s] == order.tolist()
     # ...so shard 0 draws from the whole dataset, not from its first quarter.
-    assert max(shards[0]) > 900 and min(shards[0]) < 100
+    assert max(shards[0]) > 900
+    assert min(shards[0]) < 100
 
 
 def test_order_is_a_pure_function_of_seed_and_epoch() -> None:
@@ -62,9 +63,8 @@ def test_order_is_a_pure_function_of_seed_and_epoch() -> None:
     np.random.seed(0)  # noqa: NPY002 - proves global random state plays no part
     b = epoch_order(500, shuffle=True, seed=7, epoch=2)
     np.random.seed(1)  # noqa: NPY002
-    assert np.array_equal(b, epoch_order(500, shuffle=True, seed=7, epoch=2)) and np.array_equal(
-        a, b
-    )
+    assert np.array_equal(b, epoch_order(500, shuffle=True, seed=7, epoch=2))
+    assert np.array_equal(a, b)
 
 
 def test_partial_last_batch_kept_dropped_or_padded() -> None:
@@ -74,7 +74,8 @@ def test_partial_last_batch_kept_dropped_or_padded() -> None:
     assert [len(b.indices) for b in drop] == [100] * 7
     pad = list(IndexBatchIterator(761, 100, pad_remainder=True))
     assert [len(b.indices) for b in pad] == [100] * 8
-    assert pad[-1].mask is not None and int(pad[-1].mask.sum()) == 61
+    assert pad[-1].mask is not None
+    assert int(pad[-1].mask.sum()) == 61
     assert [i for b in pad for i in _real(b)] == list(range(761))
 
 
@@ -187,7 +188,7 @@ def test_resume_at_every_batch_boundary(args: dict[str, Any]) -> None:
     st.integers(1, 7),
     st.data(),
 )
-def test_resume_with_a_different_shard_count(
+def test_resume_with_a_different_shard_count(  # noqa: PLR0917 - Hypothesis arguments
     length: int, shuffle: Any, old: int, new: int, batch_size: int, data: st.DataObject
 ) -> None:
     """Interrupt k workers anywhere, resume on k' workers: each record exactly once."""

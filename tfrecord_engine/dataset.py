@@ -61,6 +61,12 @@ def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     return out
 
 
+def _unbatch(batch: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    size = len(next(iter(batch.values()))) if batch else 0
+    for j in range(size):
+        yield {k: v[j] for k, v in batch.items()}
+
+
 class RecordDataset:
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
@@ -191,6 +197,13 @@ class RecordDataset:
             key = np.arange(len(self), dtype=np.int64)[key]
         records = self.read_raw(key)
         return records if self.features is None else self._parse(records)
+
+    def __iter__(self) -> Iterator[Any]:
+        """Yields every record in file order (read in chunks of 1,024)."""
+        n = len(self)
+        for start in range(0, n, 1024):
+            chunk = self[start : min(start + 1024, n)]
+            yield from (chunk if self.features is None else _unbatch(chunk))
 
     def __getitems__(self, indices: Sequence[int]) -> Any:
         """Batch access, as PyTorch's and Grain's samplers call it."""
