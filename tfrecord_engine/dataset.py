@@ -155,7 +155,9 @@ class RecordDataset:
         return int(self._starts[-1])
 
     def _normalize(self, indices: IntArray) -> IntArray:
-        n = len(self)
+        n = int(self._starts[-1])
+        if len(indices) == 0 or (indices.min() >= 0 and indices.max() < n):
+            return indices  # the common case: one pass each for min and max
         bad = (indices < -n) | (indices >= n)
         if bool(np.any(bad)):
             raise OutOfRangeError(

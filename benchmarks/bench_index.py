@@ -1,0 +1,215 @@
+"""Index build, batched random access and shuffled epochs, side by side with peers.
+
+Run: ``python -m benchmarks.bench_index [--records 70000] [--dir bench-data]``.
+
+One run writes the files once (70,000 MNIST-like ~850-byte records, label-sorted, with
+our writer; the ArrayRecord copy holds the same records) and prints one table:
+
+- index build: ``tfe.Index.build`` vs the ``tfrecord`` package's ``tfrecord2idx`` on the
+  same file, for equal-size records and for varying sizes (no equal-stride fast path);
+- batched random access: 1,024 random indices per call, CRCs verified, vs ArrayRecord's
+  batched ``read(indices)`` (``group_size:1``, its random-access setting);
+- a shuffled epoch vs a sequential one;
+- the locality-aware shuffle: order quality vs the I/O requests it saves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import tfrecord_engine as tfe
+from tfrecord_engine.sampler import BlockShuffle, epoch_order
+from tfrecord_engine.source import FetcherRecords
+
+RECORD_SIZE = 850
+BATCH = 1024
+
+
+def _records(n: int, rng: np.random.Generator, vary: bool) -> tuple[list[bytes], np.ndarray]:
+    labels = np.sort(rng.integers(0, 10, n))
+    sizes = rng.integers(RECORD_SIZE - 60, RECORD_SIZE + 60, n) if vary else np.full(n, RECORD_SIZE)
+    image = rng.integers(0, 256, RECORD_SIZE + 64, dtype=np.uint8).tobytes()
+    return [
+        bytes([int(lab)]) + image[: int(s) - 1] for lab, s in zip(labels, sizes, strict=True)
+    ], labels
+
+
+def _best(fn: Callable[[], object], repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def _median(fn: Callable[[], object], repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _row(name: str, ours: str, peer: str, ratio: str) -> None:
+    print(f"| {name:<52} | {ours:>16} | {peer:>16} | {ratio:>8} |")
+
+
+def bench_build(path: str, vary_path: str) -> None:
+    from tfrecord.tools.tfrecord2idx import create_index
+
+    for label, p in (("equal-size records", path), ("varying-size records", vary_path)):
+        ours = _median(lambda p=p: tfe.Index.build(p))  # type: ignore[misc]
+        peer = _median(lambda p=p: create_index(p, p + ".tfindex"))  # type: ignore[misc]
+        n = len(tfe.Index.build(p))
+        _row(
+            f"index build, {label} (records/s)",
+            f"{n / ours:,.0f}",
+            f"{n / peer:,.0f}",
+            f"{peer / ours:.1f}x",
+        )
+        ours_text = tfe.Index.build(p).to_text()
+        with open(p + ".tfindex") as f:
+            assert f.read() == ours_text, "tfrecord2idx and our text export disagree"
+
+
+def bench_random_access(path: str, records: list[bytes], workdir: str, calls: int) -> None:
+    from array_record.python.array_record_module import ArrayRecordReader, ArrayRecordWriter
+
+    ar_path = os.path.join(workdir, "mnist.array_record")
+    if not os.path.exists(ar_path):
+        w = ArrayRecordWriter(ar_path, "group_size:1")
+        for r in records:
+            w.write(r)
+        w.close()
+    n = len(records)
+    rng = np.random.default_rng(1)
+    picks = [rng.integers(0, n, BATCH) for _ in range(calls)]
+    ds = tfe.RecordDataset(path)
+    assert ds[picks[0]] == [records[i] for i in picks[0]]
+
+    def ours() -> None:
+        for p in picks:
+            ds[p]
+
+    readers = {
+        "random-access options": ArrayRecordReader(
+            ar_path, "readahead_buffer_size:0,max_parallelism:0"
+        ),
+        "default options": ArrayRecordReader(ar_path),
+    }
+    lists = [p.tolist() for p in picks]
+    t_ours = _best(ours)
+    for label, reader in readers.items():
+        assert reader.read(lists[0]) == [records[i] for i in lists[0]]
+
+        def peer(reader: Any = reader) -> None:
+            for p in lists:
+                reader.read(p)
+
+        t_peer = _best(peer)
+        total = calls * BATCH
+        _row(
+            f"random access, 1024/call, CRC (rec/s) vs AR {label}",
+            f"{total / t_ours:,.0f}",
+            f"{total / t_peer:,.0f}",
+            f"{t_peer / t_ours:.1f}x",
+        )
+
+
+def bench_epochs(path: str) -> None:
+    ds = tfe.RecordDataset(path)
+    n = len(ds)
+
+    def epoch(shuffle: Any) -> Callable[[], None]:
+        def run() -> None:
+            for _ in ds.batches(BATCH, shuffle=shuffle, seed=3):
+                pass
+
+        return run
+
+    t_seq = _best(epoch(False), 3)
+    t_shuf = _best(epoch(True), 3)
+    t_block = _best(epoch(BlockShuffle(256, 16)), 3)
+    _row(
+        "shuffled epoch (rec/s) vs sequential",
+        f"{n / t_shuf:,.0f}",
+        f"{n / t_seq:,.0f}",
+        f"{t_seq / t_shuf:.2f}x",
+    )
+    _row(
+        "BlockShuffle(256,16) epoch (rec/s) vs sequential",
+        f"{n / t_block:,.0f}",
+        f"{n / t_seq:,.0f}",
+        f"{t_seq / t_block:.2f}x",
+    )
+
+
+def bench_locality(path: str, labels: np.ndarray) -> None:
+    """Shuffle quality vs I/O requests (adjacent records of a batch = one request)."""
+    idx = tfe.Index.build(path)
+    n = len(idx)
+    with open(path, "rb") as f:
+        blob = f.read()
+    print()
+    print(
+        "| shuffle mode | rank corr. | labels in first 100 | mean labels per batch | I/O requests per epoch |"
+    )
+    print("|---|---|---|---|---|")
+    modes: list[tuple[str, Any]] = [
+        ("none (sequential)", False),
+        ("global (uniform permutation)", True),
+        *[
+            (f"BlockShuffle({b}, {w})", BlockShuffle(b, w))
+            for b, w in ((16, 64), (64, 16), (256, 16), (256, 4))
+        ],
+    ]
+    for name, mode in modes:
+        order = epoch_order(n, shuffle=mode, seed=0)
+        rho = float(np.corrcoef(np.arange(n), order)[0, 1])
+        first = len(set(labels[order[:100]].tolist()))
+        per_batch = np.mean(
+            [len(set(labels[order[i : i + BATCH]].tolist())) for i in range(0, n, BATCH)]
+        )
+        src = FetcherRecords(idx, lambda o, s: blob[o : o + s])
+        for i in range(0, n, BATCH):
+            src.read(order[i : i + BATCH])
+        print(f"| {name} | {rho:+.4f} | {first} | {per_batch:.1f} | {src.requests:,} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=70_000)
+    parser.add_argument("--dir", default="bench-data")
+    parser.add_argument("--calls", type=int, default=200, help="random-access calls per run")
+    args = parser.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    rng = np.random.default_rng(0)
+    records, labels = _records(args.records, rng, vary=False)
+    varied, _ = _records(args.records, rng, vary=True)
+    path = os.path.join(args.dir, "mnist.tfrecord")
+    vary_path = os.path.join(args.dir, "mnist-varied.tfrecord")
+    for p, recs in ((path, records), (vary_path, varied)):
+        with tfe.TFRecordWriter(p, index=True) as w:
+            w.write_many(recs)
+    print(
+        f"{args.records:,} label-sorted records of ~{RECORD_SIZE} bytes; best or median of repeats\n"
+    )
+    _row("benchmark", "ours", "peer", "ratio")
+    print(f"|{'-' * 54}|{'-' * 18}|{'-' * 18}|{'-' * 10}|")
+    bench_build(path, vary_path)
+    bench_random_access(path, records, args.dir, args.calls)
+    bench_epochs(path)
+    bench_locality(path, labels)
+
+
+if __name__ == "__main__":
+    main()
