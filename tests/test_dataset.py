@@ -275,3 +275,40 @@ def test_fetcher_source_coalesces_contiguous_reads(tmp_path: pathlib.Path) -> No
     with pytest.raises(tfe.CorruptedRecordError) as err:
         src.read(scattered)
     assert (err.value.record_index, err.value.offset) == (5, 5 * 56)
+
+
+def test_a_failed_batch_is_not_counted_as_delivered(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "a.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many([bytes([i]) * 10 for i in range(10)])
+    data = bytearray(path.read_bytes())
+    data[5 * 26 + 12] ^= 1  # payload of record 5 (in the 2nd batch of 4)
+    path.write_bytes(bytes(data))
+    tfe.Index.build(path).save()
+    it = tfe.RecordDataset(path).batches(4)
+    next(it)
+    with pytest.raises(tfe.CorruptedRecordError):
+        next(it)
+    assert it.get_state()["position"] == 4
+
+
+@pytest.mark.parametrize(("block", "window"), [(16, 4), (50, 3), (7, 1)])
+def test_block_shuffle_fetches_each_block_once(
+    tmp_path: pathlib.Path, block: int, window: int
+) -> None:
+    path = tmp_path / "a.tfrecord"
+    records = [i.to_bytes(2, "little") * 5 for i in range(1000)]
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(records)
+    blob = path.read_bytes()
+    src = FetcherRecords(
+        tfe.Index.load(path),
+        lambda o, s: blob[o : o + s],
+        block_records=block,
+        cache_blocks=64 // block + 3 * window,  # a batch may span several windows
+    )
+    order = tfe.sampler.epoch_order(1000, shuffle=tfe.BlockShuffle(block, window), seed=2)
+    got = [r for i in range(0, 1000, 64) for r in src.read(order[i : i + 64])]
+    assert got == [records[i] for i in order]
+    assert src.requests == -(-1000 // block)
+    assert src.bytes_fetched == len(blob)

@@ -279,8 +279,11 @@ class RecordBatchIterator(Iterator[Any]):
         return len(self.sampler)
 
     def __next__(self) -> Any:
-        batch = next(self.sampler)
+        batch = self.sampler.peek()
+        # Counted as delivered only once read: a damaged record leaves the state at
+        # the batch that failed, so a resume retries it instead of skipping it.
         records = self._dataset.read_raw(batch.indices)
+        self.sampler.commit(batch)
         if self._dataset.features is None:
             return records if batch.mask is None else PaddedBatch(records, batch.mask)
         parsed = self._dataset._parse(records)

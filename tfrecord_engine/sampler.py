@@ -282,6 +282,21 @@ class IndexBatchIterator(Iterator[IndexBatch]):
         return self
 
     def __next__(self) -> IndexBatch:
+        batch = self.peek()
+        self.commit(batch)
+        return batch
+
+    def commit(self, batch: IndexBatch) -> None:
+        """Counts ``batch`` (from :meth:`peek`) as delivered."""
+        self._position += len(batch.indices) if batch.mask is None else int(batch.mask.sum())
+        self._batches += 1
+
+    def peek(self) -> IndexBatch:
+        """Returns the next batch without counting it as delivered.
+
+        Raises:
+            StopIteration: the epoch is over for this shard.
+        """
         size = self._batch_size
         pos = self._position
         real = self._slice[pos : pos + size]
@@ -292,16 +307,10 @@ class IndexBatchIterator(Iterator[IndexBatch]):
             mask[: len(real)] = True
             indices = np.full(size, self._pad_index, dtype=np.int64)
             indices[: len(real)] = real
-            self._advance(len(real))
             return IndexBatch(indices, mask)
         if len(real) == 0 or (self._drop and len(real) < size):
             raise StopIteration
-        self._advance(len(real))
         return IndexBatch(real, None)
-
-    def _advance(self, n: int) -> None:
-        self._position += n
-        self._batches += 1
 
 
 def merge_states(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -111,7 +111,9 @@ class LocalFileRecords:
             return []  # also spares mapping an empty file, which mmap refuses
         buf, raw = self._open()
         ends = self._end[local]
-        records = [buf[a:b] for a, b in zip(self._start[local].tolist(), ends.tolist(), strict=True)]
+        records = [
+            buf[a:b] for a, b in zip(self._start[local].tolist(), ends.tolist(), strict=True)
+        ]
         if verify:
             stored = raw[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
             crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
@@ -131,40 +133,90 @@ class LocalFileRecords:
 class FetcherRecords:
     """Records of one uncompressed file read through a byte-range :data:`Fetcher`.
 
-    Adjacent records of a batch are coalesced into one request (``requests`` counts
-    them), which is what makes :class:`~tfrecord_engine.sampler.BlockShuffle` pay off on
-    remote storage.
+    Two request plans, both counted in ``requests`` and ``bytes_fetched``:
+
+    - default: the records of a batch that lie back to back (or within ``max_gap``
+      bytes) are coalesced into one request;
+    - ``block_records=B``: whole aligned blocks of ``B`` records are fetched and the
+      last ``cache_blocks`` are kept, the I/O model of
+      :class:`~tfrecord_engine.sampler.BlockShuffle` (with ``cache_blocks`` at least its
+      window, each block is fetched once per epoch).
     """
 
-    def __init__(self, index: Index, fetch: Fetcher, max_gap: int = 0) -> None:
+    def __init__(
+        self,
+        index: Index,
+        fetch: Fetcher,
+        *,
+        max_gap: int = 0,
+        block_records: int | None = None,
+        cache_blocks: int = 32,
+    ) -> None:
         self.index = index
         self.path = index.data_path
         self.fetch = fetch
         self.max_gap = max_gap
+        self.block_records = block_records
         self.requests = 0
+        self.bytes_fetched = 0
+        self._start = index.offsets.astype(np.int64)
+        self._end = self._start + index.lengths.astype(np.int64) + _H + _F
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache_blocks = cache_blocks
 
-    def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
-        """Returns the records ``local`` (indices within this file), CRC-checked."""
-        offsets = self.index.offsets[local].astype(np.int64)
-        ends = offsets + self.index.lengths[local].astype(np.int64) + _H + _F
+    def _get(self, start: int, stop: int) -> bytes:
+        self.requests += 1
+        self.bytes_fetched += stop - start
+        return self.fetch(start, stop - start)
+
+    def _framed_coalesced(self, local: IntArray) -> list[bytes]:
+        offsets, ends = self._start[local], self._end[local]
         order = np.argsort(offsets, kind="stable")
         s_off, s_end = offsets[order], ends[order]
         # A new request starts where a record begins past the furthest end so far + gap.
         reach = np.maximum.accumulate(s_end)
         new = np.ones(len(order), dtype=np.bool_)
         new[1:] = s_off[1:] > reach[:-1] + self.max_gap
-        group = np.cumsum(new) - 1
+        group = (np.cumsum(new) - 1).tolist()
         g_start = s_off[new]
-        g_end = np.maximum.reduceat(s_end, np.flatnonzero(new)) if len(order) else s_end
-        chunks = [self.fetch(int(a), int(b - a)) for a, b in zip(g_start, g_end, strict=True)]
-        self.requests += len(chunks)
+        g_end = np.maximum.reduceat(s_end, np.flatnonzero(new))
+        chunks = [self._get(a, b) for a, b in zip(g_start.tolist(), g_end.tolist(), strict=True)]
+        rel = (s_off - g_start[group]).tolist()
+        size = (s_end - s_off).tolist()
         framed: list[bytes] = [b""] * len(order)
         for k, j in enumerate(order.tolist()):
-            g = int(group[k])
-            rel = int(s_off[k] - g_start[g])
-            framed[j] = chunks[g][rel : rel + int(s_end[k] - s_off[k])]
+            framed[j] = chunks[group[k]][rel[k] : rel[k] + size[k]]
+        return framed
+
+    def _framed_blocks(self, local: IntArray, size: int) -> list[bytes]:
+        blocks = local // size
+        held: dict[int, bytes] = {}
+        for b in np.unique(blocks).tolist():
+            data = self._cache.get(b)
+            if data is None:
+                last = min((b + 1) * size, len(self._start)) - 1
+                data = self._get(int(self._start[b * size]), int(self._end[last]))
+                self._cache[b] = data
+                if len(self._cache) > self._cache_blocks:
+                    self._cache.popitem(last=False)
+            else:
+                self._cache.move_to_end(b)
+            held[b] = data
+        base = self._start[blocks * size]
+        rel = (self._start[local] - base).tolist()
+        end = (self._end[local] - base).tolist()
+        return [held[b][r:e] for b, r, e in zip(blocks.tolist(), rel, end, strict=True)]
+
+    def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
+        """Returns the records ``local`` (indices within this file), CRC-checked."""
+        if len(local) == 0:
+            return []
+        if self.block_records is None:
+            framed = self._framed_coalesced(local)
+        else:
+            framed = self._framed_blocks(local, self.block_records)
         records = [f[_H:-_F] for f in framed]
-        if verify and records:
+        if verify:
             stored = np.array([framing.read_footer(f, len(f) - _F) for f in framed], np.uint32)
             verify_batch(
                 records, stored, path=self.path, local=local, offsets=self.index.offsets[local]
@@ -172,7 +224,8 @@ class FetcherRecords:
         return records
 
     def close(self) -> None:
-        """Nothing to release (the fetcher owns its connections)."""
+        """Drops cached blocks (the fetcher owns its connections)."""
+        self._cache.clear()
 
 
 class CompressedFileRecords:
