@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,22 +40,15 @@ def _records(n: int, rng: np.random.Generator, vary: bool) -> tuple[list[bytes],
     ], labels
 
 
-def _best(fn: Callable[[], object], repeat: int = 5) -> float:
-    times = []
+def _race(fns: dict[str, Callable[[], object]], repeat: int = 7) -> dict[str, float]:
+    """Best time of each function, run round-robin so load changes hit all alike."""
+    best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
-def _median(fn: Callable[[], object], repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t)
+    return best
 
 
 def _row(name: str, ours: str, peer: str, ratio: str) -> None:
@@ -67,8 +59,13 @@ def bench_build(path: str, vary_path: str) -> None:
     from tfrecord.tools.tfrecord2idx import create_index
 
     for label, p in (("equal-size records", path), ("varying-size records", vary_path)):
-        ours = _median(lambda p=p: tfe.Index.build(p))  # type: ignore[misc]
-        peer = _median(lambda p=p: create_index(p, p + ".tfindex"))  # type: ignore[misc]
+        t = _race(
+            {
+                "ours": lambda p=p: tfe.Index.build(p),  # type: ignore[misc]
+                "peer": lambda p=p: create_index(p, p + ".tfindex"),  # type: ignore[misc]
+            }
+        )
+        ours, peer = t["ours"], t["peer"]
         n = len(tfe.Index.build(p))
         _row(
             f"index build, {label} (records/s)",
@@ -107,7 +104,7 @@ def bench_random_access(path: str, records: list[bytes], workdir: str, calls: in
         "default options": ArrayRecordReader(ar_path),
     }
     lists = [p.tolist() for p in picks]
-    t_ours = _best(ours)
+    fns: dict[str, Callable[[], object]] = {"ours": ours}
     for label, reader in readers.items():
         assert reader.read(lists[0]) == [records[i] for i in lists[0]]
 
@@ -115,13 +112,15 @@ def bench_random_access(path: str, records: list[bytes], workdir: str, calls: in
             for p in lists:
                 reader.read(p)
 
-        t_peer = _best(peer)
-        total = calls * BATCH
+        fns[label] = peer
+    t = _race(fns)
+    total = calls * BATCH
+    for label in readers:
         _row(
-            f"random access, 1024/call, CRC (rec/s) vs AR {label}",
-            f"{total / t_ours:,.0f}",
-            f"{total / t_peer:,.0f}",
-            f"{t_peer / t_ours:.1f}x",
+            f"random access 1024/call, CRC (rec/s); AR {label}",
+            f"{total / t['ours']:,.0f}",
+            f"{total / t[label]:,.0f}",
+            f"{t[label] / t['ours']:.1f}x",
         )
 
 
@@ -136,20 +135,18 @@ def bench_epochs(path: str) -> None:
 
         return run
 
-    t_seq = _best(epoch(False), 3)
-    t_shuf = _best(epoch(True), 3)
-    t_block = _best(epoch(BlockShuffle(256, 16)), 3)
+    t = _race({"seq": epoch(False), "shuf": epoch(True), "block": epoch(BlockShuffle(256, 16))})
     _row(
-        "shuffled epoch (rec/s) vs sequential",
-        f"{n / t_shuf:,.0f}",
-        f"{n / t_seq:,.0f}",
-        f"{t_seq / t_shuf:.2f}x",
+        "shuffled epoch (rec/s); peer = sequential epoch",
+        f"{n / t['shuf']:,.0f}",
+        f"{n / t['seq']:,.0f}",
+        f"{t['seq'] / t['shuf']:.2f}x",
     )
     _row(
-        "BlockShuffle(256,16) epoch (rec/s) vs sequential",
-        f"{n / t_block:,.0f}",
-        f"{n / t_seq:,.0f}",
-        f"{t_seq / t_block:.2f}x",
+        "BlockShuffle(256,16) epoch (rec/s); peer = sequential",
+        f"{n / t['block']:,.0f}",
+        f"{n / t['seq']:,.0f}",
+        f"{t['seq'] / t['block']:.2f}x",
     )
 
 
@@ -213,7 +210,7 @@ def main() -> None:
         with tfe.TFRecordWriter(p, index=True) as w:
             w.write_many(recs)
     print(f"{args.records:,} label-sorted records of ~{RECORD_SIZE} bytes", end="")
-    print(" (best or median of repeats)\n")
+    print(" (best of 7 round-robin runs)\n")
     _row("benchmark", "ours", "peer", "ratio")
     print(f"|{'-' * 54}|{'-' * 18}|{'-' * 18}|{'-' * 10}|")
     bench_build(path, vary_path)

@@ -312,3 +312,35 @@ def test_block_shuffle_fetches_each_block_once(
     assert got == [records[i] for i in order]
     assert src.requests == -(-1000 // block)
     assert src.bytes_fetched == len(blob)
+
+
+def test_label_sorted_file_shuffled_epoch(tmp_path: pathlib.Path) -> None:
+    """The issue's scenario: 70,000 label-sorted records, where a buffer shuffle fails."""
+    n = 70_000
+    labels = np.arange(n) * 10 // n
+    path = tmp_path / "sorted.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(bytes([lab]) + i.to_bytes(4, "little") for i, lab in enumerate(labels))
+    ds = tfe.RecordDataset(path)
+    got = [r for b in ds.batches(1024, shuffle=True, seed=0) for r in b]
+    positions = np.array([int.from_bytes(r[1:], "little") for r in got])
+    assert sorted(positions.tolist()) == list(range(n))
+    assert abs(np.corrcoef(np.arange(n), positions)[0, 1]) < 0.02
+    assert {r[0] for r in got[:100]} == set(range(10))
+
+
+def _read_in_child(ds: tfe.RecordDataset, picks: list[int]) -> list[bytes]:
+    return ds[picks]  # type: ignore[no-any-return]
+
+
+def test_works_in_a_spawned_process(three_files: tuple[str, list[bytes]]) -> None:
+    import concurrent.futures
+    import multiprocessing
+
+    pattern, records = three_files
+    ds = tfe.RecordDataset(pattern)
+    assert len(ds) == 862  # opened here; the child reopens from the pickled arguments
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        got = pool.submit(_read_in_child, ds, [861, 0, 500]).result(timeout=120)
+    assert got == [records[861], records[0], records[500]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import mmap
 import os
+import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -22,7 +23,12 @@ import numpy.typing as npt
 
 from . import framing
 from .compression import Compression, DecompressError, Decompressor
-from .errors import CorruptedRecordError, InvalidArgumentError, TruncatedRecordError
+from .errors import (
+    CorruptedRecordError,
+    InvalidArgumentError,
+    StaleIndexError,
+    TruncatedRecordError,
+)
 from .index import Index
 
 __all__ = [
@@ -86,22 +92,26 @@ class LocalFileRecords:
         self.path = index.data_path
         self._map: mmap.mmap | None = None
         self._raw: npt.NDArray[np.uint8] | None = None
+        self._lock = threading.Lock()  # loader threads may open the file together
         # Payload spans as int64, computed once: a batch then costs two gathers.
         self._start = index.offsets.astype(np.int64) + _H
         self._end = self._start + index.lengths.astype(np.int64)
 
     def _open(self) -> tuple[mmap.mmap, npt.NDArray[np.uint8]]:
+        with self._lock:
+            return self._open_locked()
+
+    def _open_locked(self) -> tuple[mmap.mmap, npt.NDArray[np.uint8]]:
         if self._map is None or self._raw is None:
             with open(self.path, "rb") as f:
                 self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             self._raw = np.frombuffer(self._map, dtype=np.uint8)
             if len(self._map) != self.index.data_size:
+                size = len(self._map)
                 self.close()
-                raise TruncatedRecordError(
-                    f"the file changed size since it was indexed ({self.index.data_size} bytes)",
-                    path=self.path,
-                    record_index=0,
-                    offset=0,
+                raise StaleIndexError(
+                    f"{self.path}: the file has {size} bytes, it had {self.index.data_size} "
+                    "when indexed (changed while in use?)"
                 )
         return self._map, self._raw
 
