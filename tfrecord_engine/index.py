@@ -27,10 +27,8 @@ Records span ``[offset, offset + HEADER_SIZE + length + FOOTER_SIZE)``.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import struct
-from collections.abc import Callable, Iterator
 from typing import Final
 
 import numpy as np
@@ -39,17 +37,9 @@ import numpy.typing as npt
 from . import framing
 from .compression import Compression, normalize_compression
 from .errors import IndexFormatError, InvalidArgumentError, StaleIndexError
-from .reader import read_records
+from .scan import as_u64, check_headers, fingerprint, mapped, walk_headers, walk_stream
 
-__all__ = [
-    "DEFAULT_FLUSH_EVERY",
-    "FORMAT_VERSION",
-    "INDEX_SUFFIX",
-    "Index",
-    "IndexRecorder",
-    "fingerprint",
-    "index_path_for",
-]
+__all__ = ["FORMAT_VERSION", "INDEX_SUFFIX", "Index", "index_path_for"]
 
 INDEX_SUFFIX: Final = ".tfeidx"
 FORMAT_VERSION: Final = 1
@@ -58,11 +48,6 @@ _HEAD = struct.Struct("<8sIIQQQQ")
 _CRC = struct.Struct("<I")
 _CODES: Final = {Compression.NONE: 0, Compression.ZLIB: 1, Compression.GZIP: 2}
 _KINDS: Final = {v: k for k, v in _CODES.items()}
-# Fingerprint windows: the head and tail catch appends and truncations, evenly spaced
-# probes catch most same-size replacements, for a few hundred KiB of reading at most.
-_EDGE: Final = 64 << 10
-_PROBE: Final = 4 << 10
-_PROBES: Final = 16
 
 U64Array = npt.NDArray[np.uint64]
 PathLike = str | os.PathLike[str]
@@ -75,42 +60,6 @@ def index_path_for(data_path: PathLike) -> str:
     'train-00000-of-00004.tfrecord.tfeidx'
     """
     return os.fspath(data_path) + INDEX_SUFFIX
-
-
-def fingerprint(buf: bytes | mmap.mmap) -> int:
-    """Returns a cheap 64-bit fingerprint of a file's bytes (sampled, not a full hash).
-
-    >>> fingerprint(b"abc") == fingerprint(b"abc") != fingerprint(b"abd")
-    True
-    """
-    size = len(buf)
-    head = framing.crc32c(buf[:_EDGE])
-    probes = [buf[max(0, size - _EDGE) :]]
-    if size > 2 * _EDGE:
-        step = (size - 2 * _EDGE) // _PROBES
-        probes += [buf[_EDGE + i * step : _EDGE + i * step + _PROBE] for i in range(_PROBES)]
-    tail = framing.crc32c(b"".join(probes) + size.to_bytes(8, "little"))
-    return (head << 32) | tail
-
-
-@contextlib.contextmanager
-def _mapped(path: str) -> Iterator[bytes | mmap.mmap]:
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            yield b""
-            return
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            yield buf
-        finally:
-            # A numpy view held by an exception's traceback can still pin the map;
-            # it is then unmapped when collected instead of masking that exception.
-            with contextlib.suppress(BufferError):
-                buf.close()
-
-
-def _as_u64(values: object) -> U64Array:
-    return np.ascontiguousarray(np.asarray(values, dtype=np.uint64))
 
 
 class Index:
@@ -159,12 +108,12 @@ class Index:
         restarts: object = None,
     ) -> None:
         self.data_path = os.fspath(data_path)
-        self.offsets = _as_u64(offsets)
-        self.lengths = _as_u64(lengths)
+        self.offsets = as_u64(offsets)
+        self.lengths = as_u64(lengths)
         self.data_size = int(data_size)
         self.fingerprint = int(fingerprint)
         self.compression = normalize_compression(compression)
-        self.restarts = _as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
+        self.restarts = as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
         if self.offsets.shape != self.lengths.shape or self.offsets.ndim != 1:
             raise InvalidArgumentError(
                 f"offsets and lengths must be 1-D arrays of one length, got "
@@ -207,13 +156,13 @@ class Index:
         """
         path = os.fspath(path)
         kind = normalize_compression(compression)
-        with _mapped(path) as buf:
+        with mapped(path) as buf:
             fp = fingerprint(buf)
             size = len(buf)
             if kind is Compression.NONE:
-                offsets, lengths = _walk_headers(buf, path)
+                offsets, lengths = walk_headers(buf, path)
             else:
-                offsets, lengths = _walk_stream(path, kind)
+                offsets, lengths = walk_stream(path, kind)
         return cls(path, offsets, lengths, data_size=size, fingerprint=fp, compression=kind)
 
     # ---- persistence -------------------------------------------------------------------
@@ -352,7 +301,7 @@ class Index:
         Raises:
             StaleIndexError: size, fingerprint or record layout do not match.
         """
-        with _mapped(self.data_path) as buf:
+        with mapped(self.data_path) as buf:
             size = len(buf)
             if size != self.data_size:
                 raise StaleIndexError(
@@ -419,7 +368,7 @@ class Index:
             ) from exc
         offsets, framed = table[:, 0], table[:, 1]
         overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
-        with _mapped(data_path) as buf:
+        with mapped(data_path) as buf:
             size = len(buf)
             ends = offsets + framed
             starts_ok = len(offsets) == 0 or (
@@ -432,175 +381,6 @@ class Index:
                     f"be back-to-back framed records covering all {size} bytes"
                 )
             lengths = (framed - overhead).astype(np.uint64)
-            _check_headers(buf, offsets.astype(np.uint64), lengths, data_path)
+            check_headers(buf, offsets.astype(np.uint64), lengths, data_path)
             fp = fingerprint(buf)
         return cls(data_path, offsets, lengths, data_size=size, fingerprint=fp)
-
-
-def _walk_headers(buf: bytes | mmap.mmap, path: str) -> tuple[U64Array, U64Array]:
-    """Finds every record of an uncompressed file by hopping from header to header."""
-    size = len(buf)
-    unpack = struct.Struct("<Q").unpack_from
-    overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
-    if size >= overhead:
-        fast = _uniform_offsets(buf, int(unpack(buf, 0)[0]) + overhead)
-        if fast is not None:
-            return fast, _check_headers(buf, fast, None, path)
-    offsets: list[int] = []
-    pos = 0
-    bad = -1
-    # The hot loop only follows length fields; CRCs are checked afterwards in bulk.
-    while pos < size:
-        if size - pos < overhead:
-            bad = pos
-            break
-        (length,) = unpack(buf, pos)
-        if length > size - pos - overhead:
-            bad = pos
-            break
-        offsets.append(pos)
-        pos += length + overhead
-    offs = np.array(offsets, dtype=np.uint64)
-    lens = _check_headers(buf, offs, None, path)
-    if bad >= 0:
-        # Raises the reader's own error (length CRC first, then truncation).
-        framing.parse_header(
-            buf[bad : bad + framing.HEADER_SIZE],
-            remaining=size - bad - framing.HEADER_SIZE,
-            path=path,
-            record_index=len(offsets),
-            offset=bad,
-        )
-        raise AssertionError("unreachable: parse_header accepted a bad header")
-    return offs, lens
-
-
-def _uniform_offsets(buf: bytes | mmap.mmap, stride: int) -> U64Array | None:
-    """Offsets of a file of equal-size records, if it is one (else ``None``).
-
-    Fixed-size records (images, fixed-length features) are common; when the file size is
-    a multiple of the first record's framed size, every header is read in one vectorized
-    gather instead of one hop at a time. Any mismatch falls back to the walk.
-    """
-    size = len(buf)
-    if size % stride:
-        return None
-    offsets = np.arange(0, size, stride, dtype=np.uint64)
-    raw = np.frombuffer(buf, dtype=np.uint8)
-    at = offsets.astype(np.int64)[:, None] + np.arange(8, dtype=np.int64)
-    lengths = np.ascontiguousarray(raw[at]).view("<u8").reshape(-1)
-    if not bool(np.all(lengths == stride - framing.HEADER_SIZE - framing.FOOTER_SIZE)):
-        return None
-    return offsets
-
-
-def _check_headers(
-    buf: bytes | mmap.mmap, offsets: U64Array, lengths: U64Array | None, path: str
-) -> U64Array:
-    """Checks in bulk each header's length CRC (and ``lengths``); returns the lengths."""
-    if len(offsets) == 0:
-        return np.zeros(0, dtype=np.uint64)
-    raw = np.frombuffer(buf, dtype=np.uint8)
-    at = offsets.astype(np.int64)[:, None] + np.arange(framing.HEADER_SIZE, dtype=np.int64)
-    headers = np.ascontiguousarray(raw[at])
-    stored_len = headers[:, :8].copy().view("<u8").reshape(-1)
-    stored_crc = headers[:, 8:].copy().view("<u4").reshape(-1)
-    # Lengths repeat a lot (fixed-size records): one CRC per distinct length.
-    uniq, inverse = np.unique(stored_len, return_inverse=True)
-    crcs = np.array([framing.crc32c(int(u).to_bytes(8, "little")) for u in uniq], np.uint32)
-    expected = framing.mask_crc_array(crcs)[inverse.reshape(-1)]
-    mismatch = expected != stored_crc
-    if lengths is not None:
-        mismatch |= stored_len != lengths
-    bad = np.flatnonzero(mismatch)
-    if len(bad):
-        i = int(bad[0])
-        pos = int(offsets[i])
-        framing.parse_header(
-            buf[pos : pos + framing.HEADER_SIZE],
-            remaining=None,
-            path=path,
-            record_index=i,
-            offset=pos,
-        )
-        raise StaleIndexError(
-            f"{path}: record {i} at offset {pos}: header announces {int(stored_len[i])} "
-            f"bytes, the index says {int(lengths[i]) if lengths is not None else '?'}"
-        )
-    return _as_u64(stored_len)
-
-
-def _walk_stream(path: str, kind: Compression) -> tuple[U64Array, U64Array]:
-    """Indexes a compressed file by decompressing it once (payloads are skipped over)."""
-    lengths = np.fromiter((len(r) for r in read_records(path, kind, verify=False)), dtype=np.uint64)
-    framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
-    offsets = np.concatenate([[0], np.cumsum(framed)[:-1]]).astype(np.uint64)
-    return offsets[: len(lengths)], lengths
-
-
-#: Records between two full-flush restart points in compressed files written with
-#: ``index=True``: random access decodes at most this many records' worth of data.
-DEFAULT_FLUSH_EVERY: Final = 256
-
-
-class IndexRecorder:
-    """Builds a file's index while :class:`~tfrecord_engine.TFRecordWriter` writes it.
-
-    The writer hands each batch of records to :meth:`write` with two callbacks: ``emit``
-    frames and writes a chunk of records, ``restart`` (compressed files only) fully
-    flushes the deflate stream and returns the compressed file offset reached. Chunks are
-    cut so that a restart point falls every ``flush_every`` records; :meth:`finish`
-    writes the sidecar once the data file is closed.
-    """
-
-    def __init__(self, path: str, kind: Compression, flush_every: int = DEFAULT_FLUSH_EVERY):
-        if flush_every < 1:
-            raise InvalidArgumentError(f"index_flush_every must be >= 1, got {flush_every}")
-        self._path = path
-        self._kind = kind
-        self._every = flush_every
-        self._lengths: list[int] = []
-        self._restarts: list[tuple[int, int]] = []
-        self._stream = 0  # offset in the (decompressed) framed stream
-        self._since = 0  # records since the last restart point
-
-    def write(
-        self,
-        batch: list[bytes | bytearray | memoryview],
-        emit: Callable[[list[bytes | bytearray | memoryview]], None],
-        restart: Callable[[], int] | None,
-    ) -> None:
-        """Writes ``batch`` through ``emit``, cutting it at restart points."""
-        overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
-        i = 0
-        while i < len(batch):
-            take = len(batch) - i if restart is None else self._every - self._since
-            chunk = batch[i : i + take]
-            emit(chunk)
-            lengths = [len(r) for r in chunk]
-            self._lengths += lengths
-            self._stream += sum(lengths) + overhead * len(chunk)
-            self._since += len(chunk)
-            i += len(chunk)
-            if restart is not None and self._since == self._every:
-                self._restarts.append((restart(), self._stream))
-                self._since = 0
-
-    def finish(self) -> Index:
-        """Writes the sidecar index of the closed data file and returns it."""
-        lengths = np.array(self._lengths, dtype=np.uint64)
-        framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
-        offsets = np.cumsum(framed, dtype=np.uint64) - framed
-        with _mapped(self._path) as buf:
-            size, fp = len(buf), fingerprint(buf)
-        idx = Index(
-            self._path,
-            offsets,
-            lengths,
-            data_size=size,
-            fingerprint=fp,
-            compression=self._kind,
-            restarts=np.array(self._restarts, dtype=np.uint64).reshape(-1, 2),
-        )
-        idx.save()
-        return idx

@@ -16,7 +16,7 @@ from typing import BinaryIO
 from . import framing
 from .compression import Compression, make_compressor, normalize_compression
 from .errors import InvalidArgumentError, WriterClosedError
-from .index import DEFAULT_FLUSH_EVERY, IndexRecorder
+from .index_recorder import DEFAULT_FLUSH_EVERY, IndexRecorder
 
 __all__ = ["TFRecordWriter"]
 
