@@ -118,14 +118,26 @@ def test_label_sorted_shuffle_quality() -> None:
     assert len(set(labels[order[:100]].tolist())) == 10
 
 
-def test_block_shuffle_keeps_blocks_contiguous_and_mixes_them() -> None:
-    n = 10_000
-    mode = BlockShuffle(block_size=100, window=8)
-    order = epoch_order(n, shuffle=mode, seed=1)
+@pytest.mark.parametrize(("block", "window"), [(100, 8), (3, 1), (2, 3)])
+def test_block_shuffle_keeps_blocks_contiguous_and_mixes_them(block: int, window: int) -> None:
+    n = 10_001  # a short last block
+    order = epoch_order(n, shuffle=BlockShuffle(block, window), seed=1)
     assert sorted(order.tolist()) == list(range(n))
-    window = order[: 100 * 8]
-    assert len(set((window // 100).tolist())) == 8  # exactly 8 whole blocks per window
+    blocks = (order // block).tolist()
+    short = n // block  # the short block's id
+    first_seen = list(dict.fromkeys(blocks))
+    pos = 0
+    for w in range(0, len(first_seen), window):
+        # The next `window` blocks to appear fill one contiguous stretch, whole.
+        group = first_seen[w : w + window]
+        size = sum(n % block if b == short else block for b in group)
+        assert sorted(blocks[pos : pos + size]) == sorted(
+            b for b in group for _ in range(n % block if b == short else block)
+        )
+        pos += size
+    assert pos == n
     assert abs(np.corrcoef(np.arange(n), order)[0, 1]) < 0.1
+    assert not np.array_equal(order, np.sort(order))
 
 
 def test_resume_needs_matching_order_arguments() -> None:

@@ -16,6 +16,7 @@ records this shard has delivered from its slice of what remained.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 STATE_VERSION = 1
+# BlockShuffle mixes windows one by one up to this many windows, else with one sort.
+_MAX_WINDOW_LOOP = 2048
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -116,13 +119,21 @@ def epoch_order(
 
 def _block_order(length: int, rng: np.random.Generator, mode: BlockShuffle) -> IntArray:
     size = mode.block_size
-    blocks = rng.permutation(-(-length // size)).astype(np.int64)
+    nblocks = -(-length // size)
+    blocks = rng.permutation(nblocks).astype(np.int64)
     records = (blocks[:, None] * size + np.arange(size, dtype=np.int64)).reshape(-1)
-    group = np.repeat(np.arange(len(blocks), dtype=np.int64) // mode.window, size)
-    keep = records < length
-    records, group = records[keep], group[keep]
-    # Mixing inside a window of blocks = sorting by (window, random key).
-    return records[np.lexsort((rng.random(len(records)), group))]
+    records = records[records < length]  # the last block may be short
+    counts = np.where(blocks == nblocks - 1, length - (nblocks - 1) * size, size)
+    windows = np.add.reduceat(counts, np.arange(0, nblocks, mode.window)) if nblocks else counts
+    if len(windows) <= _MAX_WINDOW_LOOP:
+        # Mixing each window in place: a few calls, no sort of the whole epoch.
+        bounds = np.concatenate([[0], np.cumsum(windows)]).tolist()
+        for a, b in itertools.pairwise(bounds):
+            rng.shuffle(records[a:b])
+        return records
+    # Many tiny windows: one sort by (window, random key) beats a Python loop.
+    group = np.repeat(np.arange(len(windows), dtype=np.float64), windows)
+    return records[np.argsort(group + rng.random(len(records)), kind="stable")]
 
 
 class IndexBatch(NamedTuple):
