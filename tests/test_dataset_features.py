@@ -13,15 +13,20 @@ example = pytest.importorskip("tfrecord_engine.example")
 import tfrecord_engine as tfe  # noqa: E402 - only once the example module exists
 
 
+def _api(name: str) -> Any:
+    """A public name of the Example API (top level once merged, else the module)."""
+    return getattr(tfe, name, None) or getattr(example, name)
+
+
 @pytest.fixture
 def labelled(tmp_path: pathlib.Path) -> tfe.RecordDataset:
     with tfe.TFRecordWriter(tmp_path / "f.tfrecord", index=True) as w:
         w.write_many(
-            example.encode_example({"label": i, "x": np.full(3, i, np.float32)}) for i in range(25)
+            _api("encode_example")({"label": i, "x": np.full(3, i, np.float32)}) for i in range(25)
         )
     features: dict[str, Any] = {
-        "label": example.FixedLenFeature([], "int64"),
-        "x": example.FixedLenFeature([3], "float32"),
+        "label": _api("FixedLenFeature")([], "int64"),
+        "x": _api("FixedLenFeature")([3], "float32"),
     }
     return tfe.RecordDataset(tmp_path / "f.tfrecord", features=features)
 
@@ -43,3 +48,10 @@ def test_parsed_batches_and_padding_mask(labelled: tfe.RecordDataset) -> None:
     mask = np.concatenate([b["mask"] for b in padded])
     got = np.concatenate([b["label"] for b in padded])[mask]
     assert got.tolist() == list(range(25))
+
+
+def test_iteration_and_pickling_keep_features(labelled: tfe.RecordDataset) -> None:
+    import pickle
+
+    rows = list(pickle.loads(pickle.dumps(labelled)))
+    assert [int(r["label"]) for r in rows] == list(range(25))

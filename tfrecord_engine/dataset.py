@@ -61,12 +61,6 @@ def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     return out
 
 
-def _unbatch(batch: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    size = len(next(iter(batch.values()))) if batch else 0
-    for j in range(size):
-        yield {k: v[j] for k, v in batch.items()}
-
-
 class RecordDataset:
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
@@ -204,8 +198,13 @@ class RecordDataset:
         """Yields every record in file order (read in chunks of 1,024)."""
         n = len(self)
         for start in range(0, n, 1024):
-            chunk = self[start : min(start + 1024, n)]
-            yield from (chunk if self.features is None else _unbatch(chunk))
+            chunk = self.read_raw(np.arange(start, min(start + 1024, n)))
+            if self.features is None:
+                yield from chunk
+            else:
+                # Per record: sparse and ragged batch outputs do not split by row.
+                parse = _example().parse_single_example
+                yield from (parse(r, self.features) for r in chunk)
 
     def __getitems__(self, indices: Sequence[int]) -> Any:
         """Batch access, as PyTorch's and Grain's samplers call it."""
