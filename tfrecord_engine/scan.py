@@ -26,10 +26,10 @@ __all__ = ["as_u64", "check_headers", "fingerprint", "mapped", "walk_headers", "
 U64Array = npt.NDArray[np.uint64]
 
 # Fingerprint windows: the head and tail catch appends and truncations, evenly spaced
-# probes catch most same-size replacements, for a few hundred KiB of reading at most.
-_EDGE: Final = 64 << 10
+# probes catch most same-size replacements, for 64 KiB of reading per file at most.
+_EDGE: Final = 16 << 10
 _PROBE: Final = 4 << 10
-_PROBES: Final = 16
+_PROBES: Final = 8
 
 
 def fingerprint(buf: bytes | mmap.mmap) -> int:
