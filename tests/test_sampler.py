@@ -55,6 +55,12 @@ def test_shuffle_is_global_then_sharded() -> None:
     assert min(shards[0]) < 100
 
 
+def test_shuffle_flag_is_read_as_a_truth_value() -> None:
+    assert epoch_order(5, shuffle=0).tolist() == [0, 1, 2, 3, 4]  # type: ignore[arg-type]
+    flag: Any = np.True_
+    assert np.array_equal(epoch_order(50, shuffle=flag), epoch_order(50, shuffle=True))
+
+
 def test_order_is_a_pure_function_of_seed_and_epoch() -> None:
     a = epoch_order(500, shuffle=True, seed=7, epoch=2)
     assert np.array_equal(a, epoch_order(500, shuffle=True, seed=7, epoch=2))
@@ -150,6 +156,13 @@ def test_resume_needs_matching_order_arguments() -> None:
         IndexBatchIterator(51, 4, shuffle=True, seed=1, state=state)
     with pytest.raises(InvalidArgumentError, match="merge_states"):
         IndexBatchIterator(50, 4, shuffle=True, seed=1, shard_count=2, state=state)
+    # Unpadded epochs may change the batch size on resume; padded ones may not.
+    rest = IndexBatchIterator(50, 7, shuffle=True, seed=1, state=state)
+    assert sum(len(b.indices) for b in rest) == 46
+    padded = IndexBatchIterator(50, 4, pad_remainder=True)
+    next(padded)
+    with pytest.raises(InvalidArgumentError, match="padded"):
+        IndexBatchIterator(50, 5, pad_remainder=True, state=padded.get_state())
 
 
 @pytest.mark.parametrize(

@@ -109,12 +109,11 @@ def epoch_order(
         raise InvalidArgumentError(
             f"length, seed and epoch must be >= 0, got {length}, {seed}, {epoch}"
         )
-    if shuffle is False:
-        return np.arange(length, dtype=np.int64)
-    rng = _rng(seed, epoch)
     if isinstance(shuffle, BlockShuffle):
-        return _block_order(length, rng, shuffle)
-    return rng.permutation(length).astype(np.int64)
+        return _block_order(length, _rng(seed, epoch), shuffle)
+    if shuffle:
+        return _rng(seed, epoch).permutation(length).astype(np.int64)
+    return np.arange(length, dtype=np.int64)
 
 
 def _block_order(length: int, rng: np.random.Generator, mode: BlockShuffle) -> IntArray:
@@ -254,6 +253,17 @@ class IndexBatchIterator(Iterator[IndexBatch]):
                 f"shard {self._layout.index}/{self._layout.count}: to change the shard "
                 "layout, resume from merge_states([...the states of all shards...])"
             )
+        if (
+            self._pad
+            and same_layout
+            and state["position"]
+            and state.get("batch_size") != self._batch_size
+        ):
+            # Padded shards count batches in lockstep; another size would break that.
+            raise InvalidArgumentError(
+                f"cannot resume a padded epoch with batch_size={self._batch_size}: it ran "
+                f"with batch_size={state.get('batch_size')}"
+            )
         self._consumed = [[int(a), int(b)] for a, b in state["consumed"]]
         self._position = int(state["position"])
         self._batches = int(state["batches"]) if same_layout else 0
@@ -271,6 +281,7 @@ class IndexBatchIterator(Iterator[IndexBatch]):
             "shard_count": self._layout.count,
             "position": self._position,
             "batches": self._batches,
+            "batch_size": self._batch_size,
         }
 
     def delivered_positions(self) -> BoolArray:
