@@ -237,17 +237,34 @@ def test_compressed_file_we_did_not_write(tmp_path: pathlib.Path) -> None:
     assert ds[[49, 0, 7]] == [records[49], records[0], records[7]]
 
 
-def test_compressed_file_without_restart_points_too_large(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", ["GZIP", "ZLIB"])
+def test_large_compressed_file_without_restart_points_reads_forward(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    from tfrecord_engine import source
+    from tfrecord_engine import compressed_source
 
-    path = tmp_path / "foreign.tfrecord.gz"
-    with tfe.TFRecordWriter(path, "GZIP") as w:
-        w.write_many([b"x" * 100] * 10)
-    monkeypatch.setattr(source, "MAX_UNINDEXED_BLOCK", 500)
-    with pytest.raises(tfe.InvalidArgumentError, match="index=True"):
-        tfe.RecordDataset(path, compression="GZIP")[0]
+    path = tmp_path / "foreign.tfrecord.z"
+    records = [bytes([i % 256]) * (i % 50) for i in range(300)]
+    with tfe.TFRecordWriter(path, kind) as w:
+        w.write_many(records)
+    monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 500)
+    monkeypatch.setattr(compressed_source, "_CHUNK", 64)
+    ds = tfe.RecordDataset(path, compression=kind)
+    for count in (1, 3):  # sequential epochs, sharded too, stream forward
+        got = [
+            r
+            for s in range(count)
+            for b in ds.batches(16, shard_index=s, shard_count=count)
+            for r in b
+        ]
+        assert got == records
+    assert ds[[250, 3, 299]] == [records[250], records[3], records[299]]
+    assert ds[10] == records[10]  # a backward jump starts the stream over
+    reader = ds._open()[0]
+    assert isinstance(reader, compressed_source.CompressedFileRecords)
+    assert reader.sequential_only
+    with pytest.raises(tfe.InvalidArgumentError, match="shuffle=False"):
+        ds.batches(16, shuffle=True)
 
 
 def test_fetcher_source_coalesces_contiguous_reads(tmp_path: pathlib.Path) -> None:

@@ -17,14 +17,16 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .compressed_source import CompressedFileRecords
 from .compression import Compression, normalize_compression
 from .errors import InvalidArgumentError, OutOfRangeError
 from .index import Index
 from .sampler import IndexBatchIterator, Shuffle
-from .source import FileRecords, open_records
+from .source import FetcherRecords, LocalFileRecords
 
 __all__ = ["MASK_KEY", "PaddedBatch", "RecordBatchIterator", "RecordDataset"]
 
+FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
 #: Key of the padding mask in parsed batches when ``pad_remainder=True``.
 MASK_KEY = "mask"
 IntArray = npt.NDArray[np.int64]
@@ -36,6 +38,15 @@ class PaddedBatch(NamedTuple):
 
     records: list[bytes]
     mask: npt.NDArray[np.bool_]
+
+
+def open_records(index: Index) -> FileRecords:
+    """Returns the right random-access reader for an indexed local file."""
+    if index.compression is Compression.NONE:
+        if not os.path.exists(index.data_path):
+            raise FileNotFoundError(index.data_path)
+        return LocalFileRecords(index)
+    return CompressedFileRecords(index)
 
 
 def _example() -> Any:
@@ -257,6 +268,17 @@ class RecordDataset:
             pad_remainder=pad_remainder,
             state=state,
         )
+        slow = [
+            r.path
+            for r in self._open()
+            if shuffle and isinstance(r, CompressedFileRecords) and r.sequential_only
+        ]
+        if slow:
+            raise InvalidArgumentError(
+                f"a shuffled epoch needs random access, but {slow[0]} is a large compressed "
+                "file without restart points (not written with TFRecordWriter(..., "
+                "index=True)): read it with shuffle=False, or rewrite it with index=True"
+            )
         if pad_remainder and self.features is not None and MASK_KEY in self.features:
             raise InvalidArgumentError(
                 f"pad_remainder adds a {MASK_KEY!r} entry, which is also a feature name"

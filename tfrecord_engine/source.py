@@ -1,5 +1,5 @@
-"""Random access to the records of one indexed file: local ``mmap``, a byte-range
-fetcher, or a GZIP/ZLIB file with restart points.
+"""Random access to the records of one indexed file: local ``mmap`` or a byte-range
+fetcher (GZIP/ZLIB files: :mod:`tfrecord_engine.compressed_source`).
 
 Every reader takes a batch of record indices *within its file* and returns the records'
 bytes in the same order, with the data CRCs checked in bulk: the footers are gathered
@@ -8,11 +8,8 @@ with numpy, one ``crc32c`` call per record is the only per-record work besides s
 
 from __future__ import annotations
 
-import io
 import mmap
-import os
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
@@ -22,23 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from . import framing
-from .compression import Compression, DecompressError, Decompressor
 from .errors import (
-    CorruptedRecordError,
-    InvalidArgumentError,
     StaleIndexError,
-    TruncatedRecordError,
 )
 from .index import Index
 
-__all__ = [
-    "CompressedFileRecords",
-    "Fetcher",
-    "FetcherRecords",
-    "LocalFileRecords",
-    "RandomAccessSource",
-    "open_records",
-]
+__all__ = ["Fetcher", "FetcherRecords", "LocalFileRecords", "RandomAccessSource", "verify_batch"]
 
 #: Reads the half-open byte range ``[offset, offset + size)`` of one file.
 Fetcher = Callable[[int, int], bytes]
@@ -46,9 +32,6 @@ IntArray = npt.NDArray[np.int64]
 _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
 _FOOTER_AT = np.arange(_F, dtype=np.int64)
-# A compressed file without restart points is decoded whole on random access; beyond
-# this many decompressed bytes we refuse instead of silently thrashing.
-MAX_UNINDEXED_BLOCK = 256 << 20
 
 
 @runtime_checkable
@@ -236,102 +219,3 @@ class FetcherRecords:
     def close(self) -> None:
         """Drops cached blocks (the fetcher owns its connections)."""
         self._cache.clear()
-
-
-class CompressedFileRecords:
-    """Records of a GZIP/ZLIB file, decoded one restart block at a time (small LRU)."""
-
-    def __init__(self, index: Index, cache_blocks: int = 4) -> None:
-        self.index = index
-        self.path = index.data_path
-        r = index.restarts.astype(np.int64)
-        self._cstart = np.concatenate([[0], r[:, 0]]).astype(np.int64)
-        self._dstart = np.concatenate([[0], r[:, 1]]).astype(np.int64)
-        self._dend = np.append(self._dstart[1:], index.stream_size)
-        self._block_of = np.searchsorted(self._dstart, index.offsets.astype(np.int64), "right") - 1
-        self._cache: OrderedDict[int, bytes] = OrderedDict()
-        self._cache_blocks = cache_blocks
-
-    def _block(self, b: int) -> bytes:
-        hit = self._cache.get(b)
-        if hit is not None:
-            self._cache.move_to_end(b)
-            return hit
-        need = int(self._dend[b] - self._dstart[b])
-        if len(self._cstart) == 1 and need > MAX_UNINDEXED_BLOCK:
-            raise InvalidArgumentError(
-                f"{self.path}: a {self.index.compression.value} file without restart points "
-                f"({need} decompressed bytes): random access would decompress it whole. "
-                "Rewrite it with TFRecordWriter(..., index=True), or read it sequentially "
-                "with read_records()"
-            )
-        with open(self.path, "rb") as f:
-            f.seek(int(self._cstart[b]))
-            stop = self._cstart[b + 1] if b + 1 < len(self._cstart) else None
-            raw = f.read() if stop is None else f.read(int(stop - self._cstart[b]))
-        try:
-            if b == 0:
-                dec = Decompressor(io.BytesIO(raw), self.index.compression)
-                parts, have = [], 0
-                while have < need:
-                    part = dec.read(need - have)
-                    if not part:
-                        break
-                    parts.append(part)
-                    have += len(part)
-                data = b"".join(parts)
-            else:
-                data = zlib.decompressobj(-15).decompress(raw, need)
-        except (DecompressError, zlib.error) as exc:
-            raise CorruptedRecordError(
-                f"damaged {self.index.compression.value} block {b}: {exc}",
-                path=self.path,
-                record_index=int(np.argmax(self._block_of == b)),
-                offset=int(self._dstart[b]),
-            ) from exc
-        if len(data) != need:
-            raise TruncatedRecordError(
-                f"{self.index.compression.value} block {b} decompresses to {len(data)} "
-                f"bytes, the index expects {need}",
-                path=self.path,
-                record_index=int(np.argmax(self._block_of == b)),
-                offset=int(self._dstart[b]),
-            )
-        self._cache[b] = data
-        if len(self._cache) > self._cache_blocks:
-            self._cache.popitem(last=False)
-        return data
-
-    def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
-        """Returns the records ``local`` (indices within this file), CRC-checked."""
-        out: list[bytes] = [b""] * len(local)
-        blocks = self._block_of[local]
-        offsets = self.index.offsets[local]
-        stored = np.zeros(len(local), dtype=np.uint32)
-        for b in np.unique(blocks).tolist():
-            data = self._block(b)
-            base = int(self._dstart[b])
-            for j in np.flatnonzero(blocks == b).tolist():
-                start = int(offsets[j]) - base + _H
-                end = start + int(self.index.lengths[local[j]])
-                out[j] = data[start:end]
-                stored[j] = framing.read_footer(data, end)
-        if verify and out:
-            verify_batch(out, stored, path=self.path, local=local, offsets=offsets)
-        return out
-
-    def close(self) -> None:
-        """Drops the decoded blocks."""
-        self._cache.clear()
-
-
-FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
-
-
-def open_records(index: Index) -> FileRecords:
-    """Returns the right random-access reader for an indexed local file."""
-    if index.compression is Compression.NONE:
-        if not os.path.exists(index.data_path):
-            raise FileNotFoundError(index.data_path)
-        return LocalFileRecords(index)
-    return CompressedFileRecords(index)
