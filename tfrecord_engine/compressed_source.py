@@ -49,11 +49,10 @@ class _ForwardStream:
         self.restarts = 0
 
     def _rewind(self) -> Decompressor:
-        if self._file is not None:
-            if self._pid == os.getpid():
-                self.restarts += 1
-                self._file.close()
-            # else: a forked worker; the parent owns that descriptor and its offset.
+        # In a forked worker the parent owns the old descriptor (and its offset).
+        if self._file is not None and self._pid == os.getpid():
+            self.restarts += 1
+            self._file.close()
         self._pid = os.getpid()
         self._file = open(self._path, "rb")  # noqa: SIM115 - closed by close()/_rewind()
         self._dec = Decompressor(self._file, self._index.compression)
