@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfrecord_engine import BlockShuffle, InvalidArgumentError, merge_states
@@ -247,3 +247,10 @@ def test_merge_states_needs_every_shard() -> None:
         merge_states(states[:2])
     with pytest.raises(InvalidArgumentError):
         merge_states([])
+
+
+@pytest.mark.slow
+@settings(max_examples=1000)
+@given(epoch_args(max_length=400, max_shards=17))
+def test_resume_at_every_batch_boundary_long(args: dict[str, Any]) -> None:
+    assert_resume_exactly_once(_sampler_factory(args), _real)

@@ -100,7 +100,7 @@ class _ForwardStream:
 class CompressedFileRecords:
     """Records of a GZIP/ZLIB file, decoded one restart block at a time (small LRU)."""
 
-    def __init__(self, index: Index, cache_blocks: int = 4) -> None:
+    def __init__(self, index: Index, cache_blocks: int = 32) -> None:
         self.index = index
         self.path = index.data_path
         r = index.restarts.astype(np.int64)
