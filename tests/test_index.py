@@ -226,3 +226,17 @@ def test_index_arrays_are_numpy_uint64(tmp_path: pathlib.Path) -> None:
     assert idx.offsets.dtype == np.uint64
     assert idx.lengths.dtype == np.uint64
     assert "3 records" in repr(idx)
+
+
+def test_unsaveable_sidecar_is_not_fatal(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path / "a.tfrecord", [b"a", b"b"])
+
+    def refuse(self: tfe.Index, index_path: object = None) -> str:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(tfe.Index, "save", refuse)
+    assert len(tfe.Index.open(path)) == 2
+    assert tfe.RecordDataset(path)[1] == b"b"
+    assert not os.path.exists(index_path_for(path))

@@ -75,6 +75,9 @@ def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
 class RecordDataset:
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
+    Each file's sidecar index is loaded on first use, or built and saved next to the
+    file when it is missing, damaged or stale (see :meth:`Index.open`).
+
     Args:
         paths_or_globs: a path or glob, or a sequence of them (globs expand sorted).
         features: a feature spec mapping (as for ``tfe.parse_example``): records are

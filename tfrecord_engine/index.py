@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import threading
 from typing import Final
 
 import numpy as np
@@ -195,7 +196,7 @@ class Index:
             the path written.
         """
         target = index_path_for(self.data_path) if index_path is None else os.fspath(index_path)
-        tmp = f"{target}.tmp-{os.getpid()}"
+        tmp = f"{target}.tmp-{os.getpid()}-{threading.get_ident()}"
         with open(tmp, "wb") as f:
             f.write(self.to_bytes())
         os.replace(tmp, target)
@@ -272,8 +273,9 @@ class Index:
             compression: the data file's compression (used when building).
             rebuild: build a new index when the sidecar is missing, damaged or stale;
                 with ``False`` those raise instead.
-            save: write a newly built index next to the data file (skipped silently
-                when the directory is read-only: the index is still used in memory).
+            save: write a newly built index next to the data file. Skipped when that
+                fails (a read-only dataset directory, a full disk): the sidecar is only a
+                cache, and the index is complete in memory.
         """
         kind = normalize_compression(compression)
         try:
@@ -290,8 +292,8 @@ class Index:
             return idx
         idx = cls.build(data_path, kind)
         if save:
-            # A read-only dataset directory: the in-memory index is complete anyway.
-            with contextlib.suppress(PermissionError):
+            # The sidecar is a cache; the in-memory index is complete without it.
+            with contextlib.suppress(OSError):
                 idx.save()
         return idx
 
