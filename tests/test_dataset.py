@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import pickle
 from collections import Counter
@@ -83,6 +84,21 @@ def test_pickles_and_reopens_lazily(three_files: tuple[str, list[bytes]]) -> Non
     assert clone._readers is None
     assert clone[[861, 0]] == [records[861], records[0]]
     assert len(clone) == len(ds)
+
+
+def test_globs_skip_sidecar_indexes(tmp_path: pathlib.Path) -> None:
+    for f in range(2):
+        with tfe.TFRecordWriter(tmp_path / f"train-{f}", index=True) as w:
+            w.write_many([b"x"] * 3)
+    assert sorted(os.listdir(tmp_path)) == [
+        "train-0",
+        "train-0.tfeidx",
+        "train-1",
+        "train-1.tfeidx",
+    ]
+    ds = tfe.RecordDataset(str(tmp_path / "train-*"))
+    assert ds.paths == [str(tmp_path / "train-0"), str(tmp_path / "train-1")]
+    assert len(ds) == 6
 
 
 def test_missing_files(tmp_path: pathlib.Path) -> None:

@@ -20,11 +20,18 @@ import numpy.typing as npt
 from .compressed_source import CompressedFileRecords
 from .compression import Compression, normalize_compression
 from .errors import InvalidArgumentError, OutOfRangeError
-from .index import Index
+from .index import INDEX_SUFFIX, Index
 from .sampler import IndexBatchIterator, Shuffle
-from .source import FetcherRecords, LocalFileRecords
+from .source import Fetcher, FetcherRecords, LocalFileRecords, RandomAccessSource
 
-__all__ = ["MASK_KEY", "PaddedBatch", "RecordBatchIterator", "RecordDataset"]
+__all__ = [
+    "MASK_KEY",
+    "Fetcher",
+    "PaddedBatch",
+    "RandomAccessSource",
+    "RecordBatchIterator",
+    "RecordDataset",
+]
 
 FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
 #: Key of the padding mask in parsed batches when ``pad_remainder=True``.
@@ -61,7 +68,8 @@ def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     for item in items:
         p = os.fspath(item)
         if glob.has_magic(p):
-            found = sorted(glob.glob(p))
+            # A pattern like "train-*" must not pick up our own sidecars.
+            found = sorted(q for q in glob.glob(p) if INDEX_SUFFIX not in os.path.basename(q))
             if not found:
                 raise FileNotFoundError(f"no file matches {p!r}")
             out += found
