@@ -253,16 +253,54 @@ def test_compressed_file_we_did_not_write(tmp_path: pathlib.Path) -> None:
     assert ds[[49, 0, 7]] == [records[49], records[0], records[7]]
 
 
+@_TMP
+@given(
+    records=record_lists(max_records=60, max_size=120),
+    kind=st.sampled_from(["GZIP", "ZLIB"]),
+    spacing=st.integers(1, 400),
+)
+def test_large_foreign_compressed_file_gets_in_memory_snapshots(
+    tmp_path: pathlib.Path, records: list[bytes], kind: str, spacing: int
+) -> None:
+    from tfrecord_engine import compressed_source
+
+    path = tmp_path / f"foreign-{kind}.tfrecord"
+    path.unlink(missing_ok=True)
+    pathlib.Path(str(path) + ".tfeidx").unlink(missing_ok=True)
+    with tfe.TFRecordWriter(path, kind) as w:  # no index: no restart points
+        w.write_many(records)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 100)
+        mp.setattr(compressed_source, "SNAPSHOT_SPACING", spacing)
+        mp.setattr(compressed_source, "_CHUNK", 97)
+        ds = tfe.RecordDataset(path, compression=kind)
+        order = np.random.default_rng(spacing).permutation(len(records))
+        assert ds[order] == [records[i] for i in order]
+        reader = ds._open()[0]
+        assert isinstance(reader, compressed_source.CompressedFileRecords)
+        assert not reader.sequential_only
+        size = ds.indexes[0].stream_size
+        if size > 100:
+            assert reader._snaps is not None
+            assert len(reader._snaps) >= 2 or size <= spacing + 136
+        got = [r for b in ds.batches(7, shuffle=True, seed=1) for r in b]
+        assert Counter(got) == Counter(records)
+
+
 @pytest.mark.parametrize("kind", ["GZIP", "ZLIB"])
-def test_large_compressed_file_without_restart_points_reads_forward(
+def test_concatenated_compressed_streams_read_forward(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     from tfrecord_engine import compressed_source
 
-    path = tmp_path / "foreign.tfrecord.z"
     records = [bytes([i % 256]) * (i % 50) for i in range(300)]
-    with tfe.TFRecordWriter(path, kind) as w:
-        w.write_many(records)
+    parts = []
+    for half in (records[:150], records[150:]):
+        with tfe.TFRecordWriter(tmp_path / "part", kind) as w:
+            w.write_many(half)
+        parts.append((tmp_path / "part").read_bytes())
+    path = tmp_path / "joined.tfrecord.z"
+    path.write_bytes(b"".join(parts))  # two streams: what `cat a.gz b.gz` gives
     monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 500)
     monkeypatch.setattr(compressed_source, "_CHUNK", 64)
     ds = tfe.RecordDataset(path, compression=kind)

@@ -4,8 +4,12 @@ Files written with ``TFRecordWriter(..., index=True)`` carry full-flush restart 
 each block between two of them inflates on its own, so a record costs at most one
 block's decompression (a small LRU keeps recent blocks). A compressed file we did not
 write has no restart point: up to :data:`MAX_UNINDEXED_BLOCK` decompressed bytes it is
-decoded whole once; beyond that it is read forward only, as a stream (a backward jump
-restarts from the top), and shuffled epochs are refused with a clear message.
+decoded whole once. Beyond that, one pass over the file takes in-memory snapshots of
+the inflater (``zlib`` ``Decompress.copy()``, ~40 KiB each) at record starts about
+every :data:`SNAPSHOT_SPACING` bytes, which then act as restart points (they cannot be
+saved: Python's zlib cannot prime a fresh inflater at a bit offset). A stream of
+several concatenated members gets no snapshots: it is read forward only (a backward
+jump restarts from the top) and shuffled epochs are refused with a clear message.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import framing
-from .compression import DecompressError, Decompressor
+from .compression import Compression, DecompressError, Decompressor
 from .errors import CorruptedRecordError, TruncatedRecordError
 from .index import Index
 from .source import verify_batch
@@ -32,7 +36,58 @@ _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
 #: Largest compressed file without restart points that random access decodes whole.
 MAX_UNINDEXED_BLOCK = 256 << 20
+#: Decompressed bytes between in-memory snapshots (at most MAX_SNAPSHOTS per file).
+SNAPSHOT_SPACING = 1 << 20
+MAX_SNAPSHOTS = 1024
 _CHUNK = 1 << 20
+
+
+def _scan_snapshots(
+    path: str, index: Index
+) -> tuple[list[int], list[int], list[zlib._Decompress]] | None:
+    """One pass over a single-stream file: inflater snapshots at record starts.
+
+    Returns:
+        compressed offsets, decompressed offsets and inflater copies (the first at 0),
+        or ``None`` when the file holds several streams or does not inflate cleanly
+        (the forward-only reader then reports what is wrong, record by record).
+    """
+    size = index.stream_size
+    offsets = index.offsets.astype(np.int64)
+    spacing = max(SNAPSHOT_SPACING, -(-size // MAX_SNAPSHOTS))
+    marks = np.arange(spacing, size, spacing, dtype=np.int64)
+    at = np.searchsorted(offsets, marks)
+    targets = np.unique(offsets[at[at < len(offsets)]]).tolist()
+    dec = zlib.decompressobj(31 if index.compression is Compression.GZIP else 15)
+    cstart, dstart, states = [0], [0], [dec.copy()]
+    cpos = dpos = t = 0
+    data = b""
+    try:
+        with open(path, "rb") as f:
+            while True:
+                if not data:
+                    data = f.read(_CHUNK)
+                    if not data:
+                        break
+                want = targets[t] - dpos if t < len(targets) else 8 * _CHUNK
+                dpos += len(dec.decompress(data, want))
+                if dec.eof:
+                    if dec.unused_data or f.read(1):
+                        return None  # concatenated streams
+                    break
+                # Input the inflater took; the rest (the tail) is fed again next turn.
+                cpos += len(data) - len(dec.unconsumed_tail)
+                data = dec.unconsumed_tail
+                if t < len(targets) and dpos == targets[t]:
+                    cstart.append(cpos)
+                    dstart.append(dpos)
+                    states.append(dec.copy())
+                    t += 1
+    except zlib.error:
+        return None
+    if dpos != size or t != len(targets):
+        return None
+    return cstart, dstart, states
 
 
 class _ForwardStream:
@@ -111,12 +166,29 @@ class CompressedFileRecords:
         self._cache: OrderedDict[int, bytes] = OrderedDict()
         self._cache_blocks = cache_blocks
         self._stream: _ForwardStream | None = None
-        if len(self._cstart) == 1 and index.stream_size > MAX_UNINDEXED_BLOCK:
-            self._stream = _ForwardStream(self.path, index)
+        self._snaps: list[zlib._Decompress] | None = None
+        self._prepared = not (len(self._cstart) == 1 and index.stream_size > MAX_UNINDEXED_BLOCK)
+
+    def _prepare(self) -> None:
+        """Scans a large file without restart points once, on first use."""
+        if self._prepared:
+            return
+        self._prepared = True
+        found = _scan_snapshots(self.path, self.index)
+        if found is None:
+            self._stream = _ForwardStream(self.path, self.index)
+            return
+        cstart, dstart, self._snaps = found
+        self._cstart = np.array(cstart, dtype=np.int64)
+        self._dstart = np.array(dstart, dtype=np.int64)
+        self._dend = np.append(self._dstart[1:], self.index.stream_size)
+        offsets = self.index.offsets.astype(np.int64)
+        self._block_of = np.searchsorted(self._dstart, offsets, "right") - 1
 
     @property
     def sequential_only(self) -> bool:
         """Whether only forward reads are efficient (no restart points, too large)."""
+        self._prepare()
         return self._stream is not None
 
     def _block(self, b: int) -> bytes:
@@ -130,7 +202,9 @@ class CompressedFileRecords:
             stop = self._cstart[b + 1] if b + 1 < len(self._cstart) else None
             raw = f.read() if stop is None else f.read(int(stop - self._cstart[b]))
         try:
-            if b == 0:
+            if self._snaps is not None:
+                data = self._snaps[b].copy().decompress(raw, need)
+            elif b == 0:
                 dec = Decompressor(io.BytesIO(raw), self.index.compression)
                 parts, have = [], 0
                 while have < need:
@@ -191,6 +265,7 @@ class CompressedFileRecords:
 
     def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records ``local`` (indices within this file), CRC-checked."""
+        self._prepare()
         if self._stream is not None:
             return self._read_forward(local, verify)
         out: list[bytes] = [b""] * len(local)
