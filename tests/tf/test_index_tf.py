@@ -27,10 +27,20 @@ def test_tensorflow_reads_files_written_with_index(
     assert got == records
 
 
+@pytest.mark.parametrize("snapshots", [False, True])
 @pytest.mark.parametrize("kind", ["", "GZIP", "ZLIB"])
 def test_random_access_into_tensorflow_files(
-    tf: ModuleType, tmp_path: pathlib.Path, kind: str
+    tf: ModuleType,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    snapshots: bool,
 ) -> None:
+    from tfrecord_engine import compressed_source
+
+    if snapshots:  # a "large" file: inflater snapshots instead of one whole decode
+        monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 1000)
+        monkeypatch.setattr(compressed_source, "SNAPSHOT_SPACING", 2000)
     records = [bytes([i % 256]) * (i % 97) for i in range(300)]
     path = tmp_path / f"tf{kind}.tfrecord"
     with tf.io.TFRecordWriter(str(path), kind) as w:
