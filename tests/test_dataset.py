@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import pickle
+import tempfile
 from collections import Counter
 from typing import Any
 
@@ -415,3 +416,24 @@ def test_works_in_a_spawned_process(three_files: tuple[str, list[bytes]]) -> Non
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
         got = pool.submit(_read_in_child, ds, [861, 0, 500]).result(timeout=120)
     assert got == [records[861], records[0], records[500]]
+
+
+@_TMP
+@given(
+    shards=st.lists(record_lists(max_records=6, max_size=8), min_size=2, max_size=12),
+    data=st.data(),
+)
+def test_many_shards_random_access(
+    tmp_path: pathlib.Path, shards: list[list[bytes]], data: st.DataObject
+) -> None:
+    run = pathlib.Path(tempfile.mkdtemp(dir=tmp_path))  # one directory per example
+    for i, recs in enumerate(shards):  # empty shards included
+        with tfe.TFRecordWriter(run / f"s-{i:03d}", index=i % 2 == 0) as w:
+            w.write_many(recs)
+    flat = [r for recs in shards for r in recs]
+    ds = tfe.RecordDataset(str(run / "s-*"))
+    assert len(ds) == len(flat)
+    if flat:
+        picks = data.draw(st.lists(st.integers(-len(flat), len(flat) - 1), max_size=40))
+        assert ds[picks] == [flat[i] for i in picks]
+    assert list(ds) == flat
