@@ -128,6 +128,39 @@ def bench_random_access(path: str, records: list[bytes], workdir: str, calls: in
         )
 
 
+def bench_shards(records: list[bytes], workdir: str, calls: int) -> None:
+    """The same records as 1,000 shards: a random batch touches ~650 files."""
+    shard_dir = os.path.join(workdir, "shards")
+    os.makedirs(shard_dir, exist_ok=True)
+    per = -(-len(records) // 1000)
+    for i in range(0, len(records), per):
+        p = os.path.join(shard_dir, f"mnist.tfrecord-{i // per:05d}-of-01000")
+        if not os.path.exists(p):
+            with tfe.TFRecordWriter(p, index=True) as w:
+                w.write_many(records[i : i + per])
+    one = tfe.RecordDataset(os.path.join(workdir, "mnist.tfrecord"))
+    many = tfe.RecordDataset(os.path.join(shard_dir, "mnist.tfrecord-*"))
+    rng = np.random.default_rng(2)
+    picks = [rng.integers(0, len(many), BATCH) for _ in range(calls)]
+    assert many[picks[0]] == one[picks[0]]
+
+    def run(ds: tfe.RecordDataset) -> Callable[[], None]:
+        def go() -> None:
+            for p in picks:
+                ds[p]
+
+        return go
+
+    t = _race({"many": run(many), "one": run(one)})
+    total = calls * BATCH
+    _row(
+        "random access over 1,000 shards; peer = one file",
+        f"{total / t['many']:,.0f}",
+        f"{total / t['one']:,.0f}",
+        f"{t['one'] / t['many']:.2f}x",
+    )
+
+
 def bench_epochs(path: str) -> None:
     ds = tfe.RecordDataset(path)
     n = len(ds)
@@ -244,6 +277,7 @@ def main() -> None:
     print(f"|{'-' * 54}|{'-' * 18}|{'-' * 18}|{'-' * 10}|")
     bench_build(path, vary_path)
     bench_random_access(path, records, args.dir, args.calls)
+    bench_shards(records, args.dir, args.calls)
     bench_epochs(path)
     bench_locality(path, labels)
     bench_compressed(records, args.dir)

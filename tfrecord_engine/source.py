@@ -12,7 +12,7 @@ import mmap
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import crc32c as _crc32c
 import numpy as np
@@ -146,14 +146,21 @@ class LocalFilesGather:
         )
         self._start = np.concatenate([r._start for r in readers]).astype(np.int64)
         self._end = np.concatenate([r._end for r in readers]).astype(np.int64)
-        self._maps: dict[int, mmap.mmap] = {}
+        self._maps: list[mmap.mmap | None] = [None] * len(self._readers)
+        self._missing = len(self._readers)  # files not mapped yet
 
     def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records at dataset-wide indices ``idx`` (files ``file_of``)."""
-        maps = self._maps
-        for f in np.unique(file_of).tolist():
-            if f not in maps:
-                maps[f] = self._readers[f]._open()[0]
+        if self._missing:
+            for f in np.unique(file_of).tolist():
+                if self._maps[f] is None and len(self._readers[f].index):
+                    self._maps[f] = self._readers[f]._open()[0]
+            self._missing = sum(
+                m is None and len(r.index) > 0
+                for m, r in zip(self._maps, self._readers, strict=True)
+            )
+        # Every file a record of this batch lives in is mapped now.
+        maps = cast("list[mmap.mmap]", self._maps)
         files = file_of.tolist()
         ends = self._end[idx].tolist()
         starts = self._start[idx].tolist()
@@ -172,7 +179,8 @@ class LocalFilesGather:
 
     def close(self) -> None:
         """Forgets the maps (their readers own and close them)."""
-        self._maps = {}
+        self._maps = [None] * len(self._readers)
+        self._missing = len(self._readers)
 
 
 class FetcherRecords:
