@@ -23,6 +23,13 @@ Each subclass also inherits the built-in exception that callers already catch, s
   failed; nothing was published (atomic mode) or the file is incomplete.
 - :class:`DamageWarning` (``UserWarning``): damage that a reader stepped over or stopped
   at under ``on_damage="stop"``/``"skip"`` when no report callback was given.
+- :class:`IndexFormatError` (``ValueError``): a sidecar index file is damaged, foreign
+  or of an unknown format version.
+
+  - :class:`StaleIndexError`: a valid index that describes another version of its data
+    file (appended, truncated or replaced since it was written).
+
+- :class:`OutOfRangeError` (``IndexError``): a record index outside ``[-len, len)``.
 """
 
 from __future__ import annotations
@@ -37,8 +44,11 @@ __all__ = [
     "CorruptedRecordError",
     "DamageWarning",
     "DataLossError",
+    "IndexFormatError",
     "InvalidArgumentError",
+    "OutOfRangeError",
     "ParseError",
+    "StaleIndexError",
     "TFRecordError",
     "TruncatedRecordError",
     "WriterClosedError",
@@ -135,3 +145,15 @@ class DamageWarning(TFRecordError, UserWarning):
     def __init__(self, message: str, report: DamageReport) -> None:
         super().__init__(message)
         self.report = report
+
+
+class IndexFormatError(TFRecordError, ValueError):
+    """A sidecar index file is damaged, not an index, or of an unknown format version."""
+
+
+class StaleIndexError(IndexFormatError):
+    """An index does not describe its data file as it is now (appended, cut or replaced)."""
+
+
+class OutOfRangeError(TFRecordError, IndexError):
+    """A record index is outside the dataset (``i < -len`` or ``i >= len``)."""
