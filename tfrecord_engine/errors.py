@@ -25,22 +25,42 @@ Each subclass also inherits the built-in exception that callers already catch, s
     ``None`` for a single record), and mirrors TensorFlow's message text.
   - :class:`MalformedExampleError`: the bytes are not a valid (Sequence)Example; carries
     ``offset`` (the byte offset within the record where decoding failed) and ``index``.
+- :class:`WriterFailedError` (``OSError``): ``close`` on a writer whose earlier I/O
+  failed; nothing was published (atomic mode) or the file is incomplete.
+- :class:`DamageWarning` (``UserWarning``): damage that a reader stepped over or stopped
+  at under ``on_damage="stop"``/``"skip"`` when no report callback was given.
+- :class:`IndexFormatError` (``ValueError``): a sidecar index file is damaged, foreign
+  or of an unknown format version.
+
+  - :class:`StaleIndexError`: a valid index that describes another version of its data
+    file (appended, truncated or replaced since it was written).
+
+- :class:`OutOfRangeError` (``IndexError``): a record index outside ``[-len, len)``.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .recovery import DamageReport
 
 __all__ = [
     "CorruptedRecordError",
+    "DamageWarning",
     "DataLossError",
     "ExampleParseError",
+    "IndexFormatError",
     "InvalidArgumentError",
     "MalformedExampleError",
+    "OutOfRangeError",
     "ParseError",
+    "StaleIndexError",
     "TFRecordError",
     "TruncatedRecordError",
     "WriterClosedError",
+    "WriterFailedError",
 ]
 
 
@@ -165,3 +185,36 @@ def _rebuild_malformed(
     index: int | None,
 ) -> MalformedExampleError:
     return cls(message, offset=offset, key=key, index=index)
+class WriterFailedError(TFRecordError, OSError):
+    """A writer is closed after one of its writes, flushes or syncs failed.
+
+    The original ``OSError`` was raised by the call that failed (and is chained here as
+    ``__cause__``). In atomic mode nothing was published and the temporary file is gone;
+    with ``atomic=False`` the file under the final name is incomplete.
+    """
+
+
+class DamageWarning(TFRecordError, UserWarning):
+    """Damage a reader stopped at or stepped over (``on_damage="stop"``/``"skip"``).
+
+    Emitted once per damaged region when no ``on_damage_report`` callback is given.
+
+    Attributes:
+        report: the :class:`~tfrecord_engine.recovery.DamageReport` describing it.
+    """
+
+    def __init__(self, message: str, report: DamageReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class IndexFormatError(TFRecordError, ValueError):
+    """A sidecar index file is damaged, not an index, or of an unknown format version."""
+
+
+class StaleIndexError(IndexFormatError):
+    """An index does not describe its data file as it is now (appended, cut or replaced)."""
+
+
+class OutOfRangeError(TFRecordError, IndexError):
+    """A record index is outside the dataset (``i < -len`` or ``i >= len``)."""

@@ -3,6 +3,15 @@
 Local uncompressed files are read through ``mmap`` (no read calls, no buffering copies);
 GZIP/ZLIB files and file objects (pipes, sockets) are read as a stream in bounded chunks.
 
+Damage policies (``on_damage``): ``"raise"`` (default) raises a
+:class:`~tfrecord_engine.DataLossError` at the first damaged record, after yielding every
+record before it; ``"stop"`` ends cleanly there instead and reports the damage;
+``"skip"`` reports it, resynchronizes on the next intact record (see
+:mod:`tfrecord_engine.recovery`) and goes on. Reports go to ``on_damage_report`` or,
+without one, are emitted as :class:`~tfrecord_engine.DamageWarning`. A damaged GZIP/ZLIB
+*deflate* stream cannot be resynchronized: ``"skip"`` then stops, and says so.
+I/O errors (``OSError`` that is not a ``DataLossError``) are never treated as damage.
+
 Where we differ from TensorFlow on purpose (all stricter, none loses data):
 
 - 1-11 stray bytes after the last record (a torn header) raise
@@ -20,14 +29,18 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import warnings
 from collections.abc import Iterator
 from typing import BinaryIO
 
 import crc32c as _crc32c
 
 from . import framing
-from .compression import Compression, DecompressError, Decompressor, normalize_compression
-from .errors import CorruptedRecordError, TruncatedRecordError
+from .compression import Compression, normalize_compression
+from .errors import DamageWarning, DataLossError
+from .recovery import DamageCallback, DamagePolicy, DamageReport, find_next_record
+from .recovery import normalize_policy as _normalize_policy
+from .stream_reader import read_stream, read_stream_path
 
 __all__ = ["read_records"]
 
@@ -36,15 +49,14 @@ _FOOTER = struct.Struct("<I")
 
 PathLike = str | os.PathLike[str]
 
-# Chunk size for stream reads; a record's bytes are gathered in chunks this large, so a
-# lying length field cannot make us allocate more than the stream really holds.
-_STREAM_CHUNK = 1 << 20
-
 
 def read_records(
     source: PathLike | BinaryIO,
     compression: str | Compression | None = None,
     verify: bool = True,
+    *,
+    on_damage: DamagePolicy = "raise",
+    on_damage_report: DamageCallback | None = None,
 ) -> Iterator[bytes]:
     """Yields the data of every record of a TFRecord file, in order.
 
@@ -53,38 +65,74 @@ def read_records(
         compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
         verify: check every data CRC. Header (length) CRCs are always checked: they
             guard the length field that decides how much is read.
+        on_damage: ``"raise"`` (default), ``"stop"`` (end cleanly before the first
+            damage) or ``"skip"`` (step over damage to the next intact record).
+        on_damage_report: called with a :class:`~tfrecord_engine.DamageReport` for each
+            damaged region under ``"stop"``/``"skip"`` (``reports.append`` collects
+            them). Without it each report is emitted as a
+            :class:`~tfrecord_engine.DamageWarning`.
 
     Raises:
-        CorruptedRecordError: a length or data CRC does not match.
+        CorruptedRecordError: a length or data CRC does not match (``"raise"`` only).
         TruncatedRecordError: the file ends inside a record or header, or a length
-            field exceeds the bytes that remain.
-        InvalidArgumentError: an unknown compression type.
+            field exceeds the bytes that remain (``"raise"`` only).
+        InvalidArgumentError: an unknown compression type or damage policy.
+        OSError: reading failed (under every policy: an I/O error is not damage).
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
         >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
         >>> with tfe.TFRecordWriter(path) as w:
-        ...     w.write(b"hello")
-        >>> list(tfe.read_records(path))
-        [b'hello']
+        ...     _ = w.write_many([b"hello", b"world"])
+        >>> with open(path, "r+b") as f:  # damage the first record's data
+        ...     _ = f.write(b"\\0" * 14)
+        >>> reports = []
+        >>> list(tfe.read_records(path, on_damage="skip", on_damage_report=reports.append))
+        [b'world']
+        >>> (reports[0].record_index, reports[0].offset, reports[0].bytes_skipped)
+        (0, 0, 21)
     """
     kind = normalize_compression(compression)
+    policy = _normalize_policy(on_damage)
+    report = _reporter(on_damage_report)
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if kind is Compression.NONE:
-            return _read_mapped(path, verify)
-        return _read_stream_path(path, kind, verify)
+            return _read_mapped(path, verify, policy, report)
+        return read_stream_path(path, kind, verify, policy, report)
     name = getattr(source, "name", None)
-    return _read_stream(source, kind, verify, name if isinstance(name, str) else None)
+    return read_stream(
+        source,
+        kind,
+        verify=verify,
+        path=name if isinstance(name, str) else None,
+        policy=policy,
+        report=report,
+    )
 
 
-def _read_mapped(path: str, verify: bool) -> Iterator[bytes]:
+def _reporter(callback: DamageCallback | None) -> DamageCallback:
+    if callback is not None:
+        return callback
+
+    def warn(report: DamageReport) -> None:
+        warnings.warn(DamageWarning(str(report), report), stacklevel=3)
+
+    return warn
+
+
+def _read_mapped(
+    path: str, verify: bool, policy: DamagePolicy, report: DamageCallback
+) -> Iterator[bytes]:
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             return
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            yield from _iter_buffer(buf, path, verify)
+            if policy == "raise":
+                yield from _iter_buffer(buf, path, verify)
+            else:
+                yield from _iter_buffer_tolerant(buf, path, verify, policy, report)
 
 
 def _iter_buffer(buf: mmap.mmap, path: str, verify: bool) -> Iterator[bytes]:
@@ -135,97 +183,70 @@ def _raise_header(buf: mmap.mmap, pos: int, size: int, path: str, index: int) ->
     )
 
 
-def _read_stream_path(path: str, kind: Compression, verify: bool) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        yield from _read_stream(f, kind, verify, path)
-
-
-class _ByteStream:
-    """A read-exactly helper over a raw or decompressing stream."""
-
-    def __init__(self, raw: BinaryIO, kind: Compression) -> None:
-        self._dec = Decompressor(raw, kind) if kind is not Compression.NONE else None
-        # read1 returns what one underlying read gives instead of blocking for n bytes.
-        self._read_raw = getattr(raw, "read1", raw.read)
-        self._buf = b""
-        self._pos = 0
-
-    def _read_some(self) -> bytes:
-        if self._dec is not None:
-            return self._dec.read(_STREAM_CHUNK)
-        return bytes(self._read_raw(_STREAM_CHUNK))
-
-    def read_exact(self, n: int) -> bytes:
-        """Returns ``n`` bytes, or fewer only at the end of the stream.
-
-        Reads in bounded chunks, so memory follows the bytes really present, never ``n``.
-        """
-        end = self._pos + n
-        if end <= len(self._buf):
-            out = self._buf[self._pos : end]
-            self._pos = end
-            return out
-        parts = [self._buf[self._pos :]]
-        have = len(parts[0])
-        chunk = b""
-        while have < n:
-            chunk = self._read_some()
-            if not chunk:
-                break
-            parts.append(chunk)
-            have += len(chunk)
-        data = b"".join(parts)
-        self._buf = data[n:]
-        self._pos = 0
-        return data[:n]
-
-    @property
-    def complete(self) -> bool:
-        return self._dec is None or self._dec.complete
-
-
-def _read_stream(
-    raw: BinaryIO, kind: Compression, verify: bool, path: str | None
+def _iter_buffer_tolerant(
+    buf: mmap.mmap, path: str, verify: bool, policy: DamagePolicy, report: DamageCallback
 ) -> Iterator[bytes]:
-    stream = _ByteStream(raw, kind)
-    offset = 0
+    size = len(buf)
+    pos = 0
     index = 0
-    try:
-        while True:
-            header = stream.read_exact(framing.HEADER_SIZE)
-            if not header:
-                break
+    unpack_header = _HEADER.unpack_from
+    unpack_footer = _FOOTER.unpack_from
+    crc = _crc32c.crc32c
+    delta = framing.MASK_DELTA
+    max_length = 2**64 - 1 - framing.FOOTER_SIZE
+    while pos < size:
+        # Intact records take the same inline checks as the "raise" fast path; any
+        # mismatch goes through the framing helpers below, which name the damage.
+        start = pos + 12
+        if start <= size:
+            length, stored = unpack_header(buf, pos)
+            c = crc(buf[pos : pos + 8])
+            end = start + length
+            if (
+                (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF == stored
+                and length < max_length
+                and end + 4 <= size
+            ):
+                data = buf[start:end]
+                c = crc(data) if verify else 0
+                if not verify or (
+                    (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF == unpack_footer(buf, end)[0]
+                ):
+                    yield data
+                    pos = end + 4
+                    index += 1
+                    continue
+        resume = pos + 1  # a damaged header says nothing: rescan from the next byte
+        try:
             length = framing.parse_header(
-                header, remaining=None, path=path, record_index=index, offset=offset
+                buf[pos : pos + framing.HEADER_SIZE],
+                remaining=size - pos - framing.HEADER_SIZE,
+                path=path,
+                record_index=index,
+                offset=pos,
             )
-            body = stream.read_exact(length + framing.FOOTER_SIZE)
-            if len(body) < length + framing.FOOTER_SIZE:
-                raise TruncatedRecordError(
-                    f"truncated record: header announces {length} data bytes (+4 CRC "
-                    f"bytes) but the stream ends after {len(body)}",
-                    path=path,
-                    record_index=index,
-                    offset=offset,
-                )
-            data = body[:length]
+            start = pos + framing.HEADER_SIZE
+            data = buf[start : start + length]
+            # An intact header makes the record's extent trustworthy: skip it whole, so a
+            # frame stored inside its damaged data is never mistaken for a record.
+            resume = start + length + framing.FOOTER_SIZE
             if verify:
                 framing.check_data(
                     data,
-                    framing.read_footer(body, length),
+                    _FOOTER.unpack_from(buf, start + length)[0],
                     path=path,
                     record_index=index,
-                    offset=offset,
+                    offset=pos,
                 )
-            yield data
-            offset += framing.HEADER_SIZE + length + framing.FOOTER_SIZE
-            index += 1
-    except DecompressError as exc:
-        raise CorruptedRecordError(str(exc), path=path, record_index=index, offset=offset) from exc
-    if not stream.complete:
-        raise TruncatedRecordError(
-            f"the {kind.value} stream ends without its end marker (was the writer "
-            "closed?); every record before this offset was read intact",
-            path=path,
-            record_index=index,
-            offset=offset,
-        )
+        except DataLossError as err:
+            damage = err
+        else:  # pragma: no cover - the inline checks above accepted nothing less
+            raise AssertionError(f"framing helpers accepted record {index} at {pos}")
+        if policy == "stop":
+            report(DamageReport(path, index, pos, size - pos, damage.reason))
+            return
+        nxt = find_next_record(buf, resume) if resume < size else None
+        report(DamageReport(path, index, pos, (size if nxt is None else nxt) - pos, damage.reason))
+        if nxt is None:
+            return
+        pos = nxt

@@ -1,0 +1,95 @@
+"""The framing fuzz property: any bytes, every reader path, only our errors, exact books.
+
+``check_one(data)`` reads ``data`` through the mmap and the stream reader under every
+damage policy and checks:
+
+- only :class:`~tfrecord_engine.DataLossError` escapes (``"raise"``), nothing escapes
+  ``"stop"``/``"skip"``; both paths agree on records and damage offsets;
+- ``"raise"``/``"stop"`` return a prefix: the records re-framed are the file's first bytes;
+- ``"skip"`` accounts for every byte: re-framed records plus ``bytes_skipped`` of every
+  report add up to the file size, and each record's frame occurs in the file in order.
+
+The first input byte picks the mode: 0 plain, 1 raw bytes read as GZIP, 2 raw bytes read
+as ZLIB, 3 the rest GZIP-compressed by us (damage inside a valid deflate stream).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+
+import tfrecord_engine as tfe
+from tfrecord_engine import framing
+from tfrecord_engine.compression import Compression, make_compressor
+from tfrecord_engine.recovery import DamagePolicy
+
+__all__ = ["check_one"]
+
+# A RAM-backed directory where there is one: opening files on a disk costs more than
+# checking an input.
+_DIR = tempfile.mkdtemp(prefix="tfe-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+_PATH = os.path.join(_DIR, "input.tfrecord")
+_POLICIES: tuple[DamagePolicy, ...] = ("raise", "stop", "skip")
+_Result = tuple[list[bytes], tfe.DataLossError | None, list[tfe.DamageReport]]
+
+
+def _run(source: str | io.BytesIO, compression: str, policy: DamagePolicy) -> _Result:
+    reports: list[tfe.DamageReport] = []
+    out: list[bytes] = []
+    err = None
+    try:
+        for r in tfe.read_records(
+            source, compression, on_damage=policy, on_damage_report=reports.append
+        ):
+            out.append(bytes(r))
+    except tfe.DataLossError as e:
+        if policy != "raise":
+            raise AssertionError(f"{policy!r} raised {e!r}") from e
+        err = e
+    return out, err, reports
+
+
+def _check_framing(blob: bytes, results: dict[DamagePolicy, _Result]) -> None:
+    out, err, _ = results["raise"]
+    joined = framing.frame_many(out)
+    assert blob.startswith(joined)
+    assert (err is None) == (len(joined) == len(blob))
+    stop_out, _, stop_reports = results["stop"]
+    assert stop_out == out
+    assert len(stop_reports) == (err is not None)
+    if stop_reports:
+        assert stop_reports[0].offset == len(joined)
+    skip_out, _, skip_reports = results["skip"]
+    assert skip_out[: len(out)] == out
+    skipped = sum(r.bytes_skipped or 0 for r in skip_reports)
+    assert len(framing.frame_many(skip_out)) + skipped == len(blob)
+    pos = 0
+    for r in skip_out:
+        found = blob.find(framing.frame(r), pos)
+        assert found >= 0
+        pos = found + 1
+
+
+def check_one(data: bytes) -> None:
+    """Checks the properties above on one input (raises AssertionError on a violation)."""
+    if not data:
+        return
+    mode, blob = data[0] % 4, data[1:]
+    compression = ("", "GZIP", "ZLIB", "GZIP")[mode]
+    file_bytes = blob
+    if mode == 3:
+        co = make_compressor(Compression.GZIP)
+        file_bytes = co.compress(blob) + co.flush()
+    with open(_PATH, "wb") as f:
+        f.write(file_bytes)
+    by_path = {p: _run(_PATH, compression, p) for p in _POLICIES}
+    by_stream = {p: _run(io.BytesIO(file_bytes), compression, p) for p in _POLICIES}
+    for p in _POLICIES:
+        assert by_path[p][0] == by_stream[p][0], p
+        assert [(r.record_index, r.offset) for r in by_path[p][2]] == [
+            (r.record_index, r.offset) for r in by_stream[p][2]
+        ], p
+    if mode in (0, 3):
+        _check_framing(blob, by_path)
+        _check_framing(blob, by_stream)
