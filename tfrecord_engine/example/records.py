@@ -38,7 +38,7 @@ __all__ = [
     "to_records",
 ]
 
-Role = Literal["dense", "sparse"]
+Role = Literal["dense", "sparse", "ragged"]
 
 KIND_OF: dict[DType, int] = {"int64": KIND_INT64, "float32": KIND_FLOAT, "string": KIND_BYTES}
 # TensorFlow's DataTypeString names, as they appear in its messages.
@@ -104,6 +104,11 @@ def add_request(requests: dict[str, Request], key: str, dtype: DType, role: Role
     """Registers ``key``; a key requested twice must be requested with one dtype."""
     kind = KIND_OF[dtype]
     prior = requests.get(key)
+    if prior is not None and prior.role != role:
+        # TensorFlow's op takes dense, sparse and ragged keys as separate lists.
+        raise InvalidArgumentError(
+            f"{prior.role.capitalize()} and {role} keys must not intersect: {key!r}"
+        )
     if prior is not None and prior.kind != kind:
         raise InvalidArgumentError(
             f"feature key {key!r} is requested with two dtypes: "
