@@ -143,7 +143,7 @@ def _decode_record(
             # Present but empty: no values (not missing) for a dense context feature.
             row[key] = _empty(req.kind) if req.role == "dense" else None
         else:
-            row[key] = decode_feature(buf, span, kind)
+            row[key] = decode_feature(buf, span, kind, strict=True)
     seq: SeqRow = {}
     for key, req in seq_req.items():
         list_span = list_map.get(req.raw_key)
@@ -153,7 +153,11 @@ def _decode_record(
         steps: Steps = []
         for span in feature_list_spans(buf, list_span):
             kind = _kind_or_fail(buf, span, req, f"Feature list: {key}", index)
-            steps.append(_empty(req.kind) if kind == KIND_NONE else decode_feature(buf, span, kind))
+            steps.append(
+                _empty(req.kind)
+                if kind == KIND_NONE
+                else decode_feature(buf, span, kind, strict=True)
+            )
         seq[key] = steps
     return row, seq
 

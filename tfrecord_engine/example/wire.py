@@ -106,6 +106,17 @@ def _length(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     return n, pos
 
 
+def _limit(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """Reads the length of a nested message; returns (its end, new pos).
+
+    TensorFlow reads nested messages under a protobuf ``PushLimit``, which never reaches
+    past the enclosing limit: a length that overruns it just means "to the end". Strings
+    and raw bytes (:func:`_length`) are checked strictly instead.
+    """
+    n, pos = _varint(buf, pos, end)
+    return min(pos + (n & _MASK32), end), pos
+
+
 def _skip_unknown(buf: bytes, pos: int, end: int) -> int:
     """Skips one unknown field by wire type, as TensorFlow's ``SkipExtraneousTag``."""
     start = pos
@@ -141,8 +152,7 @@ def _read_features(
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a feature map entry", pos)
-        n, pos = _length(buf, pos + 1, end)
-        entry_end = pos + n
+        entry_end, pos = _limit(buf, pos + 1, end)
         key = b""
         value: Span = (0, 0)
         for _ in range(2):
@@ -192,9 +202,9 @@ def example_feature_map(buf: bytes, shadowed: FeatureMap | None = None) -> Featu
     end = len(buf)
     while pos < end:
         if buf[pos] == 0x0A:
-            n, pos = _length(buf, pos + 1, end)
-            _read_features(buf, pos, pos + n, out, shadowed)
-            pos += n
+            features_end, pos = _limit(buf, pos + 1, end)
+            _read_features(buf, pos, features_end, out, shadowed)
+            pos = features_end
         else:
             pos = _skip_unknown(buf, pos, end)
     return out
@@ -208,8 +218,7 @@ def _read_map_in_order(buf: bytes, pos: int, end: int, out: FeatureMap) -> None:
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a map entry", pos)
-        n, pos = _length(buf, pos + 1, end)
-        entry_end = pos + n
+        entry_end, pos = _limit(buf, pos + 1, end)
         if pos >= entry_end or buf[pos] != 0x0A:
             raise _fail("a map entry must start with its key", pos)
         n, pos = _length(buf, pos + 1, entry_end)
@@ -243,9 +252,9 @@ def sequence_example_maps(buf: bytes) -> tuple[FeatureMap, FeatureMap]:
     while pos < end:
         tag = buf[pos]
         if tag in (0x0A, 0x12):
-            n, pos = _length(buf, pos + 1, end)
-            _read_map_in_order(buf, pos, pos + n, context if tag == 0x0A else lists)
-            pos += n
+            map_end, pos = _limit(buf, pos + 1, end)
+            _read_map_in_order(buf, pos, map_end, context if tag == 0x0A else lists)
+            pos = map_end
         else:
             pos = _skip_unknown(buf, pos, end)
     return context, lists
@@ -258,9 +267,9 @@ def feature_list_spans(buf: bytes, span: Span) -> list[Span]:
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a Feature in a FeatureList", pos)
-        n, pos = _length(buf, pos + 1, end)
-        out.append((pos, pos + n))
-        pos += n
+        step_end, pos = _limit(buf, pos + 1, end)
+        out.append((pos, step_end))
+        pos = step_end
     return out
 
 
@@ -295,18 +304,22 @@ def _varints_numpy(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
     return np.add.reduceat(parts, first).view(np.int64)
 
 
-def _decode_int64(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
+def _decode_int64(buf: bytes, pos: int, end: int, strict: bool) -> npt.NDArray[np.int64]:
     chunks: list[npt.NDArray[np.int64]] = []
     singles: list[int] = []
     while pos < end:
         tag = buf[pos]
         if tag == 0x0A:  # packed
-            n, pos = _length(buf, pos + 1, end)
+            if strict:
+                n, pos = _length(buf, pos + 1, end)
+                packed_end = pos + n
+            else:
+                packed_end, pos = _limit(buf, pos + 1, end)
             if singles:
                 chunks.append(np.array(singles, dtype=np.int64))
                 singles = []
-            chunks.append(_varints(buf, pos, pos + n))
-            pos += n
+            chunks.append(_varints(buf, pos, packed_end))
+            pos = packed_end
         elif tag == 0x08:  # unpacked
             v, pos = _varint(buf, pos + 1, end)
             singles.append(v - (1 << 64) if v >> 63 else v)
@@ -327,8 +340,7 @@ def _decode_float(buf: bytes, pos: int, end: int) -> npt.NDArray[np.float32]:
         tag = buf[pos]
         if tag == 0x0A:  # packed
             n, pos = _length(buf, pos + 1, end)
-            if n % 4:
-                raise _fail(f"packed FloatList of {n} bytes is not a multiple of 4", pos)
+            # As TensorFlow: n // 4 floats; trailing bytes of a ragged length are skipped.
             chunks.append(np.frombuffer(buf, dtype="<f4", count=n // 4, offset=pos))
             pos += n
         elif tag == 0x0D:  # unpacked fixed32
@@ -374,21 +386,26 @@ def feature_kind(buf: bytes, span: Span) -> int:
     raise MalformedExampleError("Unsupported datatype.", offset=start)
 
 
-def decode_feature(buf: bytes, span: Span, kind: int) -> RawValues:
+def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -> RawValues:
     """Decodes the values of the ``Feature`` at ``span`` whose kind is ``kind``.
 
     Only the first list is read (TensorFlow reads the kind from the first byte and ignores
     what follows the list). ``kind`` must come from :func:`feature_kind` and not be
-    ``KIND_NONE``.
+    ``KIND_NONE``. ``strict`` rejects list lengths that overrun the Feature (TensorFlow's
+    SequenceExample parser does; its Example parser reads to the end instead).
 
     Returns:
         int64 array, float32 array (a read-only view of ``buf`` when packed), or a list of
         bytes.
     """
     start, end = span
-    n, pos = _length(buf, start + 1, end)
+    if strict:
+        n, pos = _length(buf, start + 1, end)
+        list_end = pos + n
+    else:
+        list_end, pos = _limit(buf, start + 1, end)
     if kind == KIND_INT64:
-        return _decode_int64(buf, pos, pos + n)
+        return _decode_int64(buf, pos, list_end, strict)
     if kind == KIND_FLOAT:
-        return _decode_float(buf, pos, pos + n)
-    return _decode_bytes(buf, pos, pos + n)
+        return _decode_float(buf, pos, list_end)
+    return _decode_bytes(buf, pos, list_end)
