@@ -131,15 +131,32 @@ def test_unsupported_datatype_only_for_requested_keys() -> None:
         (b"\x0a\x05\x0a\x03", "int64"),  # length beyond the end
         (_example(_entry(b"x", _ld(0x1A, _ld(0x0A, b"\x80")))), "int64"),  # truncated varint
         (_example(_entry(b"x", _ld(0x1A, _ld(0x0A, b"\xff" * 10 + b"\x01")))), "int64"),
-        (_example(_entry(b"x", _ld(0x12, _ld(0x0A, b"\x00\x00\x00")))), "float32"),
+        (_example(_entry(b"x", _ld(0x12, b"\x0a\x08" + bytes(4)))), "float32"),
+        (_example(_entry(b"x", _ld(0x0A, b"\x0a\x05ab"))), "string"),
     ],
-    ids=["overlong-length", "truncated-varint", "eleven-byte-varint", "ragged-float"],
+    ids=[
+        "overlong-length",
+        "truncated-varint",
+        "eleven-byte-varint",
+        "overrun-float",
+        "overrun-bytes",
+    ],
 )
 def test_malformed_values_raise_our_error(data: bytes, dtype: str) -> None:
     with pytest.raises(MalformedExampleError):
         tfe.parse_single_example(data, {"x": tfe.VarLenFeature(dtype)})  # type: ignore[arg-type]
     with pytest.raises(MalformedExampleError):
         tfe.decode_example(data)
+
+
+def test_nested_lengths_may_overrun_like_tensorflow() -> None:
+    # TensorFlow reads nested messages under limits that stop at the enclosing end.
+    assert _values(_example(_entry(b"x", b"\x1a\x06\x0a\x03\x01\x02\x03"))) == [1, 2, 3]
+    assert _values(_example(_entry(b"x", b"\x1a\x05\x0a\x05\x01\x02\x03"))) == [1, 2, 3]
+    # A packed float of a length that is not a multiple of 4 yields len // 4 floats.
+    spec = {"x": tfe.VarLenFeature("float32")}
+    ragged = _example(_entry(b"x", _ld(0x12, _ld(0x0A, np.float32(2).tobytes() + b"\x00"))))
+    assert tfe.parse_single_example(ragged, spec)["x"].values.tolist() == [2.0]
 
 
 def test_numpy_varint_path_matches_loop() -> None:

@@ -46,7 +46,8 @@ def _array(buf: bytes, span: Span, kind: int) -> npt.NDArray[Any]:
         out = np.empty(len(values), dtype=object)
         out[:] = values
         return out
-    assert isinstance(values, np.ndarray)
+    if isinstance(values, list):
+        return np.array(values, dtype=np.int64)
     # Packed floats are read-only views of the input: hand out owned arrays.
     return values.copy() if not values.flags.writeable else values
 

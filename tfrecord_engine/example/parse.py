@@ -145,15 +145,7 @@ def assemble_fixed(
             raise ExampleParseError(error_prefix(name, index) + message, key=name, index=index)
         else:
             parts.append(values)
-    if spec.dtype == "string":
-        flat: list[bytes] = []
-        for p in parts:
-            flat.extend(p)
-        out = object_array(flat)
-    elif parts:
-        out = np.concatenate([np.asarray(p, dtype=_np_dtype(spec.dtype)) for p in parts])
-    else:
-        out = np.zeros(0, dtype=_np_dtype(spec.dtype))
+    out = concat_values(parts, KIND_OF[spec.dtype])
     return out.reshape(spec.shape if single else (len(rows), *spec.shape))
 
 

@@ -106,6 +106,9 @@ def single_ragged(
         p = partitions[part.key].astype(dtype)
         n = _nrows(rt)
         if isinstance(part, RowSplits):
+            if p.size == 0:
+                # TensorFlow: nrows = len(row_splits) - 1 = -1.
+                raise _fail(name, f"row splits {part.key!r} are empty: Dimension -1 must be >= 0")
             splits = p
         elif isinstance(part, RowLengths):
             splits = np.concatenate([[0], np.cumsum(p)]).astype(dtype)

@@ -171,7 +171,7 @@ def _type_message(kind: int, req: Request) -> str:
     )
 
 
-def concat_values(parts: Sequence[RawValues], kind: int) -> npt.NDArray[Any]:
+def concat_values(parts: Sequence[RawValues | tuple[Any, ...]], kind: int) -> npt.NDArray[Any]:
     """Concatenates per-record values into one array of the feature's dtype."""
     if kind == KIND_BYTES:
         flat: list[bytes] = []
@@ -181,4 +181,10 @@ def concat_values(parts: Sequence[RawValues], kind: int) -> npt.NDArray[Any]:
     dtype = np.int64 if kind == KIND_INT64 else np.float32
     if not parts:
         return np.zeros(0, dtype=dtype)
+    if all(isinstance(p, (list, tuple)) for p in parts):
+        # Short int lists stay Python lists per record: convert once per batch.
+        flat_numbers: list[Any] = []
+        for p in parts:
+            flat_numbers.extend(p)
+        return np.array(flat_numbers, dtype=dtype)
     return np.concatenate([np.asarray(p, dtype=dtype) for p in parts])

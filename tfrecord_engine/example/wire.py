@@ -61,7 +61,8 @@ Span = tuple[int, int]
 """A half-open byte range ``[start, end)`` within one serialized record."""
 FeatureMap = dict[bytes, Span]
 """Feature key (raw UTF-8 bytes) -> span of its serialized ``Feature`` message."""
-RawValues = Union[npt.NDArray[np.int64], npt.NDArray[np.float32], list[bytes]]
+RawValues = Union[npt.NDArray[np.int64], list[int], npt.NDArray[np.float32], list[bytes]]
+"""int64 values (an array, or a list of ints for short lists), float32 array, or bytes."""
 
 _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
@@ -77,10 +78,13 @@ def _fail(reason: str, offset: int) -> MalformedExampleError:
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Reads a varint of at most 10 bytes in ``buf[pos:end]``; returns (value, new pos)."""
-    if pos < end:
+    if pos + 1 < end:
         b = buf[pos]
         if b < 0x80:
             return b, pos + 1
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            return (b & 0x7F) | (b2 << 7), pos + 2
     result = 0
     shift = 0
     start = pos
@@ -152,14 +156,37 @@ def _read_features(
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a feature map entry", pos)
-        entry_end, pos = _limit(buf, pos + 1, end)
+        pos += 1
+        # Inline 1-byte varints: this loop is the per-record hot path.
+        if pos < end and buf[pos] < 0x80:
+            entry_end = pos + 1 + buf[pos]
+            pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            entry_end = pos + 2 + ((buf[pos] & 0x7F) | (buf[pos + 1] << 7))
+            pos += 2
+        else:
+            entry_end, pos = _limit(buf, pos, end)
+        if entry_end > end:
+            entry_end = end
         key = b""
         value: Span = (0, 0)
         for _ in range(2):
             if pos >= entry_end:
                 raise _fail("a feature map entry needs a key and a value", pos)
-            tag, pos = _varint(buf, pos, entry_end)
-            n, pos = _length(buf, pos, entry_end)
+            tag = buf[pos]
+            if tag < 0x80 and pos + 1 < entry_end and buf[pos + 1] < 0x80:
+                n = buf[pos + 1]
+                pos += 2
+                if n > entry_end - pos:
+                    raise _fail(f"length {n} exceeds the {entry_end - pos} bytes remaining", pos)
+            elif tag < 0x80 and pos + 2 < entry_end and buf[pos + 2] < 0x80:
+                n = (buf[pos + 1] & 0x7F) | (buf[pos + 2] << 7)
+                pos += 3
+                if n > entry_end - pos:
+                    raise _fail(f"length {n} exceeds the {entry_end - pos} bytes remaining", pos)
+            else:
+                tag, pos = _varint(buf, pos, entry_end)
+                n, pos = _length(buf, pos, entry_end)
             if tag == 0x0A:
                 key = buf[pos : pos + n]
             elif tag == 0x12:
@@ -273,16 +300,25 @@ def feature_list_spans(buf: bytes, span: Span) -> list[Span]:
     return out
 
 
-def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
-    """Decodes the packed varints in ``buf[pos:end]`` as int64 (two's complement)."""
+def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int]:
+    """Decodes the packed varints in ``buf[pos:end]`` as int64 (two's complement).
+
+    Short runs come back as a list of ints: converting each record's few ints to an
+    array costs more than one conversion per batch later.
+    """
     if end - pos >= _NUMPY_VARINT_MIN:
         return _varints_numpy(buf, pos, end)
     values: list[int] = []
     append = values.append
     while pos < end:
+        b = buf[pos]
+        if b < 0x80:
+            append(b)
+            pos += 1
+            continue
         v, pos = _varint(buf, pos, end)
         append(v - (1 << 64) if v >> 63 else v)
-    return np.array(values, dtype=np.int64)
+    return values
 
 
 def _varints_numpy(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
@@ -304,8 +340,10 @@ def _varints_numpy(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
     return np.add.reduceat(parts, first).view(np.int64)
 
 
-def _decode_int64(buf: bytes, pos: int, end: int, strict: bool) -> npt.NDArray[np.int64]:
-    chunks: list[npt.NDArray[np.int64]] = []
+def _decode_int64(
+    buf: bytes, pos: int, end: int, strict: bool
+) -> npt.NDArray[np.int64] | list[int]:
+    chunks: list[npt.NDArray[np.int64] | list[int]] = []
     singles: list[int] = []
     while pos < end:
         tag = buf[pos]
@@ -316,7 +354,7 @@ def _decode_int64(buf: bytes, pos: int, end: int, strict: bool) -> npt.NDArray[n
             else:
                 packed_end, pos = _limit(buf, pos + 1, end)
             if singles:
-                chunks.append(np.array(singles, dtype=np.int64))
+                chunks.append(singles)
                 singles = []
             chunks.append(_varints(buf, pos, packed_end))
             pos = packed_end
@@ -326,12 +364,12 @@ def _decode_int64(buf: bytes, pos: int, end: int, strict: bool) -> npt.NDArray[n
         else:
             raise _fail(f"unexpected tag {tag} in an Int64List", pos)
     if singles:
-        chunks.append(np.array(singles, dtype=np.int64))
+        chunks.append(singles)
     if len(chunks) == 1:
         return chunks[0]
     if not chunks:
-        return np.zeros(0, dtype=np.int64)
-    return np.concatenate(chunks)
+        return []
+    return np.concatenate([np.asarray(c, dtype=np.int64) for c in chunks])
 
 
 def _decode_float(buf: bytes, pos: int, end: int) -> npt.NDArray[np.float32]:
@@ -395,16 +433,27 @@ def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -
     SequenceExample parser does; its Example parser reads to the end instead).
 
     Returns:
-        int64 array, float32 array (a read-only view of ``buf`` when packed), or a list of
-        bytes.
+        int64 values (array, or list for short lists), float32 array (a read-only view of
+        ``buf`` when packed), or a list of bytes.
     """
     start, end = span
-    if strict:
-        n, pos = _length(buf, start + 1, end)
+    pos = start + 1
+    if pos < end and buf[pos] < 0x80:
+        list_end = pos + 1 + buf[pos]
+        pos += 1
+        if list_end > end:
+            if strict:
+                raise _fail(f"length {list_end - pos} exceeds the {end - pos} bytes remaining", pos)
+            list_end = end
+    elif strict:
+        n, pos = _length(buf, pos, end)
         list_end = pos + n
     else:
-        list_end, pos = _limit(buf, start + 1, end)
+        list_end, pos = _limit(buf, pos, end)
     if kind == KIND_INT64:
+        # Fast path: one packed run filling the list (what every writer emits).
+        if pos + 1 < list_end and buf[pos] == 0x0A and pos + 2 + buf[pos + 1] == list_end:
+            return _varints(buf, pos + 2, list_end)
         return _decode_int64(buf, pos, list_end, strict)
     if kind == KIND_FLOAT:
         return _decode_float(buf, pos, list_end)
