@@ -196,7 +196,9 @@ def _read_stream(
             offset += framing.HEADER_SIZE + length + framing.FOOTER_SIZE
             index += 1
     except DecompressError as exc:
-        raise CorruptedRecordError(str(exc), path=path, record_index=index, offset=offset) from exc
+        raise CorruptedRecordError(
+            str(exc), path=path, record_index=index, offset=offset
+        ) from exc
     if not stream.complete:
         raise TruncatedRecordError(
             f"the {kind.value} stream ends without its end marker (was the writer "

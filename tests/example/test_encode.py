@@ -128,10 +128,10 @@ def test_encoder_matches_independent_serializer(
     entries: dict[str, tuple[str, list[Any]]], packed: bool
 ) -> None:
     ours = tfe.encode_example({k: _typed(d, v) for k, (d, v) in entries.items()})
-    reference = serialize_example([(k, f) for k, f in entries.items()], packed=True)
+    reference = serialize_example(list(entries.items()), packed=True)
     assert ours == reference
     # Unpacked encodings decode to the same values.
-    unpacked = serialize_example([(k, f) for k, f in entries.items()], packed=packed)
+    unpacked = serialize_example(list(entries.items()), packed=packed)
     for key, got in tfe.decode_example(unpacked).items():
         assert got.tolist() == tfe.decode_example(ours)[key].tolist()
 

@@ -144,7 +144,7 @@ def test_unsupported_datatype_only_for_requested_keys() -> None:
 )
 def test_malformed_values_raise_our_error(data: bytes, dtype: str) -> None:
     with pytest.raises(MalformedExampleError):
-        tfe.parse_single_example(data, {"x": tfe.VarLenFeature(dtype)})  # type: ignore[arg-type]
+        tfe.parse_single_example(data, {"x": tfe.VarLenFeature(dtype)})
     with pytest.raises(MalformedExampleError):
         tfe.decode_example(data)
 

@@ -58,7 +58,8 @@ from tfrecord_engine.example import protos
 data = tfe.encode_example({{"label": 3, "image": b"abc", "x": [0.5, 1.5]}})
 msg = tensorflow.train.Example.FromString(data)
 assert list(msg.features.feature["label"].int64_list.value) == [3]
-assert protos.Example.FromString(msg.SerializeToString()).features.feature["image"].bytes_list.value[0] == b"abc"
+ours = protos.Example.FromString(msg.SerializeToString())
+assert ours.features.feature["image"].bytes_list.value[0] == b"abc"
 assert protos.Example.DESCRIPTOR.full_name == tensorflow.train.Example.DESCRIPTOR.full_name
 print("OK")
 """

@@ -41,6 +41,6 @@ __all__ = [
     "encode_sequence_example",
     "parse_example",
     "parse_sequence_example",
-    "parse_single_sequence_example",
     "parse_single_example",
+    "parse_single_sequence_example",
 ]

@@ -241,7 +241,7 @@ def assemble_ragged(name: str, spec: RaggedFeature, rows: list[Row], single: boo
     kinds = [KIND_OF[spec.dtype]] + [KIND_OF["int64"]] * (len(keys) - 1)
     splits_dtype = np.int64 if spec.row_splits_dtype == "int64" else np.int32
     batched: dict[str, RaggedValue] = {}
-    for key, kind in zip(keys, kinds):
+    for key, kind in zip(keys, kinds, strict=False):
         sv = assemble_varlen(key, kind, rows, single)
         if single:
             batched[key] = RaggedValue(sv.values, np.array([0, len(sv.values)], splits_dtype))

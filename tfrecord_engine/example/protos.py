@@ -50,11 +50,11 @@ def _field(
     f = msg.field.add(
         name=name,
         number=number,
-        type=ftype,  # type: ignore[arg-type]
+        type=ftype,
         label=_F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL,
         json_name=name
         if "_" not in name
-        else name.split("_")[0] + "".join(p.capitalize() for p in name.split("_")[1:]),
+        else name.split("_", maxsplit=1)[0] + "".join(p.capitalize() for p in name.split("_")[1:]),
     )
     if type_name is not None:
         f.type_name = f".{_PACKAGE}.{type_name}"

@@ -49,7 +49,6 @@ from .wire import (
     KIND_BYTES,
     KIND_FLOAT,
     KIND_NONE,
-    FeatureMap,
     RawValues,
     decode_feature,
     feature_kind,
@@ -67,7 +66,9 @@ Result3 = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
 def _empty(kind: int) -> RawValues:
     if kind == KIND_BYTES:
         return []
-    return np.zeros(0, dtype=np.float32 if kind == KIND_FLOAT else np.int64)
+    if kind == KIND_FLOAT:
+        return np.zeros(0, dtype=np.float32)
+    return np.zeros(0, dtype=np.int64)
 
 
 def _plan(

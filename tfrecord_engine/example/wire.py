@@ -29,8 +29,6 @@ malformed value under a key nobody asked for is not an error.
 
 from __future__ import annotations
 
-from typing import Union
-
 import numpy as np
 import numpy.typing as npt
 
@@ -61,7 +59,7 @@ Span = tuple[int, int]
 """A half-open byte range ``[start, end)`` within one serialized record."""
 FeatureMap = dict[bytes, Span]
 """Feature key (raw UTF-8 bytes) -> span of its serialized ``Feature`` message."""
-RawValues = Union[npt.NDArray[np.int64], list[int], npt.NDArray[np.float32], list[bytes]]
+RawValues = npt.NDArray[np.int64] | list[int] | npt.NDArray[np.float32] | list[bytes]
 """int64 values (an array, or a list of ints for short lists), float32 array, or bytes."""
 
 _MASK64 = (1 << 64) - 1
@@ -166,8 +164,7 @@ def _read_features(
             pos += 2
         else:
             entry_end, pos = _limit(buf, pos, end)
-        if entry_end > end:
-            entry_end = end
+        entry_end = min(entry_end, end)
         key = b""
         value: Span = (0, 0)
         for _ in range(2):

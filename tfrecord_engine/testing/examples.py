@@ -17,7 +17,7 @@ import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 KINDS = ("int64", "float32", "string")
-RawFeature = Union[tuple[str, list[Any]], None]
+RawFeature = tuple[str, list[Any]] | None
 """``(dtype, values)`` for a Feature, or ``None`` for an empty Feature (no list at all)."""
 
 
@@ -308,7 +308,7 @@ def _record_entries(
             )
         elif isinstance(spec, SparseFeature):
             n = draw(st.integers(0, 3))
-            for key, size in zip(spec.index_key, spec.size):
+            for key, size in zip(spec.index_key, spec.size, strict=False):
                 idx = draw(st.lists(st.integers(0, size - 1), min_size=n, max_size=n))
                 entries.append((key, ("int64", idx)))
             feat = _mismatch(draw, spec.dtype, n, mode)
@@ -335,9 +335,10 @@ def parse_cases(draw: st.DrawFn, *, max_features: int = 3, max_batch: int = 4) -
     records = []
     for _ in range(1 if single else draw(st.integers(1, max_batch))):
         entries = _record_entries(draw, features)
-        entries = draw(st.permutations(entries))
+        entries = list(draw(st.permutations(entries)))
         # Decoys: an earlier duplicate of a key (the later entry must win) and noise keys.
-        if entries and draw(st.booleans()):
+        add_decoy = draw(st.booleans())
+        if entries and add_decoy:
             key = draw(st.sampled_from([k for k, _ in entries]))
             entries.insert(0, (key, draw(raw_features())))
         if draw(st.booleans()):
@@ -408,7 +409,7 @@ def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3) -> SequenceCase:
             mode = draw(modes)
             if not isinstance(spec, FixedLenFeature) and mode == "count":
                 mode = "ok"
-            feat = _mismatch(draw, spec.dtype, n, mode)  # type: ignore[union-attr]
+            feat = _mismatch(draw, spec.dtype, n, mode)
             if feat != "skip":
                 context.append((name, feat))  # type: ignore[arg-type]
         lists: list[tuple[str, list[RawFeature]]] = []
@@ -426,7 +427,7 @@ def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3) -> SequenceCase:
                 step_mode = mode if draw(st.booleans()) else "ok"
                 if not isinstance(spec, FixedLenSequenceFeature) and step_mode == "count":
                     step_mode = "ok"
-                feat = _mismatch(draw, spec.dtype, n, step_mode)  # type: ignore[union-attr]
+                feat = _mismatch(draw, spec.dtype, n, step_mode)
                 steps.append(None if feat == "skip" else feat)  # type: ignore[arg-type]
             lists.append((name, steps))
         records.append(
