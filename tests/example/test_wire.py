@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -75,8 +76,13 @@ def test_unknown_top_level_fields_are_skipped() -> None:
     assert _values(data) == []
 
 
-def test_groups_are_rejected() -> None:
+def test_groups_are_rejected_by_the_parser_but_skipped_by_decode() -> None:
+    data = b"\x0b\x0c" + _example(_entry(b"x", _ld(0x1A, b"\x08\x01")))
     with pytest.raises(MalformedExampleError, match="groups"):
+        tfe.parse_single_example(data, I64)
+    # protobuf (and so decode_example) skips a well-formed unknown group.
+    assert tfe.decode_example(data)["x"].tolist() == [1]
+    with pytest.raises(MalformedExampleError):
         tfe.decode_example(b"\x0b" + _example())
 
 
@@ -179,7 +185,11 @@ def test_deep_nesting_neither_recurses_nor_hangs(depth: int) -> None:
             else _ld(0x0A, nested)
         )
     with pytest.raises(MalformedExampleError):
+        tfe.parse_single_example(nested, I64)
+    with contextlib.suppress(MalformedExampleError):
         tfe.decode_example(nested)
     with pytest.raises(MalformedExampleError):
         tfe.decode_sequence_example(groups)
+    with pytest.raises(MalformedExampleError):
+        tfe.parse_single_example(groups, I64)
     assert time.perf_counter() - start < 5
