@@ -174,3 +174,16 @@ def test_sequence_example_outputs() -> None:
         tfe.parse_sequence_example(no_lists, None, {"s": tfe.FixedLenSequenceFeature([2], "int64")})
     with pytest.raises(tfe.InvalidArgumentError, match="at least one should have values"):
         tfe.parse_sequence_example(data)
+
+
+def test_zero_size_float_with_unpacked_values_is_an_error() -> None:
+    # TensorFlow 2.21's tf.io.parse_example crashes (SIGSEGV) on exactly this input.
+    feature = b"\x12\x0f" + b"\x0d\x00\x00\x80\x3f" * 3
+    entry = b"\x0a\x01d\x12" + bytes([len(feature)]) + feature
+    record = b"\x0a" + bytes([len(entry) + 2]) + b"\x0a" + bytes([len(entry)]) + entry
+    assert _message(
+        lambda: tfe.parse_example([record], {"d": tfe.FixedLenFeature([2, 0], "float32")})
+    ) == (
+        "Name: <unknown>, Key: d, Index: 0.  Number of float values != expected.  "
+        "Values size: 3 but output shape: [2,0]"
+    )

@@ -15,6 +15,8 @@ with an explicit stack, so hostile input raises
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -36,7 +38,7 @@ class PbFeature:
         self.kind = KIND_NONE
         self.chunks: list[object] = []
 
-    def array(self) -> npt.NDArray[object] | npt.NDArray[np.int64] | npt.NDArray[np.float32]:
+    def array(self) -> npt.NDArray[Any]:
         """The values as int64 / float32 / object(bytes) array."""
         if self.kind == KIND_BYTES:
             out = np.empty(len(self.chunks), dtype=object)
@@ -84,7 +86,7 @@ def _length(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     return n, pos
 
 
-def _skip(buf: bytes, pos: int, end: int, field: int, wire_type: int, depth: int) -> int:
+def _skip(buf: bytes, pos: int, end: int, field: int, wire_type: int, *, depth: int) -> int:
     """Skips the value of an unknown field whose tag was just read."""
     if wire_type == 0:
         return _varint(buf, pos, end)[1]
@@ -108,12 +110,14 @@ def _skip(buf: bytes, pos: int, end: int, field: int, wire_type: int, depth: int
                 if f != stack.pop():
                     raise _fail("mismatched end-group tag", pos)
             else:
-                pos = _skip(buf, pos, end, f, wt, depth + len(stack))
+                pos = _skip(buf, pos, end, f, wt, depth=depth + len(stack))
         return pos
     raise _fail(f"unexpected wire type {wire_type}", pos)
 
 
-def _read_list(buf: bytes, pos: int, end: int, kind: int, feature: PbFeature, depth: int) -> None:
+def _read_list(
+    buf: bytes, pos: int, end: int, kind: int, *, feature: PbFeature, depth: int
+) -> None:
     chunks = feature.chunks
     while pos < end:
         field, wt, pos = _tag(buf, pos, end)
@@ -140,7 +144,7 @@ def _read_list(buf: bytes, pos: int, end: int, kind: int, feature: PbFeature, de
             chunks.append(buf[pos : pos + 4])
             pos += 4
         else:
-            pos = _skip(buf, pos, end, field, wt, depth)
+            pos = _skip(buf, pos, end, field, wt, depth=depth)
 
 
 def _read_feature(buf: bytes, pos: int, end: int, feature: PbFeature, depth: int) -> None:
@@ -151,10 +155,10 @@ def _read_feature(buf: bytes, pos: int, end: int, feature: PbFeature, depth: int
             if feature.kind != field:  # another oneof member replaces the current one
                 feature.kind = field
                 feature.chunks = []
-            _read_list(buf, pos, pos + n, field, feature, depth + 1)
+            _read_list(buf, pos, pos + n, field, feature=feature, depth=depth + 1)
             pos += n
         else:
-            pos = _skip(buf, pos, end, field, wt, depth)
+            pos = _skip(buf, pos, end, field, wt, depth=depth)
 
 
 def _read_entry(
@@ -182,7 +186,7 @@ def _read_entry(
             pos += n
         else:
             unknown = True
-            pos = _skip(buf, pos, end, field, wt, depth)
+            pos = _skip(buf, pos, end, field, wt, depth=depth)
     if unknown:
         return None
     try:
@@ -202,11 +206,11 @@ def _read_feature_list(buf: bytes, pos: int, end: int, out: list[PbFeature], dep
             out.append(step)
             pos += n
         else:
-            pos = _skip(buf, pos, end, field, wt, depth)
+            pos = _skip(buf, pos, end, field, wt, depth=depth)
 
 
 def _read_map(
-    buf: bytes, pos: int, end: int, out: dict[str, object], depth: int, value_kind: str
+    buf: bytes, pos: int, end: int, out: dict[str, object], *, depth: int, value_kind: str
 ) -> None:
     while pos < end:
         field, wt, pos = _tag(buf, pos, end)
@@ -217,7 +221,7 @@ def _read_map(
                 out[entry[0]] = entry[1]  # a later entry replaces an earlier one
             pos += n
         else:
-            pos = _skip(buf, pos, end, field, wt, depth)
+            pos = _skip(buf, pos, end, field, wt, depth=depth)
 
 
 def example_features(buf: bytes) -> dict[str, PbFeature]:
@@ -228,10 +232,10 @@ def example_features(buf: bytes) -> dict[str, PbFeature]:
         field, wt, pos = _tag(buf, pos, end)
         if field == 1 and wt == 2:
             n, pos = _length(buf, pos, end)
-            _read_map(buf, pos, pos + n, out, 1, "feature")
+            _read_map(buf, pos, pos + n, out, depth=1, value_kind="feature")
             pos += n
         else:
-            pos = _skip(buf, pos, end, field, wt, 0)
+            pos = _skip(buf, pos, end, field, wt, depth=0)
     return out  # type: ignore[return-value]
 
 
@@ -247,10 +251,10 @@ def sequence_example_features(
         if field in (1, 2) and wt == 2:
             n, pos = _length(buf, pos, end)
             if field == 1:
-                _read_map(buf, pos, pos + n, context, 1, "feature")
+                _read_map(buf, pos, pos + n, context, depth=1, value_kind="feature")
             else:
-                _read_map(buf, pos, pos + n, lists, 1, "list")
+                _read_map(buf, pos, pos + n, lists, depth=1, value_kind="list")
             pos += n
         else:
-            pos = _skip(buf, pos, end, field, wt, 0)
+            pos = _skip(buf, pos, end, field, wt, depth=0)
     return context, lists  # type: ignore[return-value]

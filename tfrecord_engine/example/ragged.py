@@ -171,7 +171,7 @@ def batched_ragged(
             for i, (a, b) in enumerate(itertools.pairwise(psplits)):
                 if b > a:
                     nrows[i] = max(int(pvals[a:b].max()) + 1, 0)
-            offsets = np.concatenate([[0], np.cumsum(nrows)[:-1]]).astype(dtype)
+            offsets = (np.cumsum(nrows) - nrows).astype(dtype)
             adjusted = pvals + np.repeat(offsets, row_lengths).astype(dtype)
             inner_splits = _rowids_splits(adjusted, nvals, name)
             outer = np.concatenate([[0], np.cumsum(nrows)]).astype(dtype)
