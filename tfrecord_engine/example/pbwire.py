@@ -170,7 +170,7 @@ def _read_entry(
     inserting it (so the map keeps its earlier value for that key).
     """
     unknown = False
-    key = b""
+    text = ""
     single = PbFeature()
     steps: list[PbFeature] = []
     while pos < end:
@@ -179,6 +179,10 @@ def _read_entry(
             n, pos = _length(buf, pos, end)
             if field == 1:
                 key = buf[pos : pos + n]
+                try:  # upb checks every occurrence, even in an entry it then drops
+                    text = key.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise _fail(f"feature key {key!r} is not valid UTF-8", pos) from None
             elif value_kind == "feature":
                 _read_feature(buf, pos, pos + n, single, depth + 1)
             else:
@@ -189,10 +193,6 @@ def _read_entry(
             pos = _skip(buf, pos, end, field, wt, depth=depth)
     if unknown:
         return None
-    try:
-        text = key.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _fail(f"feature key {key!r} is not valid UTF-8", end) from None
     return text, (single if value_kind == "feature" else steps)
 
 
