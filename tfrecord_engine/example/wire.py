@@ -20,9 +20,14 @@ generic protobuf, because parsing parity is the point:
 - a Feature's kind is read from its first byte; an empty Feature has no kind and is
   treated as missing; Int64List/FloatList accept packed and unpacked values.
 
-Every length is checked against the bytes that remain before anything is sliced, varints
-are at most 10 bytes, and nothing recurses, so hostile input raises
+- a nested message (Features, map entry, list, packed int64s) is read under a protobuf
+  ``PushLimit`` that never reaches past the enclosing one, so a length that overruns it
+  means "to the end"; strings, bytes and packed floats are checked strictly.
+
+Nothing is sliced or allocated from an unchecked length, varints are at most 10 bytes,
+and nothing recurses, so hostile input raises
 :class:`~tfrecord_engine.errors.MalformedExampleError` and never anything else.
+``decode_example`` uses :mod:`.pbwire` instead, which follows protobuf itself.
 Feature values are decoded lazily (:func:`decode_feature`) so that, as in TensorFlow, a
 malformed value under a key nobody asked for is not an error.
 """
