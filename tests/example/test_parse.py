@@ -187,3 +187,16 @@ def test_zero_size_float_with_unpacked_values_is_an_error() -> None:
         "Name: <unknown>, Key: d, Index: 0.  Number of float values != expected.  "
         "Values size: 3 but output shape: [2,0]"
     )
+
+
+def test_ragged_validate_checks_partitions() -> None:
+    data = [tfe.encode_example({"v": [1, 2, 3], "splits": [0, 5]})]
+    part = [tfe.RaggedFeature.RowSplits("splits")]
+    loose = tfe.RaggedFeature("int64", value_key="v", partitions=part)
+    # Unvalidated, as in TensorFlow: the splits are taken as given.
+    assert tfe.parse_single_example(data[0], {"r": loose})["r"].row_splits.tolist() == [0, 5]
+    strict = tfe.RaggedFeature("int64", value_key="v", partitions=part, validate=True)
+    with pytest.raises(tfe.ExampleParseError, match="do not form a valid RaggedTensor"):
+        tfe.parse_single_example(data[0], {"r": strict})
+    with pytest.raises(tfe.ExampleParseError, match="do not form a valid RaggedTensor"):
+        tfe.parse_example(data, {"r": strict})

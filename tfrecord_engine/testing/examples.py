@@ -234,6 +234,7 @@ def _ragged_spec(draw: st.DrawFn, name: str, dtype: str) -> RaggedFeature:
         value_key=draw(st.sampled_from([None, f"{name}_v"])),
         partitions=parts,
         row_splits_dtype=draw(st.sampled_from(["int32", "int64"])),
+        validate=draw(st.booleans()),
     )
 
 
