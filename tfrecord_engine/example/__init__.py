@@ -5,7 +5,7 @@ from __future__ import annotations
 from .decode import decode_example, decode_sequence_example
 from .encode import encode_example, encode_sequence_example
 from .parse import parse_example, parse_single_example
-from .sequence import parse_sequence_example
+from .sequence import parse_sequence_example, parse_single_sequence_example
 from .specs import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -42,4 +42,5 @@ __all__ = [
     "parse_example",
     "parse_sequence_example",
     "parse_single_example",
+    "parse_single_sequence_example",
 ]

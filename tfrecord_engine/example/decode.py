@@ -1,4 +1,8 @@
-"""Serialized ``Example`` / ``SequenceExample`` bytes -> numpy values (no spec needed)."""
+"""Serialized ``Example`` / ``SequenceExample`` bytes -> numpy values (no spec needed).
+
+Decoding follows protobuf (``tf.train.Example.FromString``), see :mod:`.pbwire`; parsing
+against specs (:mod:`.parse`) follows TensorFlow's parsing kernels instead.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import MalformedExampleError
-from .wire import (
-    KIND_BYTES,
-    KIND_NONE,
-    FeatureMap,
-    Span,
-    decode_feature,
-    example_feature_map,
-    feature_kind,
-    feature_list_spans,
-    sequence_example_maps,
-)
+from .pbwire import PbFeature, example_features, sequence_example_features
+from .wire import KIND_NONE
 
 __all__ = ["decode_example", "decode_sequence_example"]
 
@@ -31,41 +25,14 @@ def _as_bytes(data: object) -> bytes:
     raise TypeError(f"expected bytes, got {type(data).__name__}")
 
 
-def _key(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise MalformedExampleError(
-            f"Could not parse example input: feature key {raw!r} is not valid UTF-8"
-        ) from None
-
-
-def _array(buf: bytes, span: Span, kind: int) -> npt.NDArray[Any]:
-    values = decode_feature(buf, span, kind)
-    if kind == KIND_BYTES:
-        out = np.empty(len(values), dtype=object)
-        out[:] = values
-        return out
-    assert isinstance(values, np.ndarray)
-    # Packed floats are read-only views of the input: hand out owned arrays.
-    return values.copy() if not values.flags.writeable else values
-
-
-def _features(buf: bytes, fmap: FeatureMap) -> dict[str, npt.NDArray[Any]]:
-    out: dict[str, npt.NDArray[Any]] = {}
-    for raw_key, span in fmap.items():
-        kind = feature_kind(buf, span)
-        if kind != KIND_NONE:
-            out[_key(raw_key)] = _array(buf, span, kind)
-    return out
-
-
 def decode_example(data: bytes) -> dict[str, npt.NDArray[Any]]:
     """Decodes a serialized ``Example`` into ``{key: 1-D array}``.
 
     int64 -> int64 array, float -> float32 array, bytes -> object array of ``bytes``.
-    With TensorFlow's semantics: a later duplicate key wins, concatenated Examples merge,
-    and an empty ``Feature`` (no list at all) counts as missing, so it is left out.
+    Accepts and rejects exactly what ``tf.train.Example.FromString`` does (a later
+    duplicate key wins, concatenated Examples merge). A ``Feature`` with no list at all
+    has no type and no values, and is left out, as TensorFlow's parsers treat it as
+    missing.
 
     Raises:
         MalformedExampleError: the bytes are not a valid Example.
@@ -75,8 +42,15 @@ def decode_example(data: bytes) -> dict[str, npt.NDArray[Any]]:
         >>> decode_example(encode_example({"a": [1, 2], "b": "hi"}))
         {'a': array([1, 2]), 'b': array([b'hi'], dtype=object)}
     """
-    buf = _as_bytes(data)
-    return _features(buf, example_feature_map(buf))
+    return {
+        key: feature.array()
+        for key, feature in example_features(_as_bytes(data)).items()
+        if feature.kind != KIND_NONE
+    }
+
+
+def _step(feature: PbFeature) -> npt.NDArray[Any]:
+    return np.empty(0, dtype=object) if feature.kind == KIND_NONE else feature.array()
 
 
 def decode_sequence_example(
@@ -85,7 +59,8 @@ def decode_sequence_example(
     """Decodes a serialized ``SequenceExample`` into ``(context, feature_lists)``.
 
     ``context`` is as in :func:`decode_example`; ``feature_lists`` maps each key to the
-    list of its steps' arrays. An empty step ``Feature`` becomes an empty object array.
+    list of its steps' arrays. A step ``Feature`` with no list becomes an empty object
+    array. Accepts and rejects what ``tf.train.SequenceExample.FromString`` does.
 
     Raises:
         MalformedExampleError: the bytes are not a valid SequenceExample.
@@ -96,15 +71,8 @@ def decode_sequence_example(
         >>> ctx["n"], lists["s"]
         (array([1]), [array([0.5], dtype=float32)])
     """
-    buf = _as_bytes(data)
-    context, lists = sequence_example_maps(buf)
-    out_lists: dict[str, list[npt.NDArray[Any]]] = {}
-    for raw_key, span in lists.items():
-        steps = []
-        for step in feature_list_spans(buf, span):
-            kind = feature_kind(buf, step)
-            steps.append(
-                np.empty(0, dtype=object) if kind == KIND_NONE else _array(buf, step, kind)
-            )
-        out_lists[_key(raw_key)] = steps
-    return _features(buf, context), out_lists
+    context, lists = sequence_example_features(_as_bytes(data))
+    return (
+        {k: f.array() for k, f in context.items() if f.kind != KIND_NONE},
+        {k: [_step(s) for s in steps] for k, steps in lists.items()},
+    )

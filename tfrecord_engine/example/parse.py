@@ -82,10 +82,10 @@ def _plan(features: Mapping[str, FeatureSpec]) -> dict[str, Request]:
                 add_request(requests, key, "int64", "sparse")
             add_request(requests, spec.value_key, spec.dtype, "sparse")
         elif isinstance(spec, RaggedFeature):
-            add_request(requests, spec.value_key or name, spec.dtype, "sparse")
+            add_request(requests, spec.value_key or name, spec.dtype, "ragged")
             for part in spec.partitions:
                 if not isinstance(part, UniformRowLength):
-                    add_request(requests, part.key, "int64", "sparse")
+                    add_request(requests, part.key, "int64", "ragged")
         else:
             raise InvalidArgumentError(f"feature {name!r}: unsupported spec {spec!r}")
     return requests
@@ -112,7 +112,9 @@ def _shape_text(shape: Sequence[int]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def _fixed(name: str, spec: FixedLenFeature, rows: list[Row], single: bool) -> npt.NDArray[Any]:
+def assemble_fixed(
+    name: str, spec: FixedLenFeature, rows: list[Row], single: bool
+) -> npt.NDArray[Any]:
     count = math.prod(spec.shape)
     parts: list[Any] = []
     for i, row in enumerate(rows):
@@ -143,15 +145,7 @@ def _fixed(name: str, spec: FixedLenFeature, rows: list[Row], single: bool) -> n
             raise ExampleParseError(error_prefix(name, index) + message, key=name, index=index)
         else:
             parts.append(values)
-    if spec.dtype == "string":
-        flat: list[bytes] = []
-        for p in parts:
-            flat.extend(p)
-        out = object_array(flat)
-    elif parts:
-        out = np.concatenate([np.asarray(p, dtype=_np_dtype(spec.dtype)) for p in parts])
-    else:
-        out = np.zeros(0, dtype=_np_dtype(spec.dtype))
+    out = concat_values(parts, KIND_OF[spec.dtype])
     return out.reshape(spec.shape if single else (len(rows), *spec.shape))
 
 
@@ -192,7 +186,7 @@ def _sequence(
     return out[0] if single else out
 
 
-def _varlen(key: str, kind: int, rows: list[Row], single: bool) -> SparseValue:
+def assemble_varlen(key: str, kind: int, rows: list[Row], single: bool) -> SparseValue:
     parts = [row[key] for row in rows]
     present = [p if p is not None else [] for p in parts]
     lengths = np.array([len(p) for p in present], dtype=np.int64)
@@ -211,8 +205,8 @@ def _varlen(key: str, kind: int, rows: list[Row], single: bool) -> SparseValue:
 
 def _sparse(name: str, spec: SparseFeature, rows: list[Row], single: bool) -> SparseValue:
     # TensorFlow parses each key as a VarLen feature, then sparse_merge()s the whole batch.
-    ids = [_varlen(key, KIND_OF["int64"], rows, single) for key in spec.index_key]
-    vals = _varlen(spec.value_key, KIND_OF[spec.dtype], rows, single)
+    ids = [assemble_varlen(key, KIND_OF["int64"], rows, single) for key in spec.index_key]
+    vals = assemble_varlen(spec.value_key, KIND_OF[spec.dtype], rows, single)
     counts = [len(s.values) for s in ids]
     for c in counts[1:]:
         if c != counts[0]:
@@ -240,15 +234,15 @@ def _sparse(name: str, spec: SparseFeature, rows: list[Row], single: bool) -> Sp
     return SparseValue(indices, values, np.array(size, dtype=np.int64))
 
 
-def _ragged(name: str, spec: RaggedFeature, rows: list[Row], single: bool) -> Any:
+def assemble_ragged(name: str, spec: RaggedFeature, rows: list[Row], single: bool) -> Any:
     keys = [spec.value_key or name] + [
         p.key for p in spec.partitions if not isinstance(p, UniformRowLength)
     ]
     kinds = [KIND_OF[spec.dtype]] + [KIND_OF["int64"]] * (len(keys) - 1)
     splits_dtype = np.int64 if spec.row_splits_dtype == "int64" else np.int32
     batched: dict[str, RaggedValue] = {}
-    for key, kind in zip(keys, kinds):
-        sv = _varlen(key, kind, rows, single)
+    for key, kind in zip(keys, kinds, strict=False):
+        sv = assemble_varlen(key, kind, rows, single)
         if single:
             batched[key] = RaggedValue(sv.values, np.array([0, len(sv.values)], splits_dtype))
         else:
@@ -270,15 +264,15 @@ def _assemble(features: Mapping[str, FeatureSpec], rows: list[Row], single: bool
     out: dict[str, Any] = {}
     for name, spec in features.items():
         if isinstance(spec, FixedLenFeature):
-            out[name] = _fixed(name, spec, rows, single)
+            out[name] = assemble_fixed(name, spec, rows, single)
         elif isinstance(spec, FixedLenSequenceFeature):
             out[name] = _sequence(name, spec, rows, single)
         elif isinstance(spec, VarLenFeature):
-            out[name] = _varlen(name, KIND_OF[spec.dtype], rows, single)
+            out[name] = assemble_varlen(name, KIND_OF[spec.dtype], rows, single)
         elif isinstance(spec, SparseFeature):
             out[name] = _sparse(name, spec, rows, single)
         else:
-            out[name] = _ragged(name, spec, rows, single)
+            out[name] = assemble_ragged(name, spec, rows, single)
     return out
 
 

@@ -10,7 +10,8 @@ module re-states those rules with numpy. As in TensorFlow, nothing is checked un
 
 from __future__ import annotations
 
-from typing import Any, Union
+import itertools
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +23,7 @@ from .values import RaggedValue
 __all__ = ["batched_ragged", "single_ragged"]
 
 Splits = npt.NDArray[np.integer[Any]]
-Ragged = Union[npt.NDArray[Any], RaggedValue]
+Ragged = npt.NDArray[Any] | RaggedValue
 
 
 def _nrows(values: Ragged) -> int:
@@ -103,9 +104,12 @@ def single_ragged(
             else:
                 rt = _reshape(rt, part.length, name)
             continue
-        p = partitions[part.key].astype(dtype)
+        p: npt.NDArray[Any] = partitions[part.key].astype(dtype)
         n = _nrows(rt)
         if isinstance(part, RowSplits):
+            if p.size == 0:
+                # TensorFlow: nrows = len(row_splits) - 1 = -1.
+                raise _fail(name, f"row splits {part.key!r} are empty: Dimension -1 must be >= 0")
             splits = p
         elif isinstance(part, RowLengths):
             splits = np.concatenate([[0], np.cumsum(p)]).astype(dtype)
@@ -164,10 +168,10 @@ def batched_ragged(
             rt = _make(_make(rt.values, splits, name, spec.validate), psplits, name, spec.validate)
         else:
             nrows = np.zeros(len(row_lengths), dtype=dtype)
-            for i, (a, b) in enumerate(zip(psplits[:-1], psplits[1:])):
+            for i, (a, b) in enumerate(itertools.pairwise(psplits)):
                 if b > a:
                     nrows[i] = max(int(pvals[a:b].max()) + 1, 0)
-            offsets = np.concatenate([[0], np.cumsum(nrows)[:-1]]).astype(dtype)
+            offsets = (np.cumsum(nrows) - nrows).astype(dtype)
             adjusted = pvals + np.repeat(offsets, row_lengths).astype(dtype)
             inner_splits = _rowids_splits(adjusted, nvals, name)
             outer = np.concatenate([[0], np.cumsum(nrows)]).astype(dtype)

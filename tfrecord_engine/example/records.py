@@ -38,7 +38,7 @@ __all__ = [
     "to_records",
 ]
 
-Role = Literal["dense", "sparse"]
+Role = Literal["dense", "sparse", "ragged"]
 
 KIND_OF: dict[DType, int] = {"int64": KIND_INT64, "float32": KIND_FLOAT, "string": KIND_BYTES}
 # TensorFlow's DataTypeString names, as they appear in its messages.
@@ -104,6 +104,11 @@ def add_request(requests: dict[str, Request], key: str, dtype: DType, role: Role
     """Registers ``key``; a key requested twice must be requested with one dtype."""
     kind = KIND_OF[dtype]
     prior = requests.get(key)
+    if prior is not None and prior.role != role:
+        # TensorFlow's op takes dense, sparse and ragged keys as separate lists.
+        raise InvalidArgumentError(
+            f"{prior.role.capitalize()} and {role} keys must not intersect: {key!r}"
+        )
     if prior is not None and prior.kind != kind:
         raise InvalidArgumentError(
             f"feature key {key!r} is requested with two dtypes: "
@@ -166,7 +171,7 @@ def _type_message(kind: int, req: Request) -> str:
     )
 
 
-def concat_values(parts: Sequence[RawValues], kind: int) -> npt.NDArray[Any]:
+def concat_values(parts: Sequence[RawValues | tuple[Any, ...]], kind: int) -> npt.NDArray[Any]:
     """Concatenates per-record values into one array of the feature's dtype."""
     if kind == KIND_BYTES:
         flat: list[bytes] = []
@@ -176,4 +181,10 @@ def concat_values(parts: Sequence[RawValues], kind: int) -> npt.NDArray[Any]:
     dtype = np.int64 if kind == KIND_INT64 else np.float32
     if not parts:
         return np.zeros(0, dtype=dtype)
+    if all(isinstance(p, (list, tuple)) for p in parts):
+        # Short int lists stay Python lists per record: convert once per batch.
+        flat_numbers: list[Any] = []
+        for p in parts:
+            flat_numbers.extend(p)
+        return np.array(flat_numbers, dtype=dtype)
     return np.concatenate([np.asarray(p, dtype=dtype) for p in parts])

@@ -18,9 +18,9 @@ spec is built; TensorFlow rejects it later, at parse time.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ..errors import InvalidArgumentError
 
 __all__ = [
     "DType",
+    "DTypeLike",
     "FeatureSpec",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
@@ -37,6 +38,7 @@ __all__ = [
     "RowLimits",
     "RowSplits",
     "RowStarts",
+    "ShapeLike",
     "SparseFeature",
     "UniformRowLength",
     "ValueRowIds",
@@ -45,6 +47,10 @@ __all__ = [
 ]
 
 DType = Literal["int64", "float32", "string"]
+DTypeLike = object
+"""A dtype name, a numpy dtype/type, or any object with a ``.name`` (e.g. ``tf.int64``)."""
+ShapeLike = object
+"""An int, a sequence of ints, or an object with ``.as_list()`` (e.g. ``tf.TensorShape``)."""
 
 _DTYPE_NAMES: dict[str, DType] = {
     "int64": "int64",
@@ -100,9 +106,10 @@ def _dtype_name(dtype: object) -> object:
 def _shape(shape: object, what: str) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         dims: Sequence[object] = [shape]
-    elif isinstance(shape, Sequence) or hasattr(shape, "as_list"):
-        # A tf.TensorShape has .as_list(); anything else must be a sequence of ints.
-        dims = shape.as_list() if hasattr(shape, "as_list") else shape
+    elif hasattr(shape, "as_list"):  # a tf.TensorShape
+        dims = list(getattr(shape, "as_list")())  # noqa: B009
+    elif isinstance(shape, Sequence) and not isinstance(shape, (str, bytes)):
+        dims = shape
     else:
         raise InvalidArgumentError(f"{what}: shape must be a sequence of ints, got {shape!r}")
     out = []
@@ -122,9 +129,12 @@ def _scalar(value: object, dtype: DType, what: str) -> int | float | bytes:
         if isinstance(value, (bytes, np.bytes_)):
             return bytes(value)
     elif dtype == "int64":
-        if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-            if -(1 << 63) <= int(value) < (1 << 63):
-                return int(value)
+        if (
+            isinstance(value, (int, np.integer))
+            and not isinstance(value, (bool, np.bool_))
+            and -(1 << 63) <= int(value) < (1 << 63)
+        ):
+            return int(value)
     elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
         value, (bool, np.bool_)
     ):
@@ -151,7 +161,7 @@ def _flat_default(value: object, dtype: DType, what: str) -> tuple[Any, ...]:
     return tuple(_scalar(v, dtype, what) for v in items)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class FixedLenFeature:
     """A fixed-size feature: exactly ``prod(shape)`` values, reshaped row-major.
 
@@ -170,13 +180,14 @@ class FixedLenFeature:
     dtype: DType
     default_value: tuple[Any, ...] | None = None
 
-    def __post_init__(self) -> None:
-        shape = _shape(self.shape, "FixedLenFeature")
-        dtype = normalize_dtype(self.dtype)
+    def __init__(self, shape: ShapeLike, dtype: DTypeLike, default_value: object = None) -> None:
+        shape = _shape(shape, "FixedLenFeature")
+        dtype = normalize_dtype(dtype)
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", dtype)
-        if self.default_value is not None:
-            flat = _flat_default(self.default_value, dtype, "FixedLenFeature")
+        object.__setattr__(self, "default_value", None)
+        if default_value is not None:
+            flat = _flat_default(default_value, dtype, "FixedLenFeature")
             if len(flat) != math.prod(shape):
                 raise InvalidArgumentError(
                     f"FixedLenFeature: default value has {len(flat)} values, but the "
@@ -185,7 +196,7 @@ class FixedLenFeature:
             object.__setattr__(self, "default_value", flat)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class VarLenFeature:
     """A variable-length feature, parsed into a :class:`~tfrecord_engine.SparseValue`.
 
@@ -196,11 +207,11 @@ class VarLenFeature:
 
     dtype: DType
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
+    def __init__(self, dtype: DTypeLike) -> None:
+        object.__setattr__(self, "dtype", normalize_dtype(dtype))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class FixedLenSequenceFeature:
     """A feature with a variable number of fixed-shape rows, padded in a batch.
 
@@ -221,12 +232,20 @@ class FixedLenSequenceFeature:
     allow_missing: bool = False
     default_value: Any = None
 
-    def __post_init__(self) -> None:
-        dtype = normalize_dtype(self.dtype)
-        object.__setattr__(self, "shape", _shape(self.shape, "FixedLenSequenceFeature"))
+    def __init__(
+        self,
+        shape: ShapeLike,
+        dtype: DTypeLike,
+        allow_missing: bool = False,
+        default_value: object = None,
+    ) -> None:
+        dtype = normalize_dtype(dtype)
+        object.__setattr__(self, "shape", _shape(shape, "FixedLenSequenceFeature"))
         object.__setattr__(self, "dtype", dtype)
-        if self.default_value is not None:
-            flat = _flat_default(self.default_value, dtype, "FixedLenSequenceFeature")
+        object.__setattr__(self, "allow_missing", bool(allow_missing))
+        object.__setattr__(self, "default_value", None)
+        if default_value is not None:
+            flat = _flat_default(default_value, dtype, "FixedLenSequenceFeature")
             if len(flat) != 1:
                 raise InvalidArgumentError(
                     "FixedLenSequenceFeature: default_value must be a scalar padding value"
@@ -283,11 +302,11 @@ class UniformRowLength:
         object.__setattr__(self, "length", int(self.length))
 
 
-Partition = Union[RowSplits, RowLengths, RowStarts, RowLimits, ValueRowIds, UniformRowLength]
+Partition = RowSplits | RowLengths | RowStarts | RowLimits | ValueRowIds | UniformRowLength
 _KEYED = (RowSplits, RowLengths, RowStarts, RowLimits, ValueRowIds)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RaggedFeature:
     """A ragged feature, parsed into a :class:`~tfrecord_engine.RaggedValue`.
 
@@ -318,8 +337,16 @@ class RaggedFeature:
     row_splits_dtype: Literal["int32", "int64"] = "int32"
     validate: bool = False
 
-    def __post_init__(self) -> None:
-        dtype = self.dtype
+    def __init__(
+        self,
+        dtype: DTypeLike,
+        value_key: str | None = None,
+        partitions: Iterable[Partition] = (),
+        row_splits_dtype: DTypeLike = "int32",
+        validate: bool = False,
+    ) -> None:
+        object.__setattr__(self, "value_key", value_key)
+        object.__setattr__(self, "validate", bool(validate))
         try:
             dtype = normalize_dtype(dtype)
         except InvalidArgumentError:
@@ -327,21 +354,20 @@ class RaggedFeature:
                 f"RaggedFeature: Argument dtype must be int64, float32, or bytes; got {dtype!r}"
             ) from None
         object.__setattr__(self, "dtype", dtype)
-        parts = tuple(self.partitions)
+        parts = tuple(partitions)
         for p in parts:
             if not isinstance(p, (*_KEYED, UniformRowLength)):
                 raise InvalidArgumentError(f"RaggedFeature: unsupported partition {p!r}")
         object.__setattr__(self, "partitions", parts)
-        name = _dtype_name(self.row_splits_dtype)
+        name = _dtype_name(row_splits_dtype)
         if name not in ("int32", "int64"):
             raise InvalidArgumentError(
-                f"RaggedFeature: row_splits_dtype must be int32 or int64, "
-                f"got {self.row_splits_dtype!r}"
+                f"RaggedFeature: row_splits_dtype must be int32 or int64, got {row_splits_dtype!r}"
             )
         object.__setattr__(self, "row_splits_dtype", "int64" if name == "int64" else "int32")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SparseFeature:
     """A sparse feature built from index feature(s) and a value feature.
 
@@ -363,18 +389,27 @@ class SparseFeature:
     size: tuple[int, ...]
     already_sorted: bool = False
 
-    def __post_init__(self) -> None:
-        keys = (self.index_key,) if isinstance(self.index_key, str) else tuple(self.index_key)
-        sizes = _shape(self.size, "SparseFeature")
+    def __init__(
+        self,
+        index_key: str | Sequence[str],
+        value_key: str,
+        dtype: DTypeLike,
+        size: ShapeLike,
+        already_sorted: bool = False,
+    ) -> None:
+        keys = (index_key,) if isinstance(index_key, str) else tuple(index_key)
+        sizes = _shape(size, "SparseFeature")
+        object.__setattr__(self, "value_key", value_key)
+        object.__setattr__(self, "already_sorted", bool(already_sorted))
         if not keys or len(keys) != len(sizes):
             raise InvalidArgumentError(
                 f"SparseFeature: index_key {keys!r} and size {sizes!r} must have the same length"
             )
         object.__setattr__(self, "index_key", keys)
         object.__setattr__(self, "size", sizes)
-        object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
+        object.__setattr__(self, "dtype", normalize_dtype(dtype))
 
 
-FeatureSpec = Union[
-    FixedLenFeature, VarLenFeature, FixedLenSequenceFeature, RaggedFeature, SparseFeature
-]
+FeatureSpec = (
+    FixedLenFeature | VarLenFeature | FixedLenSequenceFeature | RaggedFeature | SparseFeature
+)

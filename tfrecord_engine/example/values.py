@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Union
+import itertools
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +54,7 @@ class RaggedValue(NamedTuple):
         [[1, 2], [], [3]]
     """
 
-    values: Union[npt.NDArray[Any], RaggedValue]
+    values: npt.NDArray[Any] | RaggedValue
     row_splits: npt.NDArray[np.integer[Any]]
 
     @property
@@ -66,9 +67,9 @@ class RaggedValue(NamedTuple):
 
     def to_list(self) -> list[Any]:
         """Nested Python lists, like ``tf.RaggedTensor.to_list()``."""
-        inner = self.values.to_list() if isinstance(self.values, RaggedValue) else None
-        splits = self.row_splits.tolist()
-        if inner is None:
-            arr = self.values
-            return [arr[a:b].tolist() for a, b in zip(splits[:-1], splits[1:])]
-        return [inner[a:b] for a, b in zip(splits[:-1], splits[1:])]
+        bounds = list(itertools.pairwise(self.row_splits.tolist()))
+        if isinstance(self.values, RaggedValue):
+            inner = self.values.to_list()
+            return [inner[a:b] for a, b in bounds]
+        arr: npt.NDArray[Any] = np.asarray(self.values)
+        return [arr[a:b].tolist() for a, b in bounds]

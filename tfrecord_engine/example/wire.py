@@ -20,16 +20,19 @@ generic protobuf, because parsing parity is the point:
 - a Feature's kind is read from its first byte; an empty Feature has no kind and is
   treated as missing; Int64List/FloatList accept packed and unpacked values.
 
-Every length is checked against the bytes that remain before anything is sliced, varints
-are at most 10 bytes, and nothing recurses, so hostile input raises
+- a nested message (Features, map entry, list, packed int64s) is read under a protobuf
+  ``PushLimit`` that never reaches past the enclosing one, so a length that overruns it
+  means "to the end"; strings, bytes and packed floats are checked strictly.
+
+Nothing is sliced or allocated from an unchecked length, varints are at most 10 bytes,
+and nothing recurses, so hostile input raises
 :class:`~tfrecord_engine.errors.MalformedExampleError` and never anything else.
+``decode_example`` uses :mod:`.pbwire` instead, which follows protobuf itself.
 Feature values are decoded lazily (:func:`decode_feature`) so that, as in TensorFlow, a
 malformed value under a key nobody asked for is not an error.
 """
 
 from __future__ import annotations
-
-from typing import Union
 
 import numpy as np
 import numpy.typing as npt
@@ -61,7 +64,8 @@ Span = tuple[int, int]
 """A half-open byte range ``[start, end)`` within one serialized record."""
 FeatureMap = dict[bytes, Span]
 """Feature key (raw UTF-8 bytes) -> span of its serialized ``Feature`` message."""
-RawValues = Union[npt.NDArray[np.int64], npt.NDArray[np.float32], list[bytes]]
+RawValues = npt.NDArray[np.int64] | list[int] | npt.NDArray[np.float32] | list[bytes]
+"""int64 values (an array, or a list of ints for short lists), float32 array, or bytes."""
 
 _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
@@ -77,10 +81,13 @@ def _fail(reason: str, offset: int) -> MalformedExampleError:
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Reads a varint of at most 10 bytes in ``buf[pos:end]``; returns (value, new pos)."""
-    if pos < end:
+    if pos + 1 < end:
         b = buf[pos]
         if b < 0x80:
             return b, pos + 1
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            return (b & 0x7F) | (b2 << 7), pos + 2
     result = 0
     shift = 0
     start = pos
@@ -104,6 +111,17 @@ def _length(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     if n > end - pos:
         raise _fail(f"length {n} exceeds the {end - pos} bytes remaining", pos)
     return n, pos
+
+
+def _limit(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """Reads the length of a nested message; returns (its end, new pos).
+
+    TensorFlow reads nested messages under a protobuf ``PushLimit``, which never reaches
+    past the enclosing limit: a length that overruns it just means "to the end". Strings
+    and raw bytes (:func:`_length`) are checked strictly instead.
+    """
+    n, pos = _varint(buf, pos, end)
+    return min(pos + (n & _MASK32), end), pos
 
 
 def _skip_unknown(buf: bytes, pos: int, end: int) -> int:
@@ -141,15 +159,36 @@ def _read_features(
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a feature map entry", pos)
-        n, pos = _length(buf, pos + 1, end)
-        entry_end = pos + n
+        pos += 1
+        # Inline 1-byte varints: this loop is the per-record hot path.
+        if pos < end and buf[pos] < 0x80:
+            entry_end = pos + 1 + buf[pos]
+            pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            entry_end = pos + 2 + ((buf[pos] & 0x7F) | (buf[pos + 1] << 7))
+            pos += 2
+        else:
+            entry_end, pos = _limit(buf, pos, end)
+        entry_end = min(entry_end, end)
         key = b""
         value: Span = (0, 0)
         for _ in range(2):
             if pos >= entry_end:
                 raise _fail("a feature map entry needs a key and a value", pos)
-            tag, pos = _varint(buf, pos, entry_end)
-            n, pos = _length(buf, pos, entry_end)
+            tag = buf[pos]
+            if tag < 0x80 and pos + 1 < entry_end and buf[pos + 1] < 0x80:
+                n = buf[pos + 1]
+                pos += 2
+                if n > entry_end - pos:
+                    raise _fail(f"length {n} exceeds the {entry_end - pos} bytes remaining", pos)
+            elif tag < 0x80 and pos + 2 < entry_end and buf[pos + 2] < 0x80:
+                n = (buf[pos + 1] & 0x7F) | (buf[pos + 2] << 7)
+                pos += 3
+                if n > entry_end - pos:
+                    raise _fail(f"length {n} exceeds the {entry_end - pos} bytes remaining", pos)
+            else:
+                tag, pos = _varint(buf, pos, entry_end)
+                n, pos = _length(buf, pos, entry_end)
             if tag == 0x0A:
                 key = buf[pos : pos + n]
             elif tag == 0x12:
@@ -192,9 +231,9 @@ def example_feature_map(buf: bytes, shadowed: FeatureMap | None = None) -> Featu
     end = len(buf)
     while pos < end:
         if buf[pos] == 0x0A:
-            n, pos = _length(buf, pos + 1, end)
-            _read_features(buf, pos, pos + n, out, shadowed)
-            pos += n
+            features_end, pos = _limit(buf, pos + 1, end)
+            _read_features(buf, pos, features_end, out, shadowed)
+            pos = features_end
         else:
             pos = _skip_unknown(buf, pos, end)
     return out
@@ -208,8 +247,7 @@ def _read_map_in_order(buf: bytes, pos: int, end: int, out: FeatureMap) -> None:
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a map entry", pos)
-        n, pos = _length(buf, pos + 1, end)
-        entry_end = pos + n
+        entry_end, pos = _limit(buf, pos + 1, end)
         if pos >= entry_end or buf[pos] != 0x0A:
             raise _fail("a map entry must start with its key", pos)
         n, pos = _length(buf, pos + 1, entry_end)
@@ -243,9 +281,9 @@ def sequence_example_maps(buf: bytes) -> tuple[FeatureMap, FeatureMap]:
     while pos < end:
         tag = buf[pos]
         if tag in (0x0A, 0x12):
-            n, pos = _length(buf, pos + 1, end)
-            _read_map_in_order(buf, pos, pos + n, context if tag == 0x0A else lists)
-            pos += n
+            map_end, pos = _limit(buf, pos + 1, end)
+            _read_map_in_order(buf, pos, map_end, context if tag == 0x0A else lists)
+            pos = map_end
         else:
             pos = _skip_unknown(buf, pos, end)
     return context, lists
@@ -258,22 +296,31 @@ def feature_list_spans(buf: bytes, span: Span) -> list[Span]:
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a Feature in a FeatureList", pos)
-        n, pos = _length(buf, pos + 1, end)
-        out.append((pos, pos + n))
-        pos += n
+        step_end, pos = _limit(buf, pos + 1, end)
+        out.append((pos, step_end))
+        pos = step_end
     return out
 
 
-def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
-    """Decodes the packed varints in ``buf[pos:end]`` as int64 (two's complement)."""
+def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int]:
+    """Decodes the packed varints in ``buf[pos:end]`` as int64 (two's complement).
+
+    Short runs come back as a list of ints: converting each record's few ints to an
+    array costs more than one conversion per batch later.
+    """
     if end - pos >= _NUMPY_VARINT_MIN:
         return _varints_numpy(buf, pos, end)
     values: list[int] = []
     append = values.append
     while pos < end:
+        b = buf[pos]
+        if b < 0x80:
+            append(b)
+            pos += 1
+            continue
         v, pos = _varint(buf, pos, end)
         append(v - (1 << 64) if v >> 63 else v)
-    return np.array(values, dtype=np.int64)
+    return values
 
 
 def _varints_numpy(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
@@ -295,30 +342,36 @@ def _varints_numpy(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
     return np.add.reduceat(parts, first).view(np.int64)
 
 
-def _decode_int64(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
-    chunks: list[npt.NDArray[np.int64]] = []
+def _decode_int64(
+    buf: bytes, pos: int, end: int, strict: bool
+) -> npt.NDArray[np.int64] | list[int]:
+    chunks: list[npt.NDArray[np.int64] | list[int]] = []
     singles: list[int] = []
     while pos < end:
         tag = buf[pos]
         if tag == 0x0A:  # packed
-            n, pos = _length(buf, pos + 1, end)
+            if strict:
+                n, pos = _length(buf, pos + 1, end)
+                packed_end = pos + n
+            else:
+                packed_end, pos = _limit(buf, pos + 1, end)
             if singles:
-                chunks.append(np.array(singles, dtype=np.int64))
+                chunks.append(singles)
                 singles = []
-            chunks.append(_varints(buf, pos, pos + n))
-            pos += n
+            chunks.append(_varints(buf, pos, packed_end))
+            pos = packed_end
         elif tag == 0x08:  # unpacked
             v, pos = _varint(buf, pos + 1, end)
             singles.append(v - (1 << 64) if v >> 63 else v)
         else:
             raise _fail(f"unexpected tag {tag} in an Int64List", pos)
     if singles:
-        chunks.append(np.array(singles, dtype=np.int64))
+        chunks.append(singles)
     if len(chunks) == 1:
         return chunks[0]
     if not chunks:
-        return np.zeros(0, dtype=np.int64)
-    return np.concatenate(chunks)
+        return []
+    return np.concatenate([np.asarray(c, dtype=np.int64) for c in chunks])
 
 
 def _decode_float(buf: bytes, pos: int, end: int) -> npt.NDArray[np.float32]:
@@ -327,8 +380,7 @@ def _decode_float(buf: bytes, pos: int, end: int) -> npt.NDArray[np.float32]:
         tag = buf[pos]
         if tag == 0x0A:  # packed
             n, pos = _length(buf, pos + 1, end)
-            if n % 4:
-                raise _fail(f"packed FloatList of {n} bytes is not a multiple of 4", pos)
+            # As TensorFlow: n // 4 floats; trailing bytes of a ragged length are skipped.
             chunks.append(np.frombuffer(buf, dtype="<f4", count=n // 4, offset=pos))
             pos += n
         elif tag == 0x0D:  # unpacked fixed32
@@ -374,21 +426,37 @@ def feature_kind(buf: bytes, span: Span) -> int:
     raise MalformedExampleError("Unsupported datatype.", offset=start)
 
 
-def decode_feature(buf: bytes, span: Span, kind: int) -> RawValues:
+def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -> RawValues:
     """Decodes the values of the ``Feature`` at ``span`` whose kind is ``kind``.
 
     Only the first list is read (TensorFlow reads the kind from the first byte and ignores
     what follows the list). ``kind`` must come from :func:`feature_kind` and not be
-    ``KIND_NONE``.
+    ``KIND_NONE``. ``strict`` rejects list lengths that overrun the Feature (TensorFlow's
+    SequenceExample parser does; its Example parser reads to the end instead).
 
     Returns:
-        int64 array, float32 array (a read-only view of ``buf`` when packed), or a list of
-        bytes.
+        int64 values (array, or list for short lists), float32 array (a read-only view of
+        ``buf`` when packed), or a list of bytes.
     """
     start, end = span
-    n, pos = _length(buf, start + 1, end)
+    pos = start + 1
+    if pos < end and buf[pos] < 0x80:
+        list_end = pos + 1 + buf[pos]
+        pos += 1
+        if list_end > end:
+            if strict:
+                raise _fail(f"length {list_end - pos} exceeds the {end - pos} bytes remaining", pos)
+            list_end = end
+    elif strict:
+        n, pos = _length(buf, pos, end)
+        list_end = pos + n
+    else:
+        list_end, pos = _limit(buf, pos, end)
     if kind == KIND_INT64:
-        return _decode_int64(buf, pos, pos + n)
+        # Fast path: one packed run filling the list (what every writer emits).
+        if pos + 1 < list_end and buf[pos] == 0x0A and pos + 2 + buf[pos + 1] == list_end:
+            return _varints(buf, pos + 2, list_end)
+        return _decode_int64(buf, pos, list_end, strict)
     if kind == KIND_FLOAT:
-        return _decode_float(buf, pos, pos + n)
-    return _decode_bytes(buf, pos, pos + n)
+        return _decode_float(buf, pos, list_end)
+    return _decode_bytes(buf, pos, list_end)
