@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import tfrecord_engine as tfe
 from benchmarks.common import Measurement, compare, table
 from benchmarks.data import mnist_like, ragged_text, tabular
-
-import tfrecord_engine as tfe
 
 BATCH = 256
 
@@ -61,9 +60,7 @@ def _count(batch: dict[str, Any]) -> int:
     return len(first)
 
 
-def _cases(
-    path: str, name: str, shuffle: bool
-) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
+def _cases(path: str, name: str, shuffle: bool) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
     import tensorflow as tf
 
     ours_spec, tf_spec = _specs(name)

@@ -19,6 +19,7 @@ from tfrecord_engine.example import (
     parse_example,
 )
 from tfrecord_engine.example.batch import BatchDecoder
+from tfrecord_engine.example.specs import FeatureSpec
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
 
 
@@ -31,7 +32,7 @@ def assert_same(a: Any, b: Any) -> None:
             assert_same(a[k], b[k])
     elif isinstance(a, (SparseValue, RaggedValue)):
         assert type(a) is type(b)
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=True):
             assert_same(x, y)
     else:
         assert isinstance(a, np.ndarray)
@@ -72,7 +73,7 @@ def test_fast_path_equals_exact_path(case: ParseCase) -> None:
 
 
 def test_canonical_records_take_the_fast_path() -> None:
-    feats = {
+    feats: dict[str, FeatureSpec] = {
         "label": FixedLenFeature([], "int64"),
         "x": FixedLenFeature([3], "float32"),
         "img": FixedLenFeature([], "string"),

@@ -65,7 +65,9 @@ def make_compressor(kind: Compression) -> zlib._Compress:
     """Returns a deflate compressor configured exactly like TensorFlow's writer."""
     if kind is Compression.NONE:
         raise InvalidArgumentError("make_compressor needs GZIP or ZLIB")
-    return zlib.compressobj(_LEVEL, zlib.DEFLATED, _wbits(kind), _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY)
+    return zlib.compressobj(
+        _LEVEL, zlib.DEFLATED, _wbits(kind), _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY
+    )
 
 
 class DecompressError(Exception):

@@ -8,6 +8,8 @@ process, so it works as a PyTorch map-style dataset or a Grain random-access sou
 
 from __future__ import annotations
 
+import collections
+import copy
 import glob
 import importlib
 import os
@@ -19,9 +21,10 @@ import numpy.typing as npt
 
 from .compressed_source import CompressedFileRecords
 from .compression import Compression, normalize_compression
-from .errors import InvalidArgumentError, OutOfRangeError
+from .errors import InvalidArgumentError, OutOfRangeError, TFRecordError
 from .index import INDEX_SUFFIX, Index
-from .sampler import IndexBatchIterator, Shuffle
+from .pipeline import ReadAhead
+from .sampler import IndexBatch, IndexBatchIterator, Shuffle
 from .source import (
     Fetcher,
     FetcherRecords,
@@ -43,6 +46,8 @@ FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
 #: Key of the padding mask in parsed batches when ``pad_remainder=True``.
 MASK_KEY = "mask"
 IntArray = npt.NDArray[np.int64]
+#: Records read, checked and decoded together ahead of the consumer.
+DEFAULT_CHUNK_RECORDS = 4096
 PathArg = str | os.PathLike[str]
 
 
@@ -127,6 +132,7 @@ class RecordDataset:
         self._readers: list[FileRecords] | None = None
         self._gather: LocalFilesGather | None = None
         self._starts: IntArray = np.zeros(1, dtype=np.int64)
+        self._decoder: Any = None
 
     # ---- lazy opening and pickling -----------------------------------------------------
 
@@ -219,8 +225,22 @@ class RecordDataset:
                 out[j] = rec
         return out
 
+    @property
+    def decoder(self) -> Any:
+        """The :class:`~tfrecord_engine.example.batch.BatchDecoder` of ``features``.
+
+        Its ``stats`` count the records decoded and how many took the exact path.
+        """
+        if self.features is None:
+            raise InvalidArgumentError("this dataset has no features to decode")
+        if self._decoder is None:
+            self._decoder = importlib.import_module(".example.batch", __package__).BatchDecoder(
+                self.features
+            )
+        return self._decoder
+
     def _parse(self, records: list[bytes]) -> dict[str, Any]:
-        return dict(_example().parse_example(records, self.features))
+        return dict(self.decoder.decode_records(records))
 
     def __getitem__(self, key: int | slice | Sequence[int] | IntArray) -> Any:
         """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.
@@ -268,6 +288,7 @@ class RecordDataset:
         state: Mapping[str, Any] | None = None,
         *,
         pad_remainder: bool = False,
+        readahead: int = 2,
     ) -> RecordBatchIterator:
         """Iterates one epoch of this shard in batches (see :mod:`tfrecord_engine.sampler`).
 
@@ -285,6 +306,9 @@ class RecordDataset:
                 batches on every shard: raw batches become :class:`PaddedBatch`, parsed
                 batches get a boolean ``"mask"`` entry. Every record is still counted
                 exactly once (where the mask is True).
+            readahead: chunks of about 4,096 records prepared ahead on a worker thread
+                (read, CRC-checked, decoded); ``0`` prepares each chunk on demand.
+                Output and order are the same whatever the value.
 
         Returns:
             an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
@@ -316,15 +340,51 @@ class RecordDataset:
             raise InvalidArgumentError(
                 f"pad_remainder adds a {MASK_KEY!r} entry, which is also a feature name"
             )
-        return RecordBatchIterator(self, sampler)
+        if readahead < 0:
+            raise InvalidArgumentError(f"readahead must be >= 0, got {readahead}")
+        return RecordBatchIterator(self, sampler, readahead=readahead)
+
+
+class _Ready(NamedTuple):
+    """One batch prepared ahead: its indices and either its output or its error."""
+
+    batch: IndexBatch
+    output: Any
+    error: BaseException | None
 
 
 class RecordBatchIterator(Iterator[Any]):
-    """Batches of one epoch's shard; ``get_state()`` returns a small plain dict."""
+    """Batches of one epoch's shard; ``get_state()`` returns a small plain dict.
 
-    def __init__(self, dataset: RecordDataset, sampler: IndexBatchIterator) -> None:
+    Batches are prepared ahead on a worker thread, a chunk of about ``chunk_records``
+    records at a time (read with one gather, CRC-checked, decoded with one lockstep
+    pass, then sliced into batches). A chunk that holds damage or a parse error is
+    redone batch by batch, so every batch before the bad one is delivered and the error
+    surfaces at the batch that holds it, exactly as without read-ahead. A batch counts
+    as delivered only when returned, so ``get_state()`` never runs ahead of the caller.
+    """
+
+    def __init__(
+        self,
+        dataset: RecordDataset,
+        sampler: IndexBatchIterator,
+        *,
+        chunk_records: int = DEFAULT_CHUNK_RECORDS,
+        readahead: int = 2,
+    ) -> None:
         self._dataset = dataset
         self.sampler = sampler
+        self._pending: collections.deque[_Ready] = collections.deque()
+        per_chunk = max(1, chunk_records // max(1, sampler.batch_size))
+        # An independent cursor over the same (deterministic) batch sequence plans the
+        # chunks; the real sampler advances only as batches are returned.
+        plan = copy.deepcopy(sampler)
+        chunks = _chunks(plan, per_chunk)
+        self._work: ReadAhead[list[IndexBatch], list[_Ready]] | None = (
+            ReadAhead(chunks, self._prepare, workers=1, depth=readahead)
+            if readahead > 0
+            else ReadAhead(chunks, self._prepare, workers=0)
+        )
 
     def __iter__(self) -> RecordBatchIterator:
         return self
@@ -332,19 +392,97 @@ class RecordBatchIterator(Iterator[Any]):
     def __len__(self) -> int:
         return len(self.sampler)
 
+    def _prepare(self, batches: list[IndexBatch]) -> list[_Ready]:
+        ds = self._dataset
+        sizes = [len(b.indices) for b in batches]
+        try:
+            records = ds.read_raw(np.concatenate([b.indices for b in batches]))
+        except (TFRecordError, OSError):
+            return [self._one(b) for b in batches]
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        if ds.features is None:
+            return [
+                _Ready(b, _raw_output(records[bounds[i] : bounds[i + 1]], b), None)
+                for i, b in enumerate(batches)
+            ]
+        decoder = ds.decoder
+        buf, starts, ends = _joined(records)
+        columns = decoder.columns(buf, starts, ends)
+        if columns is None:
+            return [self._one(b, records[bounds[i] : bounds[i + 1]]) for i, b in enumerate(batches)]
+        out = []
+        for i, b in enumerate(batches):
+            try:
+                parsed = decoder.assemble(columns, bounds[i], bounds[i + 1])
+            except TFRecordError as exc:
+                out.append(_Ready(b, None, exc))
+                continue
+            out.append(_Ready(b, _with_mask(parsed, b), None))
+        return out
+
+    def _one(self, batch: IndexBatch, records: list[bytes] | None = None) -> _Ready:
+        ds = self._dataset
+        try:
+            if records is None:
+                records = ds.read_raw(batch.indices)
+            if ds.features is None:
+                return _Ready(batch, _raw_output(records, batch), None)
+            return _Ready(batch, _with_mask(ds.decoder.decode_exact(records), batch), None)
+        except (TFRecordError, OSError) as exc:
+            return _Ready(batch, None, exc)
+
     def __next__(self) -> Any:
-        batch = self.sampler.peek()
-        # Counted as delivered only once read: a damaged record leaves the state at
-        # the batch that failed, so a resume retries it instead of skipping it.
-        records = self._dataset.read_raw(batch.indices)
-        self.sampler.commit(batch)
-        if self._dataset.features is None:
-            return records if batch.mask is None else PaddedBatch(records, batch.mask)
-        parsed = self._dataset._parse(records)
-        if batch.mask is not None:
-            parsed[MASK_KEY] = batch.mask
-        return parsed
+        if not self._pending:
+            if self._work is None:
+                raise StopIteration
+            try:
+                self._pending.extend(next(self._work))
+            except StopIteration:
+                self._work = None
+                raise
+        ready = self._pending[0]
+        if ready.error is not None:
+            # Not delivered: the state stays at this batch, so a resume retries it.
+            raise ready.error
+        self._pending.popleft()
+        self.sampler.commit(ready.batch)
+        return ready.output
+
+    def close(self) -> None:
+        """Stops the read-ahead (also done when the epoch ends)."""
+        if self._work is not None:
+            self._work.close()
+            self._work = None
+        self._pending.clear()
 
     def get_state(self) -> dict[str, Any]:
         """State after the last batch returned; pass it to ``batches(..., state=...)``."""
         return self.sampler.get_state()
+
+
+def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatch]]:
+    chunk: list[IndexBatch] = []
+    for batch in plan:
+        chunk.append(batch)
+        if len(chunk) == per_chunk:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _joined(records: list[bytes]) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray]:
+    lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
+    ends = np.cumsum(lengths)
+    return np.frombuffer(b"".join(records), np.uint8), ends - lengths, ends
+
+
+def _raw_output(records: list[bytes], batch: IndexBatch) -> Any:
+    return records if batch.mask is None else PaddedBatch(records, batch.mask)
+
+
+def _with_mask(parsed: dict[str, Any], batch: IndexBatch) -> dict[str, Any]:
+    parsed = dict(parsed)
+    if batch.mask is not None:
+        parsed[MASK_KEY] = batch.mask
+    return parsed

@@ -185,6 +185,8 @@ def _rebuild_malformed(
     index: int | None,
 ) -> MalformedExampleError:
     return cls(message, offset=offset, key=key, index=index)
+
+
 class WriterFailedError(TFRecordError, OSError):
     """A writer is closed after one of its writes, flushes or syncs failed.
 

@@ -182,8 +182,7 @@ def parse_header(
     """
     if len(header) < HEADER_SIZE:
         raise TruncatedRecordError(
-            f"truncated header: the stream ends {len(header)} byte(s) into a 12-byte "
-            "record header",
+            f"truncated header: the stream ends {len(header)} byte(s) into a 12-byte record header",
             path=path,
             record_index=record_index,
             offset=offset,

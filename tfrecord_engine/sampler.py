@@ -293,6 +293,11 @@ class IndexBatchIterator(Iterator[IndexBatch]):
         done[self._remaining_pos[start : start + self._position]] = True
         return done
 
+    @property
+    def batch_size(self) -> int:
+        """Records per batch."""
+        return self._batch_size
+
     def __len__(self) -> int:
         """Number of batches still to come."""
         left = len(self._slice) - self._position

@@ -56,9 +56,7 @@ def _as_bytes(record: Record) -> bytes | bytearray | memoryview:
         return record
     if isinstance(record, memoryview):
         return record if record.contiguous and record.itemsize == 1 else record.tobytes()
-    raise InvalidArgumentError(
-        f"a record must be bytes-like or str, not {type(record).__name__}"
-    )
+    raise InvalidArgumentError(f"a record must be bytes-like or str, not {type(record).__name__}")
 
 
 def temp_path_for(path: str) -> str:

@@ -191,7 +191,7 @@ def _ragged(name: str, spec: RaggedFeature, column: ColumnOf, single: bool) -> A
     kinds = [_KIND_OF[spec.dtype]] + [KIND_INT64] * (len(keys) - 1)
     splits_dtype = np.int64 if spec.row_splits_dtype == "int64" else np.int32
     batched: dict[str, RaggedValue] = {}
-    for key, kind in zip(keys, kinds):
+    for key, kind in zip(keys, kinds, strict=True):
         col = column(key)
         values = col.values
         if kind == KIND_BYTES and values.dtype != object:

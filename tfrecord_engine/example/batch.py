@@ -28,9 +28,10 @@ from .records import Request, decode_requests
 from .specs import FeatureSpec
 from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, FeatureMap, example_feature_map
 
-__all__ = ["BatchDecoder", "DecodeStats"]
+__all__ = ["BatchDecoder", "Columns", "DecodeStats"]
 
 I64 = npt.NDArray[np.int64]
+Columns = dict[str, Column]
 
 
 @dataclass
@@ -76,10 +77,8 @@ class BatchDecoder:
 
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
         """Decodes a list of serialized Examples (joined into one buffer first)."""
-        lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
-        ends = np.cumsum(lengths)
-        buf = np.frombuffer(b"".join(records), np.uint8)
-        return self.decode(buf, ends - lengths, ends, records=records)
+        buf, starts, ends = _joined(records)
+        return self.decode(buf, starts, ends, records=records)
 
     def decode(
         self,
@@ -99,19 +98,39 @@ class BatchDecoder:
         Raises:
             ExampleParseError / MalformedExampleError: exactly as :func:`parse_example`.
         """
-        n = int(starts.shape[0])
-        self.stats.records += n
+        columns = self.columns(buf, starts, ends)
+        if columns is None:
+            return self.decode_exact(_records_of(buf, starts, ends, records))
+        return self.assemble(columns, 0, int(starts.shape[0]))
+
+    def columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns | None:
+        """Decodes a chunk into per-key columns, or ``None`` if it holds an error.
+
+        Slice the columns into batches with :meth:`assemble`; a ``None`` chunk must be
+        parsed batch by batch with :meth:`decode_exact`, which raises the error for the
+        batch that holds it (with its index within that batch).
+        """
+        self.stats.records += int(starts.shape[0])
         try:
-            columns = self._columns(buf, starts, ends)
-            return assemble(self.features, columns.__getitem__, single=False)
+            return self._columns(buf, starts, ends)
         except _Delegate:
             self.stats.exact_batches += 1
-            if records is None:
-                mv = memoryview(buf)
-                records = [mv[s:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist())]
-            return parse_example(list(records), self.features)
+            return None
 
-    def _columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> dict[str, Column]:
+    def assemble(self, columns: Columns, start: int, stop: int) -> dict[str, Any]:
+        """Outputs for records ``[start, stop)`` of a decoded chunk, as one batch."""
+        n = next(iter(columns.values())).counts.shape[0]
+        if start == 0 and stop == n:
+            part = columns
+        else:
+            part = {k: c.slice(start, stop) for k, c in columns.items()}
+        return assemble(self.features, part.__getitem__, single=False)
+
+    def decode_exact(self, records: Sequence[bytes]) -> dict[str, Any]:
+        """The exact per-record path (:func:`parse_example`), for batches that raise."""
+        return parse_example(list(records), self.features)
+
+    def _columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
         n = int(starts.shape[0])
         table = lockstep.walk_examples(buf, starts, ends, self._keys)
         fallback = table.fallback.copy()
@@ -125,16 +144,16 @@ class BatchDecoder:
             recs = table.record[sel]
             spans.append((recs, table.list_start[sel], table.list_end[sel], kind == req.kind))
         decoded = []
-        for req, (recs, ls, le, _) in zip(self._order, spans):
+        for req, (recs, ls, le, _) in zip(self._order, spans, strict=True):
             values, counts, ok = self._decode_lists(buf, req.kind, ls, le)
             fallback[recs[~ok]] = True
             decoded.append((recs, values, counts, ok))
         fb = np.flatnonzero(fallback)
-        self.stats.fallback_records += int(fb.size)
         rows = self._exact_rows(buf, starts, ends, fb) if fb.size else []
         out: dict[str, Column] = {}
-        for req, (recs, values, counts, ok) in zip(self._order, decoded):
-            keep = ~fallback[recs]
+        for req, (fast_recs, fast_values, fast_counts, _) in zip(self._order, decoded, strict=True):
+            keep = ~fallback[fast_recs]
+            recs, values, counts = fast_recs, fast_values, fast_counts
             if not keep.all():
                 values = values[np.repeat(keep, counts)]
                 recs, counts = recs[keep], counts[keep]
@@ -146,8 +165,9 @@ class BatchDecoder:
                 fcol = from_rows(rows, req.key, req.kind)
                 col_counts[fb] = fcol.counts
                 present[fb] = fcol.present
-                values = _merge(values, recs, counts, fcol.values, fb, fcol.counts)
+                values = _merge(values, recs, counts, slow=(fcol.values, fb, fcol.counts))
             out[req.key] = Column(values, col_counts, present)
+        self.stats.fallback_records += int(fb.size)
         return out
 
     def _decode_lists(
@@ -162,15 +182,17 @@ class BatchDecoder:
             fvalues, counts, ok = lockstep.packed_floats(buf, ls, le)
             return fvalues, counts, ok
         vs, ve, counts, ok = lockstep.bytes_values(buf, ls, le)
-        mv = memoryview(buf)
-        bvalues = object_array([mv[s:e].tobytes() for s, e in zip(vs.tolist(), ve.tolist())])
+        mv = buf.data
+        bvalues = object_array(
+            [mv[s:e].tobytes() for s, e in zip(vs.tolist(), ve.tolist(), strict=True)]
+        )
         return bvalues, counts, ok
 
     def _exact_rows(
         self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64, which: npt.NDArray[np.intp]
     ) -> list[dict[str, Any]]:
         rows = []
-        mv = memoryview(buf)
+        mv = buf.data
         for i in which.tolist():
             data = mv[int(starts[i]) : int(ends[i])].tobytes()
             shadowed: FeatureMap = {}
@@ -182,20 +204,35 @@ class BatchDecoder:
         return rows
 
 
+def _joined(records: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64, I64]:
+    lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
+    ends = np.cumsum(lengths)
+    return np.frombuffer(b"".join(records), np.uint8), ends - lengths, ends
+
+
+def _records_of(
+    buf: npt.NDArray[np.uint8], starts: I64, ends: I64, records: Sequence[bytes] | None
+) -> Sequence[bytes]:
+    if records is not None:
+        return records
+    mv = buf.data
+    return [mv[s:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
 def _merge(
     fast: npt.NDArray[Any],
     fast_recs: I64,
     fast_counts: I64,
-    slow: npt.NDArray[Any],
-    slow_recs: npt.NDArray[np.intp],
-    slow_counts: I64,
+    *,
+    slow: tuple[npt.NDArray[Any], npt.NDArray[np.intp], I64],
 ) -> npt.NDArray[Any]:
-    """Interleaves two sets of per-record value runs into record order."""
+    """Interleaves two sets of per-record value runs (values, records, counts) in order."""
+    slow_values, slow_recs, slow_counts = slow
     owner = np.concatenate(
         [np.repeat(fast_recs, fast_counts), np.repeat(slow_recs.astype(np.int64), slow_counts)]
     )
-    if fast.dtype == object or slow.dtype == object:
-        both = np.concatenate([fast.astype(object), slow.astype(object)])
+    if object in (fast.dtype, slow_values.dtype):
+        both = np.concatenate([fast.astype(object), slow_values.astype(object)])
     else:
-        both = np.concatenate([fast, slow.astype(fast.dtype)])
+        both = np.concatenate([fast, slow_values.astype(fast.dtype)])
     return both[np.argsort(owner, kind="stable")]

@@ -57,6 +57,15 @@ class Column:
         np.cumsum(self.counts, out=out[1:])
         return out
 
+    def slice(self, start: int, stop: int) -> Column:
+        """The column of records ``[start, stop)`` (a view where numpy allows)."""
+        o = self.offsets
+        return Column(
+            self.values[o[start] : o[stop]],
+            self.counts[start:stop],
+            self.present[start:stop],
+        )
+
     def row(self, i: int) -> npt.NDArray[Any] | None:
         """Record ``i``'s values, or ``None`` where the key is missing."""
         if not self.present[i]:

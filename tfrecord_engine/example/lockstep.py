@@ -122,8 +122,9 @@ class _Buf:
         """Bytes ``pos..pos+3`` as little-endian uint32 (zero past the buffer's end)."""
         near = pos > self.last4
         if not near.any():
-            return self.w4[pos].view("<u4")[:, 0]
-        out = self.w4[np.minimum(pos, self.last4)].view("<u4")[:, 0].copy()
+            fast: npt.NDArray[np.uint32] = self.w4[pos].view("<u4")[:, 0]
+            return fast
+        out: npt.NDArray[np.uint32] = self.w4[np.minimum(pos, self.last4)].view("<u4")[:, 0].copy()
         for i in np.flatnonzero(near).tolist():
             p = int(pos[i])
             tail = bytes(self.u8[p : p + 4]) + b"\0\0\0\0"
@@ -134,8 +135,9 @@ class _Buf:
         """Bytes ``pos..pos+7`` as little-endian uint64 (zero past the buffer's end)."""
         near = pos > self.last8
         if not near.any():
-            return self.w8[pos].view("<u8")[:, 0]
-        out = self.w8[np.minimum(pos, self.last8)].view("<u8")[:, 0].copy()
+            fast: npt.NDArray[np.uint64] = self.w8[pos].view("<u8")[:, 0]
+            return fast
+        out: npt.NDArray[np.uint64] = self.w8[np.minimum(pos, self.last8)].view("<u8")[:, 0].copy()
         for i in np.flatnonzero(near).tolist():
             p = int(pos[i])
             tail = bytes(self.u8[p : p + 8]) + b"\0" * 8
