@@ -112,6 +112,10 @@ def single_ragged(
     dtype = np.int64 if spec.row_splits_dtype == "int64" else np.int32
     rt: Ragged = values
     for part in reversed(spec.partitions):
+        if isinstance(rt, RaggedValue) and rt.row_splits.size == 0:
+            # Empty row splits mean -1 rows; TensorFlow's shape check fails as soon as
+            # such a ragged value is partitioned again.
+            raise _fail(name, "row splits are empty: Dimension -1 must be >= 0")
         if isinstance(part, UniformRowLength):
             if isinstance(rt, RaggedValue):
                 rt = _uniform(rt, part.length, dtype)
@@ -121,10 +125,6 @@ def single_ragged(
         p: npt.NDArray[Any] = partitions[part.key].astype(dtype)
         n = _nrows(rt)
         if isinstance(part, RowSplits):
-            if p.size == 0 and not isinstance(rt, RaggedValue):
-                # TensorFlow: nrows = len(row_splits) - 1 = -1 fails its static shape
-                # check on dense values (on ragged values it is not checked).
-                raise _fail(name, f"row splits {part.key!r} are empty: Dimension -1 must be >= 0")
             splits = p
         elif isinstance(part, RowLengths):
             splits = np.concatenate([[0], np.cumsum(p)]).astype(dtype)
