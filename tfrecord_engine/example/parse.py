@@ -49,7 +49,7 @@ from .specs import (
     VarLenFeature,
 )
 from .values import RaggedValue, SparseValue
-from .wire import KIND_BYTES, FeatureMap, RawValues, example_feature_map
+from .wire import KIND_BYTES, Duplicates, RawValues, example_feature_map
 
 __all__ = ["parse_example", "parse_single_example"]
 
@@ -97,14 +97,14 @@ def _decode_all(
     rows = []
     for i, buf in enumerate(records):
         index = None if single else i
-        shadowed: FeatureMap = {}
+        dups = Duplicates()
         try:
-            fmap = example_feature_map(buf, shadowed)
+            fmap = example_feature_map(buf, dups)
         except MalformedExampleError as exc:
             raise MalformedExampleError(
                 f"{exc} (record {i})" if not single else str(exc), offset=exc.offset, index=index
             ) from None
-        rows.append(decode_requests(buf, fmap, shadowed, requests, index))
+        rows.append(decode_requests(buf, fmap, dups, requests, index))
     return rows
 
 

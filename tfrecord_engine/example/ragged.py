@@ -53,6 +53,20 @@ def _make(values: Ragged, splits: Splits, name: str, validate: bool) -> RaggedVa
     return RaggedValue(values, splits)
 
 
+def _check_starts(starts: Splits, nvals: int, name: str, validate: bool) -> None:
+    """TensorFlow's ``from_row_starts`` checks (vacuous for empty starts)."""
+    if (
+        validate
+        and starts.size
+        and (int(starts[0]) != 0 or bool(np.any(np.diff(starts) < 0)) or int(starts[-1]) > nvals)
+    ):
+        raise _fail(
+            name,
+            "Arguments to _from_row_partition do not form a valid RaggedTensor "
+            f"(row starts {starts.tolist()} for {nvals} values)",
+        )
+
+
 def _reshape(values: npt.NDArray[Any], length: int, name: str) -> npt.NDArray[Any]:
     inner = int(np.prod(values.shape[1:])) * length
     if inner == 0:
@@ -98,6 +112,10 @@ def single_ragged(
     dtype = np.int64 if spec.row_splits_dtype == "int64" else np.int32
     rt: Ragged = values
     for part in reversed(spec.partitions):
+        if isinstance(rt, RaggedValue) and rt.row_splits.size == 0:
+            # Empty row splits mean -1 rows; TensorFlow's shape check fails as soon as
+            # such a ragged value is partitioned again.
+            raise _fail(name, "row splits are empty: Dimension -1 must be >= 0")
         if isinstance(part, UniformRowLength):
             if isinstance(rt, RaggedValue):
                 rt = _uniform(rt, part.length, dtype)
@@ -107,14 +125,13 @@ def single_ragged(
         p: npt.NDArray[Any] = partitions[part.key].astype(dtype)
         n = _nrows(rt)
         if isinstance(part, RowSplits):
-            if p.size == 0:
-                # TensorFlow: nrows = len(row_splits) - 1 = -1.
-                raise _fail(name, f"row splits {part.key!r} are empty: Dimension -1 must be >= 0")
             splits = p
         elif isinstance(part, RowLengths):
             splits = np.concatenate([[0], np.cumsum(p)]).astype(dtype)
         elif isinstance(part, RowStarts):
-            splits = np.concatenate([p, [n]]).astype(dtype)
+            _check_starts(p, n, name, spec.validate)
+            rt = RaggedValue(rt, np.concatenate([p, [n]]).astype(dtype))
+            continue
         elif isinstance(part, RowLimits):
             splits = np.concatenate([[0], p]).astype(dtype)
         else:
@@ -159,9 +176,11 @@ def batched_ragged(
                 raise _fail(name, "values and partitions have different batch sizes")
             adjusted = pvals + np.repeat(rt.row_splits[:-1], row_lengths).astype(dtype)
             if isinstance(part, RowStarts):
-                splits = np.concatenate([adjusted, [nvals]]).astype(dtype)
-            else:
-                splits = np.concatenate([[0], adjusted]).astype(dtype)
+                _check_starts(adjusted, nvals, name, spec.validate)
+                inner = RaggedValue(rt.values, np.concatenate([adjusted, [nvals]]).astype(dtype))
+                rt = _make(inner, psplits, name, spec.validate)
+                continue
+            splits = np.concatenate([[0], adjusted]).astype(dtype)
             rt = _make(_make(rt.values, splits, name, spec.validate), psplits, name, spec.validate)
         elif isinstance(part, RowLengths):
             splits = np.concatenate([[0], np.cumsum(pvals)]).astype(dtype)

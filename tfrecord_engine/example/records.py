@@ -22,6 +22,7 @@ from .wire import (
     KIND_FLOAT,
     KIND_INT64,
     KIND_NONE,
+    Duplicates,
     FeatureMap,
     RawValues,
     decode_feature,
@@ -40,6 +41,7 @@ __all__ = [
 
 Role = Literal["dense", "sparse", "ragged"]
 
+_KIND_BY_TAG = {-1: KIND_NONE, 0x0A: KIND_BYTES, 0x12: KIND_FLOAT, 0x1A: KIND_INT64}
 KIND_OF: dict[DType, int] = {"int64": KIND_INT64, "float32": KIND_FLOAT, "string": KIND_BYTES}
 # TensorFlow's DataTypeString names, as they appear in its messages.
 TF_NAME: dict[int, str] = {KIND_INT64: "int64", KIND_FLOAT: "float", KIND_BYTES: "string"}
@@ -121,7 +123,7 @@ def add_request(requests: dict[str, Request], key: str, dtype: DType, role: Role
 def decode_requests(
     buf: bytes,
     fmap: FeatureMap,
-    shadowed: FeatureMap,
+    dups: Duplicates,
     requests: Mapping[str, Request],
     index: int | None,
 ) -> dict[str, RawValues | None]:
@@ -129,7 +131,8 @@ def decode_requests(
 
     Where a key's last entry is an empty Feature, TensorFlow lets it win (the feature
     is missing) only for sparse/ragged features of a batch; dense features, and every
-    feature of a single record, fall back to the last non-empty entry (``shadowed``).
+    feature of a single record, fall back to the last non-empty entry
+    (``dups.shadowed``). An earlier entry with an invalid kind byte fails, as in TensorFlow.
 
     Raises:
         ExampleParseError: a feature's kind differs from the requested dtype.
@@ -141,10 +144,18 @@ def decode_requests(
         if span is None:
             out[key] = None
             continue
+        if dups.unsupported and req.raw_key in dups.unsupported:
+            raise MalformedExampleError(
+                f"Unsupported datatype. (feature {key!r})", key=key, index=index
+            )
         if span[0] == span[1] and (index is None or req.role == "dense"):
-            span = shadowed.get(req.raw_key, span)
+            span = dups.shadowed.get(req.raw_key, span)
         try:
-            kind = feature_kind(buf, span)
+            # feature_kind(), inlined for the common kinds: this is per record and key.
+            first = buf[span[0]] if span[0] != span[1] else -1
+            kind = _KIND_BY_TAG.get(first)
+            if kind is None:
+                kind = feature_kind(buf, span)  # raises "Unsupported datatype."
             if kind == KIND_NONE:
                 out[key] = None
                 continue

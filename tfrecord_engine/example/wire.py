@@ -44,6 +44,7 @@ __all__ = [
     "KIND_FLOAT",
     "KIND_INT64",
     "KIND_NONE",
+    "Duplicates",
     "FeatureMap",
     "RawValues",
     "Span",
@@ -148,14 +149,9 @@ def _skip_unknown(buf: bytes, pos: int, end: int) -> int:
 
 
 def _read_features(
-    buf: bytes, pos: int, end: int, out: FeatureMap, shadowed: FeatureMap | None
+    buf: bytes, pos: int, end: int, out: FeatureMap, dups: Duplicates | None
 ) -> None:
-    """Reads the map entries of one ``Features`` message in ``buf[pos:end]`` into ``out``.
-
-    ``shadowed`` receives, for a key whose last entry is an empty Feature, the last
-    non-empty entry before it (TensorFlow's single-record and dense paths skip empty
-    Features instead of letting them win).
-    """
+    """Reads the map entries of one ``Features`` message in ``buf[pos:end]`` into ``out``."""
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a feature map entry", pos)
@@ -170,6 +166,23 @@ def _read_features(
         else:
             entry_end, pos = _limit(buf, pos, end)
         entry_end = min(entry_end, end)
+        # Fast path for what writers emit: key (1-byte length), then value.
+        if pos + 1 < entry_end and buf[pos] == 0x0A and buf[pos + 1] < 0x80:
+            kend = pos + 2 + buf[pos + 1]
+            if kend + 1 < entry_end and buf[kend] == 0x12:
+                b = buf[kend + 1]
+                if b < 0x80:
+                    vstart = kend + 2
+                    vend = vstart + b
+                elif kend + 2 < entry_end and buf[kend + 2] < 0x80:
+                    vstart = kend + 3
+                    vend = vstart + ((b & 0x7F) | (buf[kend + 2] << 7))
+                else:
+                    vend = -1
+                if vend == entry_end:
+                    _store(buf, out, dups, buf[pos + 2 : kend], (vstart, vend))
+                    pos = entry_end
+                    continue
         key = b""
         value: Span = (0, 0)
         for _ in range(2):
@@ -198,23 +211,50 @@ def _read_features(
             pos += n
         if pos != entry_end:
             raise _fail("extra fields in a feature map entry", pos)
-        # Last one wins; re-insert so that iteration order follows the winning entry.
-        prior = out.pop(key, None)
-        out[key] = value
-        if shadowed is not None:
-            if value[0] != value[1]:
-                shadowed.pop(key, None)
-            elif prior is not None and prior[0] != prior[1]:
-                shadowed[key] = prior
+        _store(buf, out, dups, key, value)
 
 
-def example_feature_map(buf: bytes, shadowed: FeatureMap | None = None) -> FeatureMap:
+_KIND_TAGS = (0x0A, 0x12, 0x1A)
+
+
+class Duplicates:
+    """What TensorFlow still sees of entries that a later duplicate key replaced.
+
+    Attributes:
+        shadowed: for a key whose last entry is an empty Feature, the last non-empty
+            entry before it (TensorFlow's single-record and dense paths skip empty
+            Features instead of letting them win).
+        unsupported: keys with an earlier entry whose kind byte is invalid: TensorFlow
+            reads the kind of every entry of a requested key, so that still fails.
+    """
+
+    __slots__ = ("shadowed", "unsupported")
+
+    def __init__(self) -> None:
+        self.shadowed: FeatureMap = {}
+        self.unsupported: set[bytes] = set()
+
+
+def _store(buf: bytes, out: FeatureMap, dups: Duplicates | None, key: bytes, value: Span) -> None:
+    # Last one wins; re-insert so that iteration order follows the winning entry.
+    prior = out.pop(key, None)
+    out[key] = value
+    if dups is None or prior is None:
+        return
+    if prior[0] != prior[1] and buf[prior[0]] not in _KIND_TAGS:
+        dups.unsupported.add(key)
+    if value[0] != value[1]:
+        dups.shadowed.pop(key, None)
+    elif prior[0] != prior[1]:
+        dups.shadowed[key] = prior
+
+
+def example_feature_map(buf: bytes, dups: Duplicates | None = None) -> FeatureMap:
     """Splits a serialized ``Example`` into its features, without decoding values.
 
     Args:
         buf: one serialized Example (concatenated Examples merge, later keys win).
-        shadowed: if given, receives the last non-empty entry of each key whose last
-            entry is an empty Feature.
+        dups: if given, receives what TensorFlow still sees of replaced duplicates.
 
     Returns:
         Feature key (UTF-8 bytes) -> span of the serialized ``Feature``.
@@ -232,7 +272,7 @@ def example_feature_map(buf: bytes, shadowed: FeatureMap | None = None) -> Featu
     while pos < end:
         if buf[pos] == 0x0A:
             features_end, pos = _limit(buf, pos + 1, end)
-            _read_features(buf, pos, features_end, out, shadowed)
+            _read_features(buf, pos, features_end, out, dups)
             pos = features_end
         else:
             pos = _skip_unknown(buf, pos, end)
