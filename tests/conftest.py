@@ -21,9 +21,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--run-slow", action="store_true", default=False, help="run the long variants"
-    )
+    parser.addoption("--run-slow", action="store_true", default=False, help="run the long variants")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

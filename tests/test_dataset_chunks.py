@@ -48,7 +48,7 @@ def _dataset(tmp_path: Path, records: list[bytes]) -> tfe.RecordDataset:
     readahead=st.integers(0, 3),
     pad=st.booleans(),
 )
-def test_chunked_batches_equal_per_batch_parsing(
+def test_chunked_batches_equal_per_batch_parsing(  # noqa: PLR0917 - Hypothesis arguments
     tmp_path: Path, n: int, batch: int, shuffle: bool, readahead: int, pad: bool
 ) -> None:
     records = [_record(i) for i in range(n)]

@@ -26,7 +26,7 @@ from .columns import Column, empty_values, from_rows, object_array
 from .parse import _plan, parse_example
 from .records import Request, decode_requests
 from .specs import FeatureSpec
-from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, FeatureMap, example_feature_map
+from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
 __all__ = ["BatchDecoder", "Columns", "DecodeStats"]
 
@@ -195,10 +195,10 @@ class BatchDecoder:
         mv = buf.data
         for i in which.tolist():
             data = mv[int(starts[i]) : int(ends[i])].tobytes()
-            shadowed: FeatureMap = {}
+            dups = Duplicates()
             try:
-                fmap = example_feature_map(data, shadowed)
-                rows.append(decode_requests(data, fmap, shadowed, self._requests, i))
+                fmap = example_feature_map(data, dups)
+                rows.append(decode_requests(data, fmap, dups, self._requests, i))
             except ValueError as exc:
                 raise _Delegate from exc
         return rows
