@@ -8,6 +8,7 @@ PY := $(BIN)/python
 STAMP_BASE := $(VENV)/.stamp-base
 STAMP_TEST := $(VENV)/.stamp-test
 STAMP_DEV := $(VENV)/.stamp-dev
+STAMP_BENCH := $(VENV)/.stamp-bench
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
 .PHONY: demo test test-fast bench lint typecheck format clean venv
@@ -28,6 +29,10 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PIP) install -e '.[test,dev]'
 	touch $@
 
+$(STAMP_BENCH): pyproject.toml | $(PY)
+	$(PIP) install -e '.[bench]'
+	touch $@
+
 venv: $(STAMP_DEV)
 
 demo: $(STAMP_BASE)
@@ -40,7 +45,7 @@ test: $(STAMP_TEST)
 test-fast: $(STAMP_TEST)
 	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -x -q
 
-bench: $(STAMP_TEST)
+bench: $(STAMP_BENCH)
 	$(PY) -m benchmarks.run
 
 lint: $(STAMP_DEV)

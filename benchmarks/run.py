@@ -1,19 +1,39 @@
-"""``make bench``: every benchmark, ours vs TensorFlow in one process, printed as tables."""
+"""``make bench``: every benchmark, ours vs TensorFlow (and peers), each in its own process.
+
+Each module runs both sides in one process on the same files, alternating, best of
+several runs, and prints a Markdown table with ratios. A separate process per module
+keeps peak-RSS figures and TensorFlow's thread pools from leaking between them.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
+import subprocess
+import sys
 
-from benchmarks import bench_framing
+MODULES = [
+    "benchmarks.bench_framing",
+    "benchmarks.bench_pipeline",
+    "benchmarks.bench_parse",
+    "benchmarks.bench_index",
+]
 
 
-def main() -> None:
+def main() -> int:
+    """Runs every benchmark module; returns non-zero if one failed."""
     print(f"# tfrecord-engine benchmarks ({platform.machine()}, {os.cpu_count()} cores)\n")
-    for module in (bench_framing,):
-        print(module.run())
-        print()
+    failed = []
+    for module in MODULES:
+        print(f"## {module}\n", flush=True)
+        done = subprocess.run([sys.executable, "-m", module], check=False)
+        if done.returncode:
+            failed.append(module)
+        print(flush=True)
+    if failed:
+        print(f"FAILED: {', '.join(failed)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from .batch import parse_example
 from .decode import decode_example, decode_sequence_example
 from .encode import encode_example, encode_sequence_example
-from .parse import parse_example, parse_single_example
+from .parse import parse_single_example
 from .sequence import parse_sequence_example, parse_single_sequence_example
 from .specs import (
     FixedLenFeature,

@@ -23,12 +23,13 @@ import numpy.typing as npt
 from . import lockstep
 from .assemble import assemble
 from .columns import Column, empty_values, from_rows, object_array
-from .parse import _plan, parse_example
-from .records import Request, decode_requests
+from .parse import _plan, parse_single_example
+from .parse import parse_example as parse_example_exact
+from .records import Request, decode_requests, to_records
 from .specs import FeatureSpec
 from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
-__all__ = ["BatchDecoder", "Columns", "DecodeStats"]
+__all__ = ["BatchDecoder", "Columns", "DecodeStats", "parse_example"]
 
 I64 = npt.NDArray[np.int64]
 Columns = dict[str, Column]
@@ -128,7 +129,7 @@ class BatchDecoder:
 
     def decode_exact(self, records: Sequence[bytes]) -> dict[str, Any]:
         """The exact per-record path (:func:`parse_example`), for batches that raise."""
-        return parse_example(list(records), self.features)
+        return parse_example_exact(list(records), self.features)
 
     def _columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
         n = int(starts.shape[0])
@@ -236,3 +237,39 @@ def _merge(
     else:
         both = np.concatenate([fast, slow_values.astype(fast.dtype)])
     return both[np.argsort(owner, kind="stable")]
+
+
+def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[str, Any]:
+    """Parses a batch of serialized Examples like ``tf.io.parse_example``.
+
+    The batch goes through the lockstep decoder (:class:`BatchDecoder`): the results
+    and errors are exactly those of the per-record path
+    (:func:`tfrecord_engine.example.parse.parse_example`), which it falls back to.
+
+    Args:
+        serialized: a list, tuple or 1-D array of serialized Examples (a single
+            ``bytes`` is parsed like :func:`parse_single_example`, as TensorFlow does
+            for a scalar).
+        features: feature key -> spec.
+
+    Returns:
+        feature key -> numpy output: dense ``np.ndarray`` (strings: object arrays of
+        bytes), :class:`~tfrecord_engine.SparseValue` or
+        :class:`~tfrecord_engine.RaggedValue`.
+
+    Raises:
+        ExampleParseError: a record does not match the specs (``.key``, ``.index``).
+        MalformedExampleError: a record is not a valid Example.
+        InvalidArgumentError: the specs are invalid (e.g. empty).
+
+    Example:
+        >>> from tfrecord_engine.example.encode import encode_example
+        >>> from tfrecord_engine.example.specs import FixedLenFeature
+        >>> batch = [encode_example({"x": [1, 2]}), encode_example({"x": [3, 4]})]
+        >>> parse_example(batch, {"x": FixedLenFeature([2], "int64")})["x"].tolist()
+        [[1, 2], [3, 4]]
+    """
+    if isinstance(serialized, (bytes, bytearray, memoryview)):
+        return parse_single_example(serialized, features)
+    decoder = BatchDecoder(features)
+    return decoder.decode_records(to_records(serialized))
