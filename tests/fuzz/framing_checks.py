@@ -15,8 +15,10 @@ as ZLIB, 3 the rest GZIP-compressed by us (damage inside a valid deflate stream)
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import shutil
 import tempfile
 
 import tfrecord_engine as tfe
