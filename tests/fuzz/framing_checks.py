@@ -31,6 +31,7 @@ __all__ = ["check_one"]
 # A RAM-backed directory where there is one: opening files on a disk costs more than
 # checking an input.
 _DIR = tempfile.mkdtemp(prefix="tfe-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+atexit.register(shutil.rmtree, _DIR, True)
 _PATH = os.path.join(_DIR, "input.tfrecord")
 _POLICIES: tuple[DamagePolicy, ...] = ("raise", "stop", "skip")
 _Result = tuple[list[bytes], tfe.DataLossError | None, list[tfe.DamageReport]]
