@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks (run each module with ``python -m benchmarks.<name>``)."""

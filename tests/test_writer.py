@@ -104,3 +104,30 @@ def test_repr_mentions_state(tmp_path: Path) -> None:
     assert "open" in repr(w)
     w.close()
     assert "closed" in repr(w)
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_index_with_append_is_rebuilt_after_publish(tmp_path: Path, compression: str) -> None:
+    path = tmp_path / "a.tfrecord"
+    with tfe.TFRecordWriter(path, compression, index=True) as w:
+        w.write_many([b"one", b"two"])
+    with tfe.TFRecordWriter(path, compression, append=True, index=True) as w:
+        w.write(b"three")
+    ds = tfe.RecordDataset(str(path), compression=compression or None)
+    assert len(ds) == 3
+    assert ds[[2, 0]] == [b"three", b"one"]
+    idx = tfe.Index.load(path)
+    assert len(idx) == 3
+
+
+def test_index_is_not_published_when_the_data_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "a.tfrecord"
+
+    def fail_midway() -> None:
+        with tfe.TFRecordWriter(path, index=True) as w:
+            w.write(b"x")
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        fail_midway()
+    assert list(tmp_path.iterdir()) == []

@@ -8,35 +8,85 @@ epochs. This package never imports TensorFlow.
 from __future__ import annotations
 
 from .compression import Compression
+from .dataset import PaddedBatch, RecordDataset
 from .errors import (
     CorruptedRecordError,
     DamageWarning,
     DataLossError,
+    ExampleParseError,
+    IndexFormatError,
     InvalidArgumentError,
+    MalformedExampleError,
+    OutOfRangeError,
     ParseError,
+    StaleIndexError,
     TFRecordError,
     TruncatedRecordError,
     WriterClosedError,
     WriterFailedError,
 )
+from .example import (
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    RaggedFeature,
+    RaggedValue,
+    SparseFeature,
+    SparseValue,
+    VarLenFeature,
+    decode_example,
+    decode_sequence_example,
+    encode_example,
+    encode_sequence_example,
+    parse_example,
+    parse_sequence_example,
+    parse_single_example,
+    parse_single_sequence_example,
+)
+from .index import Index
 from .reader import read_records
 from .recovery import DamageReport
+from .sampler import BlockShuffle, merge_states
 from .writer import TFRecordWriter
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BlockShuffle",
     "Compression",
     "CorruptedRecordError",
     "DamageReport",
     "DamageWarning",
     "DataLossError",
+    "ExampleParseError",
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
+    "Index",
+    "IndexFormatError",
     "InvalidArgumentError",
+    "MalformedExampleError",
+    "OutOfRangeError",
+    "PaddedBatch",
     "ParseError",
+    "RaggedFeature",
+    "RaggedValue",
+    "RecordDataset",
+    "SparseFeature",
+    "SparseValue",
+    "StaleIndexError",
     "TFRecordError",
     "TFRecordWriter",
     "TruncatedRecordError",
+    "VarLenFeature",
     "WriterClosedError",
     "WriterFailedError",
+    "decode_example",
+    "decode_sequence_example",
+    "encode_example",
+    "encode_sequence_example",
+    "merge_states",
+    "parse_example",
+    "parse_sequence_example",
+    "parse_single_example",
+    "parse_single_sequence_example",
     "read_records",
 ]

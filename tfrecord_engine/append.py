@@ -12,7 +12,9 @@ the middle of the file, so an append first reads the whole file and:
   those records away. Raise the :class:`~tfrecord_engine.DataLossError` instead.
 
 GZIP files are checked on the decompressed stream; each append adds a new gzip member
-(TensorFlow reads concatenated members). A damaged GZIP file is never cut: the intact
+(TensorFlow reads concatenated members, but stops silently at a member that inflates to
+nothing: so a file holding only record-less members is cut to zero first, and an append
+that writes no record adds no member). A damaged GZIP file is never cut: the intact
 records of a torn member sit inside that member's deflate stream, so cutting at a member
 boundary could drop records that read fine. Appending raises instead; rewrite the file
 from ``read_records(..., on_damage="stop")`` first.
@@ -55,6 +57,10 @@ def torn_tail_offset(
     for _ in read_records(path, kind, on_damage="stop", on_damage_report=found.append):
         count += 1
     if not found:
+        if count == 0 and kind is Compression.GZIP and os.path.getsize(path) > 0:
+            # Only record-less members: TensorFlow stops reading at a member that
+            # inflates to nothing and would silently drop everything appended after it.
+            return 0
         return None
     damage = found[0]
     if kind is not Compression.NONE:

@@ -19,10 +19,23 @@ Each subclass also inherits the built-in exception that callers already catch, s
   matching what Python's own files raise.
 - :class:`ParseError` (``ValueError``): a serialized Example does not match a feature
   spec, or is not a valid Example at all.
+
+  - :class:`ExampleParseError`: parsing against feature specs failed; carries ``key``
+    (the feature key, or ``None``) and ``index`` (the record's index in the batch, or
+    ``None`` for a single record), and mirrors TensorFlow's message text.
+  - :class:`MalformedExampleError`: the bytes are not a valid (Sequence)Example; carries
+    ``offset`` (the byte offset within the record where decoding failed) and ``index``.
 - :class:`WriterFailedError` (``OSError``): ``close`` on a writer whose earlier I/O
   failed; nothing was published (atomic mode) or the file is incomplete.
 - :class:`DamageWarning` (``UserWarning``): damage that a reader stepped over or stopped
   at under ``on_damage="stop"``/``"skip"`` when no report callback was given.
+- :class:`IndexFormatError` (``ValueError``): a sidecar index file is damaged, foreign
+  or of an unknown format version.
+
+  - :class:`StaleIndexError`: a valid index that describes another version of its data
+    file (appended, truncated or replaced since it was written).
+
+- :class:`OutOfRangeError` (``IndexError``): a record index outside ``[-len, len)``.
 """
 
 from __future__ import annotations
@@ -37,8 +50,13 @@ __all__ = [
     "CorruptedRecordError",
     "DamageWarning",
     "DataLossError",
+    "ExampleParseError",
+    "IndexFormatError",
     "InvalidArgumentError",
+    "MalformedExampleError",
+    "OutOfRangeError",
     "ParseError",
+    "StaleIndexError",
     "TFRecordError",
     "TruncatedRecordError",
     "WriterClosedError",
@@ -114,6 +132,61 @@ class ParseError(TFRecordError, ValueError):
     """A serialized Example/SequenceExample is malformed or does not match the spec."""
 
 
+class ExampleParseError(ParseError):
+    """Parsing a serialized Example against feature specs failed.
+
+    Attributes:
+        key: the feature key the failure is about, or ``None``.
+        index: the record's index in the batch, or ``None`` for a single record.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, index: int | None = None) -> None:
+        self.key = key
+        self.index = index
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_parse_error, (type(self), str(self), self.key, self.index))
+
+
+def _rebuild_parse_error(
+    cls: type[ExampleParseError], message: str, key: str | None, index: int | None
+) -> ExampleParseError:
+    return cls(message, key=key, index=index)
+
+
+class MalformedExampleError(ExampleParseError):
+    """The bytes are not a valid serialized Example / SequenceExample.
+
+    Attributes:
+        offset: byte offset within the serialized record where decoding failed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        offset: int = 0,
+        key: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        self.offset = offset
+        super().__init__(message, key=key, index=index)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_malformed, (type(self), str(self), self.offset, self.key, self.index))
+
+
+def _rebuild_malformed(
+    cls: type[MalformedExampleError],
+    message: str,
+    offset: int,
+    key: str | None,
+    index: int | None,
+) -> MalformedExampleError:
+    return cls(message, offset=offset, key=key, index=index)
+
+
 class WriterFailedError(TFRecordError, OSError):
     """A writer is closed after one of its writes, flushes or syncs failed.
 
@@ -135,3 +208,15 @@ class DamageWarning(TFRecordError, UserWarning):
     def __init__(self, message: str, report: DamageReport) -> None:
         super().__init__(message)
         self.report = report
+
+
+class IndexFormatError(TFRecordError, ValueError):
+    """A sidecar index file is damaged, not an index, or of an unknown format version."""
+
+
+class StaleIndexError(IndexFormatError):
+    """An index does not describe its data file as it is now (appended, cut or replaced)."""
+
+
+class OutOfRangeError(TFRecordError, IndexError):
+    """A record index is outside the dataset (``i < -len`` or ``i >= len``)."""

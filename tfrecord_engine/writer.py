@@ -32,6 +32,8 @@ from .append import torn_tail_offset
 from .compression import Compression, make_compressor, normalize_compression
 from .errors import DamageWarning, InvalidArgumentError, WriterClosedError, WriterFailedError
 from .fileops import FileOps
+from .index import Index
+from .index_recorder import DEFAULT_FLUSH_EVERY, IndexRecorder
 from .recovery import DamageReport
 
 __all__ = ["TFRecordWriter"]
@@ -85,6 +87,13 @@ class TFRecordWriter:
             GZIP appends add a gzip member; ZLIB files cannot be appended to.
         on_damage_report: receives the :class:`~tfrecord_engine.DamageReport` of a cut
             torn tail; without it, a :class:`~tfrecord_engine.DamageWarning` is emitted.
+        index: also write the sidecar index (``<path>.tfeidx``), built as records are
+            written and published after the data (never describing a file that is not
+            there). For GZIP/ZLIB it fully flushes the deflate stream every
+            ``index_flush_every`` records (the file stays a valid single stream that
+            TensorFlow reads) and records those restart points for random access. With
+            ``append=True`` the index is rebuilt from the whole file on ``close()``.
+        index_flush_every: records between restart points of a compressed file.
 
     ``close()`` is idempotent; ``write``/``flush`` after ``close`` raise
     :class:`WriterClosedError` (TensorFlow's writer silently accepts them). After any
@@ -113,6 +122,8 @@ class TFRecordWriter:
         atomic: bool = True,
         append: bool = False,
         on_damage_report: Callable[[DamageReport], object] | None = None,
+        index: bool = False,
+        index_flush_every: int = DEFAULT_FLUSH_EVERY,
         _ops: FileOps | None = None,
     ) -> None:
         self._kind = normalize_compression(compression)
@@ -121,6 +132,14 @@ class TFRecordWriter:
         self._failed: OSError | None = None
         self._temp: str | None = None
         self.records_written = 0
+        self._append = append
+        # Appends keep earlier records the recorder never saw: those rebuild on close.
+        self._index = (
+            IndexRecorder(self.path, self._kind, index_flush_every)
+            if index and not append
+            else None
+        )
+        self._rebuild_index = index and append
         if append:
             f = self._open_for_append(on_damage_report)
         elif atomic:
@@ -159,6 +178,12 @@ class TFRecordWriter:
         return f
 
     @property
+    def _empty_append(self) -> bool:
+        # An appended GZIP member holding no record would end TensorFlow's reading of
+        # the file (it stops at a member that inflates to nothing): write none at all.
+        return self._append and self.records_written == 0
+
+    @property
     def compression(self) -> Compression:
         """The compression this writer applies."""
         return self._kind
@@ -188,6 +213,9 @@ class TFRecordWriter:
         """Appends one record (bytes-like, or ``str`` written as UTF-8)."""
         if self._file is None or self._failed is not None:
             self._open_file("write")
+        if self._index is not None:
+            self.write_many((record,))
+            return
         data = record if type(record) is bytes else _as_bytes(record)
         try:
             if self._compressor is None and len(data) >= _DIRECT_WRITE:
@@ -214,7 +242,9 @@ class TFRecordWriter:
         Returns:
             the number of records written.
         """
-        self._open_file("write_many")
+        f = self._open_file("write_many")
+        if self._index is not None:
+            return self._write_indexed(f, records)
         count = 0
         chunk: list[bytes | bytearray | memoryview] = []
         pending = 0
@@ -240,11 +270,33 @@ class TFRecordWriter:
             raise
         return count
 
+    def _write_indexed(self, f: BinaryIO, records: Iterable[Record]) -> int:
+        batch = [_as_bytes(r) for r in records]
+        assert self._index is not None
+        try:
+            self._index.write(
+                batch,
+                lambda chunk: self._emit(b"".join(framing.frame_parts(chunk))),
+                None if self._compressor is None else lambda: self._full_flush(f),
+            )
+        except OSError as exc:
+            self._failed = exc
+            raise
+        self.records_written += len(batch)
+        return len(batch)
+
+    def _full_flush(self, f: BinaryIO) -> int:
+        # A full flush byte-aligns the stream and forgets the window: decoding can
+        # restart here. Returns the compressed offset reached.
+        assert self._compressor is not None
+        self._write(self._compressor.flush(zlib.Z_FULL_FLUSH))
+        return f.tell()
+
     def flush(self) -> None:
         """Pushes buffered bytes to the operating system (does not publish)."""
         f = self._open_file("flush")
         try:
-            if self._compressor is not None:
+            if self._compressor is not None and not self._empty_append:
                 self._write(self._compressor.flush(zlib.Z_PARTIAL_FLUSH))
             self._ops.flush(f)
         except OSError as exc:
@@ -273,7 +325,7 @@ class TFRecordWriter:
                     f"TFRecordWriter({self.path!r}) is closed after an I/O error; "
                     + ("nothing was published" if self._temp else "the file is incomplete")
                 ) from self._failed
-            if self._compressor is not None:
+            if self._compressor is not None and not self._empty_append:
                 self._ops.write(f, self._compressor.flush(zlib.Z_FINISH))
             self._ops.flush(f)
             self._ops.fsync(f)
@@ -295,6 +347,10 @@ class TFRecordWriter:
         The place to publish anything derived from the data (a sidecar index), so that
         it can never describe a file that does not exist or is incomplete.
         """
+        if self._index is not None:
+            self._index.finish()
+        elif self._rebuild_index:
+            Index.build(self.path, self._kind).save()
 
     def _discard(self, f: BinaryIO) -> None:
         # Best-effort cleanup while another exception propagates: that one matters.

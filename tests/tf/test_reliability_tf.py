@@ -116,3 +116,26 @@ def test_skip_recovers_what_ignore_errors_drops(
     got, [report] = _ours(path, policy="skip")
     assert got == records[:damaged] + records[damaged + 1 :]
     assert report.record_index == damaged
+
+
+def test_tensorflow_stops_at_a_record_less_gzip_member(tf: ModuleType, tmp_path: Path) -> None:
+    """TF quirk our appends avoid: a member that inflates to nothing ends its read."""
+
+    def member(recs: list[bytes]) -> bytes:
+        co = zlib.compressobj(-1, zlib.DEFLATED, 31, 9)
+        return co.compress(framing.frame_many(recs)) + co.flush()
+
+    path = tmp_path / "m.gz"
+    path.write_bytes(member([b"x"]) + member([]) + member([b"y"]))
+    assert _tf_read(tf, path, "GZIP") == ([b"x"], None)
+    assert list(tfe.read_records(path, "GZIP")) == [b"x", b"y"]  # we read every member
+    # Appending to a zero-record file, or appending nothing, never leaves such a member.
+    fresh = tmp_path / "a.gz"
+    tfe.TFRecordWriter(fresh, "GZIP").close()
+    tfe.TFRecordWriter(fresh, "GZIP", append=True).close()
+    with tfe.TFRecordWriter(fresh, "GZIP", append=True) as w:
+        w.write(b"z")
+    tfe.TFRecordWriter(fresh, "GZIP", append=True).close()
+    with tfe.TFRecordWriter(fresh, "GZIP", append=True) as w:
+        w.write(b"w")
+    assert _tf_read(tf, fresh, "GZIP") == ([b"z", b"w"], None)

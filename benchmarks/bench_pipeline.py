@@ -1,0 +1,108 @@
+"""Parsed-batch pipelines: ours (RecordDataset.batches) vs TensorFlow's tf.data, one run.
+
+    python -m benchmarks.bench_pipeline
+
+TensorFlow's anchor is the idiomatic fast pipeline: ``TFRecordDataset(path)
+.batch(256).map(parse_example, AUTOTUNE).prefetch(AUTOTUNE)`` consumed as numpy; for the
+shuffled case ``.shuffle(10000)`` goes before ``.batch``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tfrecord_engine as tfe
+from benchmarks.common import Measurement, compare, table
+from benchmarks.data import mnist_like, ragged_text, tabular
+
+BATCH = 256
+
+
+def _specs(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    import tensorflow as tf
+
+    if name == "mnist":
+        ours: dict[str, Any] = {
+            "index": tfe.FixedLenFeature([], "int64"),
+            "label": tfe.FixedLenFeature([], "int64"),
+            "image": tfe.FixedLenFeature([], "string"),
+        }
+    elif name == "tabular":
+        ours = {
+            "x": tfe.FixedLenFeature([64], "float32"),
+            "ids": tfe.FixedLenFeature([16], "int64"),
+            "label": tfe.FixedLenFeature([], "int64"),
+        }
+    else:
+        ours = {
+            "tokens": tfe.VarLenFeature("int64"),
+            "tags": tfe.RaggedFeature("string"),
+        }
+    theirs: dict[str, Any] = {}
+    for key, spec in ours.items():
+        dtype = {"int64": tf.int64, "float32": tf.float32, "string": tf.string}[spec.dtype]
+        if isinstance(spec, tfe.FixedLenFeature):
+            theirs[key] = tf.io.FixedLenFeature(list(spec.shape), dtype)
+        elif isinstance(spec, tfe.VarLenFeature):
+            theirs[key] = tf.io.VarLenFeature(dtype)
+        else:
+            theirs[key] = tf.io.RaggedFeature(dtype)
+    return ours, theirs
+
+
+def _count(batch: dict[str, Any]) -> int:
+    first = next(iter(batch.values()))
+    if hasattr(first, "dense_shape"):
+        return int(first.dense_shape[0])
+    if hasattr(first, "row_splits"):
+        return len(first.row_splits) - 1
+    return len(first)
+
+
+def _cases(path: str, name: str, shuffle: bool) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
+    import tensorflow as tf
+
+    ours_spec, tf_spec = _specs(name)
+    ds = tfe.RecordDataset(path, features=ours_spec)
+    nbytes = 0  # payload bytes are not reported for parsed pipelines
+
+    def ours() -> tuple[int, int]:
+        n = 0
+        for batch in ds.batches(BATCH, shuffle=shuffle, seed=1):
+            n += _count(batch)
+        return n, nbytes
+
+    def theirs() -> tuple[int, int]:
+        raw = tf.data.TFRecordDataset(path)
+        if shuffle:
+            raw = raw.shuffle(10_000, seed=1)
+        pipe = (
+            raw.batch(BATCH)
+            .map(lambda b: tf.io.parse_example(b, tf_spec), num_parallel_calls=tf.data.AUTOTUNE)
+            .prefetch(tf.data.AUTOTUNE)
+        )
+        n = 0
+        for batch in pipe.as_numpy_iterator():
+            n += _count(batch)
+        return n, nbytes
+
+    return [("RecordDataset.batches", ours), ("tf.data parse_example", theirs)]
+
+
+def run() -> str:
+    """Runs the parsed-pipeline benchmarks; returns a Markdown table."""
+    rows: list[tuple[str, Measurement, Measurement | None]] = []
+    for label, path, name, shuffle in (
+        ("MNIST-like, batches of 256", mnist_like(), "mnist", False),
+        ("tabular, batches of 256", tabular(), "tabular", False),
+        ("MNIST-like, global shuffle vs shuffle(10000)", mnist_like(), "mnist", True),
+        ("VarLen/Ragged text-like, batches of 256", ragged_text(), "ragged", False),
+    ):
+        ours, theirs = compare(_cases(path, name, shuffle))
+        rows.append((label, ours, theirs))
+    return table("Parsed numpy batches", rows)
+
+
+if __name__ == "__main__":
+    print(run())

@@ -1,0 +1,118 @@
+"""The lockstep batch decoder returns exactly what the exact per-record path returns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfrecord_engine.errors import ExampleParseError, TFRecordError
+from tfrecord_engine.example import (
+    FixedLenFeature,
+    RaggedValue,
+    SparseValue,
+    VarLenFeature,
+    encode_example,
+    parse_example,
+)
+from tfrecord_engine.example.batch import BatchDecoder
+from tfrecord_engine.example.specs import FeatureSpec
+from tfrecord_engine.testing.examples import ParseCase, parse_cases
+
+
+def assert_same(a: Any, b: Any) -> None:
+    """Deep equality of parse outputs: arrays (dtype and values), Sparse/Ragged values."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        assert list(a) == list(b)
+        for k in a:
+            assert_same(a[k], b[k])
+    elif isinstance(a, (SparseValue, RaggedValue)):
+        assert type(a) is type(b)
+        for x, y in zip(a, b, strict=True):
+            assert_same(x, y)
+    else:
+        assert isinstance(a, np.ndarray)
+        assert isinstance(b, np.ndarray)
+        assert a.dtype == b.dtype, (a.dtype, b.dtype)
+        assert a.shape == b.shape, (a.shape, b.shape)
+        if a.dtype.kind == "f":
+            np.testing.assert_array_equal(a, b)
+        else:
+            assert a.tolist() == b.tolist()
+
+
+def _outcome(fn: Any) -> tuple[str, Any]:
+    try:
+        return "ok", fn()
+    except TFRecordError as exc:
+        return "error", (
+            type(exc),
+            str(exc),
+            getattr(exc, "key", None),
+            getattr(exc, "index", None),
+        )
+
+
+@settings(max_examples=300)
+@given(parse_cases(max_batch=6))
+def test_fast_path_equals_exact_path(case: ParseCase) -> None:
+    records = case.records
+    exact = _outcome(lambda: parse_example(records, case.features))
+    dec = BatchDecoder(case.features) if exact[0] == "ok" or True else None
+    assert dec is not None
+    fast = _outcome(lambda: dec.decode_records(records))
+    assert fast[0] == exact[0], (fast, exact)
+    if exact[0] == "ok":
+        assert_same(fast[1], exact[1])
+    else:
+        assert fast[1] == exact[1]
+
+
+def test_canonical_records_take_the_fast_path() -> None:
+    feats: dict[str, FeatureSpec] = {
+        "label": FixedLenFeature([], "int64"),
+        "x": FixedLenFeature([3], "float32"),
+        "img": FixedLenFeature([], "string"),
+        "tags": VarLenFeature("string"),
+    }
+    recs = [
+        encode_example(
+            {
+                "label": i * 1000,
+                "x": [i, -1.5, 2**20],
+                "img": bytes([i]) * 300,
+                "tags": ["a"] * (1 + i % 3),
+            }
+        )
+        for i in range(200)
+    ]
+    dec = BatchDecoder(feats)
+    assert_same(dec.decode_records(recs), parse_example(recs, feats))
+    assert dec.stats.records == 200
+    assert dec.stats.fallback_records == 0
+    assert dec.stats.exact_batches == 0
+
+
+def test_errors_are_the_exact_paths() -> None:
+    feats = {"x": FixedLenFeature([2], "int64")}
+    recs = [encode_example({"x": [1, 2]}), encode_example({"x": [1.0, 2.0]})]
+    dec = BatchDecoder(feats)
+    with pytest.raises(ExampleParseError) as fast:
+        dec.decode_records(recs)
+    with pytest.raises(ExampleParseError) as exact:
+        parse_example(recs, feats)
+    assert str(fast.value) == str(exact.value)
+    assert dec.stats.exact_batches == 1
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40), st.integers(1, 5))
+def test_int64_varints_of_every_width(values: list[int], copies: int) -> None:
+    feats = {"v": VarLenFeature("int64")}
+    recs = [encode_example({"v": np.array(values[i:], np.int64)}) for i in range(copies)]
+    dec = BatchDecoder(feats)
+    assert_same(dec.decode_records(recs), parse_example(recs, feats))
+    assert dec.stats.fallback_records == 0

@@ -1,0 +1,488 @@
+"""``RecordDataset``: many TFRecord files as one indexed, randomly accessible sequence.
+
+Indexes are loaded (or built and saved, see :mod:`tfrecord_engine.index`) on first
+use. A dataset pickles as its arguments and reopens its files lazily in the new
+process, so it works as a PyTorch map-style dataset or a Grain random-access source
+(``__len__``, ``__getitem__``, ``__getitems__``) without importing either.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import glob
+import importlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from .compressed_source import CompressedFileRecords
+from .compression import Compression, normalize_compression
+from .errors import InvalidArgumentError, OutOfRangeError, TFRecordError
+from .index import INDEX_SUFFIX, Index
+from .pipeline import ReadAhead
+from .sampler import IndexBatch, IndexBatchIterator, Shuffle
+from .source import (
+    Fetcher,
+    FetcherRecords,
+    LocalFileRecords,
+    LocalFilesGather,
+    RandomAccessSource,
+)
+
+__all__ = [
+    "MASK_KEY",
+    "Fetcher",
+    "PaddedBatch",
+    "RandomAccessSource",
+    "RecordBatchIterator",
+    "RecordDataset",
+]
+
+FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
+#: Key of the padding mask in parsed batches when ``pad_remainder=True``.
+MASK_KEY = "mask"
+IntArray = npt.NDArray[np.int64]
+#: Records read, checked and decoded together ahead of the consumer.
+DEFAULT_CHUNK_RECORDS = 4096
+PathArg = str | os.PathLike[str]
+
+
+class PaddedBatch(NamedTuple):
+    """A full-size batch of raw records; ``records[j]`` is padding where ``mask[j]`` is False."""
+
+    records: list[bytes]
+    mask: npt.NDArray[np.bool_]
+
+
+def open_records(index: Index) -> FileRecords:
+    """Returns the right random-access reader for an indexed local file."""
+    if index.compression is Compression.NONE:
+        if not os.path.exists(index.data_path):
+            raise FileNotFoundError(index.data_path)
+        return LocalFileRecords(index)
+    return CompressedFileRecords(index)
+
+
+def _example() -> Any:
+    # Imported on first use: Example parsing is only needed with ``features=``, and the
+    # rest of this module must work without it.
+    return importlib.import_module(".example", __package__)
+
+
+def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
+    items = [paths_or_globs] if isinstance(paths_or_globs, (str, os.PathLike)) else paths_or_globs
+    out: list[str] = []
+    for item in items:
+        p = os.fspath(item)
+        if glob.has_magic(p):
+            # A pattern like "train-*" must not pick up our own sidecars.
+            found = sorted(q for q in glob.glob(p) if INDEX_SUFFIX not in os.path.basename(q))
+            if not found:
+                raise FileNotFoundError(f"no file matches {p!r}")
+            out += found
+        else:
+            out.append(p)
+    if not out:
+        raise InvalidArgumentError("RecordDataset needs at least one file")
+    return out
+
+
+class RecordDataset:
+    """Indexed TFRecord files with ``len()``, random access and exact epochs.
+
+    Each file's sidecar index is loaded on first use, or built and saved next to the
+    file when it is missing, damaged or stale (see :meth:`Index.open`).
+
+    Args:
+        paths_or_globs: a path or glob, or a sequence of them (globs expand sorted).
+        features: a feature spec mapping (as for ``tfe.parse_example``): records are
+            then returned parsed; ``None`` returns raw ``bytes``.
+        compression: the files' compression (``None``/``""``, ``"GZIP"``, ``"ZLIB"``).
+        verify: check every record's data CRC (in bulk per batch).
+
+    Example:
+        >>> import tempfile, os, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+        >>> with tfe.TFRecordWriter(path, index=True) as w:
+        ...     w.write_many([b"r0", b"r1", b"r2"])
+        3
+        >>> ds = tfe.RecordDataset(path)
+        >>> len(ds), ds[-1], ds[[2, 0]]
+        (3, b'r2', [b'r2', b'r0'])
+        >>> [batch for batch in ds.batches(2)]
+        [[b'r0', b'r1'], [b'r2']]
+    """
+
+    def __init__(
+        self,
+        paths_or_globs: PathArg | Sequence[PathArg],
+        features: Mapping[str, Any] | None = None,
+        compression: str | Compression | None = None,
+        *,
+        verify: bool = True,
+    ) -> None:
+        self.paths = _expand(paths_or_globs)
+        self.features = features
+        self.compression = normalize_compression(compression)
+        self.verify = verify
+        self._readers: list[FileRecords] | None = None
+        self._gather: LocalFilesGather | None = None
+        self._starts: IntArray = np.zeros(1, dtype=np.int64)
+        self._decoder: Any = None
+
+    # ---- lazy opening and pickling -----------------------------------------------------
+
+    def _open(self) -> list[FileRecords]:
+        if self._readers is None:
+            readers = [open_records(Index.open(p, self.compression)) for p in self.paths]
+            counts = [len(r.index) for r in readers]
+            self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            local = [r for r in readers if isinstance(r, LocalFileRecords)]
+            self._gather = LocalFilesGather(local) if len(local) == len(readers) > 1 else None
+            self._readers = readers
+        return self._readers
+
+    @property
+    def indexes(self) -> list[Index]:
+        """The index of every file, in file order."""
+        return [r.index for r in self._open()]
+
+    def close(self) -> None:
+        """Releases mapped files; the dataset reopens them on next use."""
+        if self._gather is not None:
+            self._gather.close()
+        for r in self._readers or []:
+            r.close()
+        self._readers = None
+        self._gather = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "paths": self.paths,
+            "features": self.features,
+            "compression": self.compression,
+            "verify": self.verify,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.paths = state["paths"]
+        self.features = state["features"]
+        self.compression = state["compression"]
+        self.verify = state["verify"]
+        self._readers = None
+        self._gather = None
+        self._starts = np.zeros(1, dtype=np.int64)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordDataset({len(self.paths)} files, compression={self.compression.value!r}, "
+            f"features={'yes' if self.features is not None else 'no'})"
+        )
+
+    # ---- random access -----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        self._open()
+        return int(self._starts[-1])
+
+    def _normalize(self, indices: IntArray) -> IntArray:
+        n = int(self._starts[-1])
+        if len(indices) == 0 or (indices.min() >= 0 and indices.max() < n):
+            return indices  # the common case: one pass each for min and max
+        bad = (indices < -n) | (indices >= n)
+        if bool(np.any(bad)):
+            raise OutOfRangeError(
+                f"record index {int(indices[np.argmax(bad)])} out of range for a dataset "
+                f"of {n} records"
+            )
+        return np.where(indices < 0, indices + n, indices)
+
+    def read_raw(self, indices: Sequence[int] | IntArray) -> list[bytes]:
+        """Returns the raw records at ``indices`` (global, negatives allowed), in order."""
+        readers = self._open()
+        idx = self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1))
+        if len(readers) == 1:
+            return readers[0].read(idx, self.verify)
+        if len(idx) == 0:
+            return []
+        file_of = np.searchsorted(self._starts, idx, "right") - 1
+        if self._gather is not None:
+            return self._gather.read(idx, file_of, self.verify)
+        # Group the batch by file with one sort (datasets often have ~1,000 shards).
+        order = np.argsort(file_of, kind="stable")
+        files, first = np.unique(file_of[order], return_index=True)
+        out: list[bytes] = [b""] * len(idx)
+        for f, a, b in zip(
+            files.tolist(), first.tolist(), [*first[1:].tolist(), len(idx)], strict=True
+        ):
+            where = order[a:b]
+            got = readers[f].read(idx[where] - self._starts[f], self.verify)
+            for j, rec in zip(where.tolist(), got, strict=True):
+                out[j] = rec
+        return out
+
+    @property
+    def decoder(self) -> Any:
+        """The :class:`~tfrecord_engine.example.batch.BatchDecoder` of ``features``.
+
+        Its ``stats`` count the records decoded and how many took the exact path.
+        """
+        if self.features is None:
+            raise InvalidArgumentError("this dataset has no features to decode")
+        if self._decoder is None:
+            self._decoder = importlib.import_module(".example.batch", __package__).BatchDecoder(
+                self.features
+            )
+        return self._decoder
+
+    def _parse(self, records: list[bytes]) -> dict[str, Any]:
+        return dict(self.decoder.decode_records(records))
+
+    def __getitem__(self, key: int | slice | Sequence[int] | IntArray) -> Any:
+        """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.
+
+        Raises:
+            OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
+        """
+        if isinstance(key, (int, np.integer)):
+            record = self.read_raw([int(key)])[0]
+            if self.features is None:
+                return record
+            return _example().parse_single_example(record, self.features)
+        if isinstance(key, slice):
+            key = np.arange(len(self), dtype=np.int64)[key]
+        records = self.read_raw(key)
+        return records if self.features is None else self._parse(records)
+
+    def __iter__(self) -> Iterator[Any]:
+        """Yields every record in file order (read in chunks of 1,024)."""
+        n = len(self)
+        for start in range(0, n, 1024):
+            chunk = self.read_raw(np.arange(start, min(start + 1024, n)))
+            if self.features is None:
+                yield from chunk
+            else:
+                # Per record: sparse and ragged batch outputs do not split by row.
+                parse = _example().parse_single_example
+                yield from (parse(r, self.features) for r in chunk)
+
+    def __getitems__(self, indices: Sequence[int]) -> Any:
+        """Batch access, as PyTorch's and Grain's samplers call it."""
+        return self[list(indices)]
+
+    # ---- epochs ------------------------------------------------------------------------
+
+    def batches(  # noqa: PLR0917 - the public contract takes these positionally
+        self,
+        batch_size: int,
+        shuffle: Shuffle = False,
+        seed: int = 0,
+        epoch: int = 0,
+        shard_index: int = 0,
+        shard_count: int = 1,
+        drop_remainder: bool = False,
+        state: Mapping[str, Any] | None = None,
+        *,
+        pad_remainder: bool = False,
+        readahead: int = 2,
+    ) -> RecordBatchIterator:
+        """Iterates one epoch of this shard in batches (see :mod:`tfrecord_engine.sampler`).
+
+        Args:
+            batch_size: records per batch.
+            shuffle: ``False``; ``True`` for a uniform permutation of all records of all
+                files; or a :class:`~tfrecord_engine.sampler.BlockShuffle`.
+            seed, epoch: the order is a pure function of these, the dataset length and
+                the shard layout.
+            shard_index, shard_count: this worker's share; every record lands in exactly
+                one shard and shard sizes differ by at most one.
+            drop_remainder: drop this shard's last partial batch.
+            state: resume from ``get_state()`` (or ``sampler.merge_states``).
+            pad_remainder: yield full-size batches with a mask, and the same number of
+                batches on every shard: raw batches become :class:`PaddedBatch`, parsed
+                batches get a boolean ``"mask"`` entry. Every record is still counted
+                exactly once (where the mask is True).
+            readahead: chunks of about 4,096 records prepared ahead on a worker thread
+                (read, CRC-checked, decoded); ``0`` prepares each chunk on demand.
+                Output and order are the same whatever the value.
+
+        Returns:
+            an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
+        """
+        sampler = IndexBatchIterator(
+            len(self),
+            batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            epoch=epoch,
+            shard_index=shard_index,
+            shard_count=shard_count,
+            drop_remainder=drop_remainder,
+            pad_remainder=pad_remainder,
+            state=state,
+        )
+        slow = [
+            r.path
+            for r in self._open()
+            if shuffle and isinstance(r, CompressedFileRecords) and r.sequential_only
+        ]
+        if slow:
+            raise InvalidArgumentError(
+                f"a shuffled epoch needs random access, but {slow[0]} is a large compressed "
+                "file without restart points (not written with TFRecordWriter(..., "
+                "index=True)): read it with shuffle=False, or rewrite it with index=True"
+            )
+        if pad_remainder and self.features is not None and MASK_KEY in self.features:
+            raise InvalidArgumentError(
+                f"pad_remainder adds a {MASK_KEY!r} entry, which is also a feature name"
+            )
+        if readahead < 0:
+            raise InvalidArgumentError(f"readahead must be >= 0, got {readahead}")
+        return RecordBatchIterator(self, sampler, readahead=readahead)
+
+
+class _Ready(NamedTuple):
+    """One batch prepared ahead: its indices and either its output or its error."""
+
+    batch: IndexBatch
+    output: Any
+    error: BaseException | None
+
+
+class RecordBatchIterator(Iterator[Any]):
+    """Batches of one epoch's shard; ``get_state()`` returns a small plain dict.
+
+    Batches are prepared ahead on a worker thread, a chunk of about ``chunk_records``
+    records at a time (read with one gather, CRC-checked, decoded with one lockstep
+    pass, then sliced into batches). A chunk that holds damage or a parse error is
+    redone batch by batch, so every batch before the bad one is delivered and the error
+    surfaces at the batch that holds it, exactly as without read-ahead. A batch counts
+    as delivered only when returned, so ``get_state()`` never runs ahead of the caller.
+    """
+
+    def __init__(
+        self,
+        dataset: RecordDataset,
+        sampler: IndexBatchIterator,
+        *,
+        chunk_records: int = DEFAULT_CHUNK_RECORDS,
+        readahead: int = 2,
+    ) -> None:
+        self._dataset = dataset
+        self.sampler = sampler
+        self._pending: collections.deque[_Ready] = collections.deque()
+        per_chunk = max(1, chunk_records // max(1, sampler.batch_size))
+        # An independent cursor over the same (deterministic) batch sequence plans the
+        # chunks; the real sampler advances only as batches are returned.
+        plan = copy.deepcopy(sampler)
+        chunks = _chunks(plan, per_chunk)
+        self._work: ReadAhead[list[IndexBatch], list[_Ready]] | None = (
+            ReadAhead(chunks, self._prepare, workers=1, depth=readahead)
+            if readahead > 0
+            else ReadAhead(chunks, self._prepare, workers=0)
+        )
+
+    def __iter__(self) -> RecordBatchIterator:
+        return self
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def _prepare(self, batches: list[IndexBatch]) -> list[_Ready]:
+        ds = self._dataset
+        sizes = [len(b.indices) for b in batches]
+        try:
+            records = ds.read_raw(np.concatenate([b.indices for b in batches]))
+        except (TFRecordError, OSError):
+            return [self._one(b) for b in batches]
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        if ds.features is None:
+            return [
+                _Ready(b, _raw_output(records[bounds[i] : bounds[i + 1]], b), None)
+                for i, b in enumerate(batches)
+            ]
+        decoder = ds.decoder
+        buf, starts, ends = _joined(records)
+        columns = decoder.columns(buf, starts, ends)
+        if columns is None:
+            return [self._one(b, records[bounds[i] : bounds[i + 1]]) for i, b in enumerate(batches)]
+        out = []
+        for i, b in enumerate(batches):
+            try:
+                parsed = decoder.assemble(columns, bounds[i], bounds[i + 1])
+            except TFRecordError as exc:
+                out.append(_Ready(b, None, exc))
+                continue
+            out.append(_Ready(b, _with_mask(parsed, b), None))
+        return out
+
+    def _one(self, batch: IndexBatch, records: list[bytes] | None = None) -> _Ready:
+        ds = self._dataset
+        try:
+            if records is None:
+                records = ds.read_raw(batch.indices)
+            if ds.features is None:
+                return _Ready(batch, _raw_output(records, batch), None)
+            return _Ready(batch, _with_mask(ds.decoder.decode_exact(records), batch), None)
+        except (TFRecordError, OSError) as exc:
+            return _Ready(batch, None, exc)
+
+    def __next__(self) -> Any:
+        if not self._pending:
+            if self._work is None:
+                raise StopIteration
+            try:
+                self._pending.extend(next(self._work))
+            except StopIteration:
+                self._work = None
+                raise
+        ready = self._pending[0]
+        if ready.error is not None:
+            # Not delivered: the state stays at this batch, so a resume retries it.
+            raise ready.error
+        self._pending.popleft()
+        self.sampler.commit(ready.batch)
+        return ready.output
+
+    def close(self) -> None:
+        """Stops the read-ahead (also done when the epoch ends)."""
+        if self._work is not None:
+            self._work.close()
+            self._work = None
+        self._pending.clear()
+
+    def get_state(self) -> dict[str, Any]:
+        """State after the last batch returned; pass it to ``batches(..., state=...)``."""
+        return self.sampler.get_state()
+
+
+def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatch]]:
+    chunk: list[IndexBatch] = []
+    for batch in plan:
+        chunk.append(batch)
+        if len(chunk) == per_chunk:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _joined(records: list[bytes]) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray]:
+    lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
+    ends = np.cumsum(lengths)
+    return np.frombuffer(b"".join(records), np.uint8), ends - lengths, ends
+
+
+def _raw_output(records: list[bytes], batch: IndexBatch) -> Any:
+    return records if batch.mask is None else PaddedBatch(records, batch.mask)
+
+
+def _with_mask(parsed: dict[str, Any], batch: IndexBatch) -> dict[str, Any]:
+    parsed = dict(parsed)
+    if batch.mask is not None:
+        parsed[MASK_KEY] = batch.mask
+    return parsed

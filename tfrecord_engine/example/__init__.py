@@ -1,0 +1,46 @@
+"""Example / SequenceExample: wire codec, builders, feature specs and tf.io-style parsing."""
+
+from __future__ import annotations
+
+from .decode import decode_example, decode_sequence_example
+from .encode import encode_example, encode_sequence_example
+from .parse import parse_example, parse_single_example
+from .sequence import parse_sequence_example, parse_single_sequence_example
+from .specs import (
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    RaggedFeature,
+    RowLengths,
+    RowLimits,
+    RowSplits,
+    RowStarts,
+    SparseFeature,
+    UniformRowLength,
+    ValueRowIds,
+    VarLenFeature,
+)
+from .values import RaggedValue, SparseValue
+
+__all__ = [
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
+    "RaggedFeature",
+    "RaggedValue",
+    "RowLengths",
+    "RowLimits",
+    "RowSplits",
+    "RowStarts",
+    "SparseFeature",
+    "SparseValue",
+    "UniformRowLength",
+    "ValueRowIds",
+    "VarLenFeature",
+    "decode_example",
+    "decode_sequence_example",
+    "encode_example",
+    "encode_sequence_example",
+    "parse_example",
+    "parse_sequence_example",
+    "parse_single_example",
+    "parse_single_sequence_example",
+]

@@ -1,0 +1,238 @@
+"""The lockstep batch decoder: ``parse_example`` for whole batches, straight from a buffer.
+
+:class:`BatchDecoder` decodes every record of a batch at once with numpy
+(:mod:`.lockstep`): structure walked in lockstep, keys matched as byte arrays, packed
+int64 decoded with vectorized 7-bit arithmetic, packed float32 as one gather and a view.
+Records the fast path cannot take (concatenated Examples, unknown fields, unpacked
+lists, duplicate keys, anything malformed) are decoded by the exact per-record path and
+merged back in place; :attr:`BatchDecoder.stats` counts them. Outputs are assembled by
+the same code as the exact path (:mod:`.assemble`). Whenever a batch would raise — a
+type mismatch, a malformed record — the whole batch is handed to the exact path, which
+raises exactly what ``parse_example`` raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import lockstep
+from .assemble import assemble
+from .columns import Column, empty_values, from_rows, object_array
+from .parse import _plan, parse_example
+from .records import Request, decode_requests
+from .specs import FeatureSpec
+from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
+
+__all__ = ["BatchDecoder", "Columns", "DecodeStats"]
+
+I64 = npt.NDArray[np.int64]
+Columns = dict[str, Column]
+
+
+@dataclass
+class DecodeStats:
+    """Counters of a :class:`BatchDecoder` (cumulative).
+
+    Attributes:
+        records: records decoded.
+        fallback_records: records decoded by the exact per-record path.
+        exact_batches: batches handed whole to the exact path (they raised).
+    """
+
+    records: int = 0
+    fallback_records: int = 0
+    exact_batches: int = 0
+
+
+class _Delegate(Exception):
+    """Internal: this batch must go to the exact path (it will raise there)."""
+
+
+class BatchDecoder:
+    """Decodes batches of serialized Examples against fixed feature specs.
+
+    Args:
+        features: feature key -> spec, as for :func:`parse_example`.
+
+    Example:
+        >>> from tfrecord_engine.example.encode import encode_example
+        >>> from tfrecord_engine.example.specs import FixedLenFeature
+        >>> dec = BatchDecoder({"x": FixedLenFeature([2], "int64")})
+        >>> dec.decode_records([encode_example({"x": [1, 2]}), encode_example({"x": [3, 4]})])["x"]
+        array([[1, 2],
+               [3, 4]])
+    """
+
+    def __init__(self, features: Mapping[str, FeatureSpec]) -> None:
+        self.features = dict(features)
+        self._requests: dict[str, Request] = _plan(self.features)
+        self._order = list(self._requests.values())
+        self._keys = [r.raw_key for r in self._order]
+        self.stats = DecodeStats()
+
+    def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
+        """Decodes a list of serialized Examples (joined into one buffer first)."""
+        buf, starts, ends = _joined(records)
+        return self.decode(buf, starts, ends, records=records)
+
+    def decode(
+        self,
+        buf: npt.NDArray[np.uint8],
+        starts: I64,
+        ends: I64,
+        records: Sequence[bytes] | None = None,
+    ) -> dict[str, Any]:
+        """Decodes the Examples at ``buf[starts[i]:ends[i]]`` (half-open spans).
+
+        Args:
+            buf: the bytes, e.g. ``np.frombuffer(mmap, np.uint8)`` (not copied).
+            starts, ends: int64 spans of each serialized Example within ``buf``.
+            records: the same records as bytes, if the caller has them (saves copies
+                when a batch must be parsed by the exact path).
+
+        Raises:
+            ExampleParseError / MalformedExampleError: exactly as :func:`parse_example`.
+        """
+        columns = self.columns(buf, starts, ends)
+        if columns is None:
+            return self.decode_exact(_records_of(buf, starts, ends, records))
+        return self.assemble(columns, 0, int(starts.shape[0]))
+
+    def columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns | None:
+        """Decodes a chunk into per-key columns, or ``None`` if it holds an error.
+
+        Slice the columns into batches with :meth:`assemble`; a ``None`` chunk must be
+        parsed batch by batch with :meth:`decode_exact`, which raises the error for the
+        batch that holds it (with its index within that batch).
+        """
+        self.stats.records += int(starts.shape[0])
+        try:
+            return self._columns(buf, starts, ends)
+        except _Delegate:
+            self.stats.exact_batches += 1
+            return None
+
+    def assemble(self, columns: Columns, start: int, stop: int) -> dict[str, Any]:
+        """Outputs for records ``[start, stop)`` of a decoded chunk, as one batch."""
+        n = next(iter(columns.values())).counts.shape[0]
+        if start == 0 and stop == n:
+            part = columns
+        else:
+            part = {k: c.slice(start, stop) for k, c in columns.items()}
+        return assemble(self.features, part.__getitem__, single=False)
+
+    def decode_exact(self, records: Sequence[bytes]) -> dict[str, Any]:
+        """The exact per-record path (:func:`parse_example`), for batches that raise."""
+        return parse_example(list(records), self.features)
+
+    def _columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
+        n = int(starts.shape[0])
+        table = lockstep.walk_examples(buf, starts, ends, self._keys)
+        fallback = table.fallback.copy()
+        spans: list[tuple[I64, I64, I64, npt.NDArray[np.bool_]]] = []
+        for i, req in enumerate(self._order):
+            sel = np.flatnonzero(table.key_id == i)
+            kind = table.kind[sel]
+            if np.any((kind != KIND_NONE) & (kind != req.kind) & ~fallback[table.record[sel]]):
+                raise _Delegate  # a type mismatch: the exact path raises TF's error
+            sel = sel[kind == req.kind]
+            recs = table.record[sel]
+            spans.append((recs, table.list_start[sel], table.list_end[sel], kind == req.kind))
+        decoded = []
+        for req, (recs, ls, le, _) in zip(self._order, spans, strict=True):
+            values, counts, ok = self._decode_lists(buf, req.kind, ls, le)
+            fallback[recs[~ok]] = True
+            decoded.append((recs, values, counts, ok))
+        fb = np.flatnonzero(fallback)
+        rows = self._exact_rows(buf, starts, ends, fb) if fb.size else []
+        out: dict[str, Column] = {}
+        for req, (fast_recs, fast_values, fast_counts, _) in zip(self._order, decoded, strict=True):
+            keep = ~fallback[fast_recs]
+            recs, values, counts = fast_recs, fast_values, fast_counts
+            if not keep.all():
+                values = values[np.repeat(keep, counts)]
+                recs, counts = recs[keep], counts[keep]
+            col_counts = np.zeros(n, np.int64)
+            present = np.zeros(n, np.bool_)
+            col_counts[recs] = counts
+            present[recs] = True
+            if fb.size:
+                fcol = from_rows(rows, req.key, req.kind)
+                col_counts[fb] = fcol.counts
+                present[fb] = fcol.present
+                values = _merge(values, recs, counts, slow=(fcol.values, fb, fcol.counts))
+            out[req.key] = Column(values, col_counts, present)
+        self.stats.fallback_records += int(fb.size)
+        return out
+
+    def _decode_lists(
+        self, buf: npt.NDArray[np.uint8], kind: int, ls: I64, le: I64
+    ) -> tuple[npt.NDArray[Any], I64, npt.NDArray[np.bool_]]:
+        if ls.size == 0:
+            return empty_values(kind), np.zeros(0, np.int64), np.ones(0, np.bool_)
+        if kind == KIND_INT64:
+            values, counts, ok = lockstep.packed_varints(buf, ls, le)
+            return values, counts, ok
+        if kind == KIND_FLOAT:
+            fvalues, counts, ok = lockstep.packed_floats(buf, ls, le)
+            return fvalues, counts, ok
+        vs, ve, counts, ok = lockstep.bytes_values(buf, ls, le)
+        mv = buf.data
+        bvalues = object_array(
+            [mv[s:e].tobytes() for s, e in zip(vs.tolist(), ve.tolist(), strict=True)]
+        )
+        return bvalues, counts, ok
+
+    def _exact_rows(
+        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64, which: npt.NDArray[np.intp]
+    ) -> list[dict[str, Any]]:
+        rows = []
+        mv = buf.data
+        for i in which.tolist():
+            data = mv[int(starts[i]) : int(ends[i])].tobytes()
+            dups = Duplicates()
+            try:
+                fmap = example_feature_map(data, dups)
+                rows.append(decode_requests(data, fmap, dups, self._requests, i))
+            except ValueError as exc:
+                raise _Delegate from exc
+        return rows
+
+
+def _joined(records: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64, I64]:
+    lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
+    ends = np.cumsum(lengths)
+    return np.frombuffer(b"".join(records), np.uint8), ends - lengths, ends
+
+
+def _records_of(
+    buf: npt.NDArray[np.uint8], starts: I64, ends: I64, records: Sequence[bytes] | None
+) -> Sequence[bytes]:
+    if records is not None:
+        return records
+    mv = buf.data
+    return [mv[s:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+def _merge(
+    fast: npt.NDArray[Any],
+    fast_recs: I64,
+    fast_counts: I64,
+    *,
+    slow: tuple[npt.NDArray[Any], npt.NDArray[np.intp], I64],
+) -> npt.NDArray[Any]:
+    """Interleaves two sets of per-record value runs (values, records, counts) in order."""
+    slow_values, slow_recs, slow_counts = slow
+    owner = np.concatenate(
+        [np.repeat(fast_recs, fast_counts), np.repeat(slow_recs.astype(np.int64), slow_counts)]
+    )
+    if object in (fast.dtype, slow_values.dtype):
+        both = np.concatenate([fast.astype(object), slow_values.astype(object)])
+    else:
+        both = np.concatenate([fast, slow_values.astype(fast.dtype)])
+    return both[np.argsort(owner, kind="stable")]

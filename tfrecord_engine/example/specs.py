@@ -1,0 +1,415 @@
+"""Feature specs with ``tf.io``'s names, arguments and meaning.
+
+``FixedLenFeature``, ``VarLenFeature``, ``FixedLenSequenceFeature``, ``RaggedFeature``
+(with the partitions ``RowSplits``, ``RowLengths``, ``RowStarts``, ``RowLimits``,
+``ValueRowIds``, ``UniformRowLength``, also reachable as ``RaggedFeature.RowSplits`` ...)
+and ``SparseFeature``. Each is a frozen, slotted dataclass that validates and normalizes
+itself: ``dtype`` becomes one of ``"int64"``, ``"float32"``, ``"string"``; ``shape`` a
+tuple; a default value a flat tuple of Python scalars.
+
+``dtype`` may be ``"int64"``/``"float32"``/``"string"`` (alias ``"bytes"``), a numpy dtype
+(``np.int64``, ``np.float32``, ``np.bytes_``/``object``), or any object with a ``.name``
+among those (so ``tf.int64`` works unchanged).
+
+Deliberate difference: a default value that does not fit ``shape`` is rejected when the
+spec is built; TensorFlow rejects it later, at parse time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+__all__ = [
+    "DType",
+    "DTypeLike",
+    "FeatureSpec",
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
+    "Partition",
+    "RaggedFeature",
+    "RowLengths",
+    "RowLimits",
+    "RowSplits",
+    "RowStarts",
+    "ShapeLike",
+    "SparseFeature",
+    "UniformRowLength",
+    "ValueRowIds",
+    "VarLenFeature",
+    "normalize_dtype",
+]
+
+DType = Literal["int64", "float32", "string"]
+DTypeLike = object
+"""A dtype name, a numpy dtype/type, or any object with a ``.name`` (e.g. ``tf.int64``)."""
+ShapeLike = object
+"""An int, a sequence of ints, or an object with ``.as_list()`` (e.g. ``tf.TensorShape``)."""
+
+_DTYPE_NAMES: dict[str, DType] = {
+    "int64": "int64",
+    "float32": "float32",
+    "float": "float32",
+    "string": "string",
+    "bytes": "string",
+    "bytes_": "string",
+    "object": "string",
+}
+
+
+def normalize_dtype(dtype: object) -> DType:
+    """Maps a dtype-like object to ``"int64"``, ``"float32"`` or ``"string"``.
+
+    Example:
+        >>> import numpy as np
+        >>> normalize_dtype(np.float32), normalize_dtype("bytes")
+        ('float32', 'string')
+    """
+    name: object
+    if isinstance(dtype, str):
+        name = dtype
+    elif isinstance(dtype, type) and issubclass(dtype, (bytes, np.bytes_)):
+        name = "string"
+    elif isinstance(dtype, (type, np.dtype)):
+        try:
+            np_dtype = np.dtype(dtype)
+        except TypeError:
+            name = getattr(dtype, "name", None)
+        else:
+            name = "string" if np_dtype.kind in "SO" else np_dtype.name
+    else:
+        name = getattr(dtype, "name", None)
+    if isinstance(name, str) and name in _DTYPE_NAMES:
+        return _DTYPE_NAMES[name]
+    raise InvalidArgumentError(
+        f"Unsupported feature dtype {dtype!r}: must be int64, float32 or string (bytes)"
+    )
+
+
+def _dtype_name(dtype: object) -> object:
+    if isinstance(dtype, str):
+        return dtype
+    if isinstance(dtype, (type, np.dtype)):
+        try:
+            return np.dtype(dtype).name
+        except TypeError:
+            pass
+    return getattr(dtype, "name", None)
+
+
+def _shape(shape: object, what: str) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        dims: Sequence[object] = [shape]
+    elif hasattr(shape, "as_list"):  # a tf.TensorShape
+        dims = list(getattr(shape, "as_list")())  # noqa: B009
+    elif isinstance(shape, Sequence) and not isinstance(shape, (str, bytes)):
+        dims = shape
+    else:
+        raise InvalidArgumentError(f"{what}: shape must be a sequence of ints, got {shape!r}")
+    out = []
+    for d in dims:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
+            raise InvalidArgumentError(
+                f"{what}: shape must be fully defined non-negative ints, got {shape!r}"
+            )
+        out.append(int(d))
+    return tuple(out)
+
+
+def _scalar(value: object, dtype: DType, what: str) -> int | float | bytes:
+    if dtype == "string":
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, (bytes, np.bytes_)):
+            return bytes(value)
+    elif dtype == "int64":
+        if (
+            isinstance(value, (int, np.integer))
+            and not isinstance(value, (bool, np.bool_))
+            and -(1 << 63) <= int(value) < (1 << 63)
+        ):
+            return int(value)
+    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    ):
+        with np.errstate(over="ignore"):
+            return float(np.float32(value))
+    raise InvalidArgumentError(f"{what}: default value {value!r} is not a valid {dtype}")
+
+
+def _flat_default(value: object, dtype: DType, what: str) -> tuple[Any, ...]:
+    if isinstance(value, np.ndarray):
+        items: list[object] = list(value.reshape(-1))
+    elif isinstance(value, (list, tuple)):
+        items = []
+        stack: list[object] = [value]
+        # Flatten nested lists row-major without recursion limits on odd input.
+        while stack:
+            top = stack.pop()
+            if isinstance(top, (list, tuple)):
+                stack.extend(reversed(top))
+            else:
+                items.append(top)
+    else:
+        items = [value]
+    return tuple(_scalar(v, dtype, what) for v in items)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class FixedLenFeature:
+    """A fixed-size feature: exactly ``prod(shape)`` values, reshaped row-major.
+
+    Args:
+        shape: the output shape per record (``[]`` for a scalar).
+        dtype: int64, float32 or string.
+        default_value: used when the feature is missing; must have ``shape``
+            (a scalar default is accepted for shape ``[]``). ``None``: required.
+
+    Example:
+        >>> FixedLenFeature([2], "int64", default_value=[0, 0]).default_value
+        (0, 0)
+    """
+
+    shape: tuple[int, ...]
+    dtype: DType
+    default_value: tuple[Any, ...] | None = None
+
+    def __init__(self, shape: ShapeLike, dtype: DTypeLike, default_value: object = None) -> None:
+        shape = _shape(shape, "FixedLenFeature")
+        dtype = normalize_dtype(dtype)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "default_value", None)
+        if default_value is not None:
+            flat = _flat_default(default_value, dtype, "FixedLenFeature")
+            if len(flat) != math.prod(shape):
+                raise InvalidArgumentError(
+                    f"FixedLenFeature: default value has {len(flat)} values, but the "
+                    f"requested shape {list(shape)} has {math.prod(shape)}"
+                )
+            object.__setattr__(self, "default_value", flat)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class VarLenFeature:
+    """A variable-length feature, parsed into a :class:`~tfrecord_engine.SparseValue`.
+
+    Example:
+        >>> VarLenFeature("bytes").dtype
+        'string'
+    """
+
+    dtype: DType
+
+    def __init__(self, dtype: DTypeLike) -> None:
+        object.__setattr__(self, "dtype", normalize_dtype(dtype))
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class FixedLenSequenceFeature:
+    """A feature with a variable number of fixed-shape rows, padded in a batch.
+
+    Args:
+        shape: the shape of one row.
+        dtype: int64, float32 or string.
+        allow_missing: in ``parse_example`` this must be True (as in TensorFlow); in
+            ``parse_sequence_example`` it allows a missing feature list.
+        default_value: the scalar padding value (0 or b"" when ``None``).
+
+    Example:
+        >>> FixedLenSequenceFeature([2], "float32", allow_missing=True).shape
+        (2,)
+    """
+
+    shape: tuple[int, ...]
+    dtype: DType
+    allow_missing: bool = False
+    default_value: Any = None
+
+    def __init__(
+        self,
+        shape: ShapeLike,
+        dtype: DTypeLike,
+        allow_missing: bool = False,
+        default_value: object = None,
+    ) -> None:
+        dtype = normalize_dtype(dtype)
+        object.__setattr__(self, "shape", _shape(shape, "FixedLenSequenceFeature"))
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "allow_missing", bool(allow_missing))
+        object.__setattr__(self, "default_value", None)
+        if default_value is not None:
+            flat = _flat_default(default_value, dtype, "FixedLenSequenceFeature")
+            if len(flat) != 1:
+                raise InvalidArgumentError(
+                    "FixedLenSequenceFeature: default_value must be a scalar padding value"
+                )
+            object.__setattr__(self, "default_value", flat[0])
+
+
+@dataclass(frozen=True, slots=True)
+class RowSplits:
+    """Partition by row splits read from the int64 feature ``key``."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class RowLengths:
+    """Partition by row lengths read from the int64 feature ``key``."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class RowStarts:
+    """Partition by row starts read from the int64 feature ``key``."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class RowLimits:
+    """Partition by row limits read from the int64 feature ``key``."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ValueRowIds:
+    """Partition by the row id of each value, read from the int64 feature ``key``."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class UniformRowLength:
+    """Partition into rows of ``length`` values each."""
+
+    length: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.length, (int, np.integer)) or self.length < 0:
+            raise InvalidArgumentError(
+                f"UniformRowLength: length must be a non-negative int, got {self.length!r}"
+            )
+        object.__setattr__(self, "length", int(self.length))
+
+
+Partition = RowSplits | RowLengths | RowStarts | RowLimits | ValueRowIds | UniformRowLength
+_KEYED = (RowSplits, RowLengths, RowStarts, RowLimits, ValueRowIds)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class RaggedFeature:
+    """A ragged feature, parsed into a :class:`~tfrecord_engine.RaggedValue`.
+
+    Args:
+        dtype: int64, float32 or string.
+        value_key: the feature holding the values (default: the spec's own key).
+        partitions: partitions of the values, outermost first.
+        row_splits_dtype: ``"int32"`` (default) or ``"int64"``.
+        validate: check that partitions are consistent.
+
+    Example:
+        >>> spec = RaggedFeature("int64", value_key="v",
+        ...                      partitions=[RaggedFeature.RowLengths("lens")])
+        >>> spec.partitions
+        (RowLengths(key='lens'),)
+    """
+
+    RowSplits: ClassVar[type[RowSplits]] = RowSplits
+    RowLengths: ClassVar[type[RowLengths]] = RowLengths
+    RowStarts: ClassVar[type[RowStarts]] = RowStarts
+    RowLimits: ClassVar[type[RowLimits]] = RowLimits
+    ValueRowIds: ClassVar[type[ValueRowIds]] = ValueRowIds
+    UniformRowLength: ClassVar[type[UniformRowLength]] = UniformRowLength
+
+    dtype: DType
+    value_key: str | None = None
+    partitions: tuple[Partition, ...] = field(default=())
+    row_splits_dtype: Literal["int32", "int64"] = "int32"
+    validate: bool = False
+
+    def __init__(
+        self,
+        dtype: DTypeLike,
+        value_key: str | None = None,
+        partitions: Iterable[Partition] = (),
+        row_splits_dtype: DTypeLike = "int32",
+        validate: bool = False,
+    ) -> None:
+        object.__setattr__(self, "value_key", value_key)
+        object.__setattr__(self, "validate", bool(validate))
+        try:
+            dtype = normalize_dtype(dtype)
+        except InvalidArgumentError:
+            raise InvalidArgumentError(
+                f"RaggedFeature: Argument dtype must be int64, float32, or bytes; got {dtype!r}"
+            ) from None
+        object.__setattr__(self, "dtype", dtype)
+        parts = tuple(partitions)
+        for p in parts:
+            if not isinstance(p, (*_KEYED, UniformRowLength)):
+                raise InvalidArgumentError(f"RaggedFeature: unsupported partition {p!r}")
+        object.__setattr__(self, "partitions", parts)
+        name = _dtype_name(row_splits_dtype)
+        if name not in ("int32", "int64"):
+            raise InvalidArgumentError(
+                f"RaggedFeature: row_splits_dtype must be int32 or int64, got {row_splits_dtype!r}"
+            )
+        object.__setattr__(self, "row_splits_dtype", "int64" if name == "int64" else "int32")
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class SparseFeature:
+    """A sparse feature built from index feature(s) and a value feature.
+
+    Args:
+        index_key: the int64 feature(s) holding the indices (one per dimension).
+        value_key: the feature holding the values.
+        dtype: int64, float32 or string.
+        size: the dense size of each dimension (an int or one per index key).
+        already_sorted: skip sorting by index (TensorFlow's flag).
+
+    Example:
+        >>> SparseFeature("idx", "val", "float32", 10).index_key
+        ('idx',)
+    """
+
+    index_key: tuple[str, ...]
+    value_key: str
+    dtype: DType
+    size: tuple[int, ...]
+    already_sorted: bool = False
+
+    def __init__(
+        self,
+        index_key: str | Sequence[str],
+        value_key: str,
+        dtype: DTypeLike,
+        size: ShapeLike,
+        already_sorted: bool = False,
+    ) -> None:
+        keys = (index_key,) if isinstance(index_key, str) else tuple(index_key)
+        sizes = _shape(size, "SparseFeature")
+        object.__setattr__(self, "value_key", value_key)
+        object.__setattr__(self, "already_sorted", bool(already_sorted))
+        if not keys or len(keys) != len(sizes):
+            raise InvalidArgumentError(
+                f"SparseFeature: index_key {keys!r} and size {sizes!r} must have the same length"
+            )
+        object.__setattr__(self, "index_key", keys)
+        object.__setattr__(self, "size", sizes)
+        object.__setattr__(self, "dtype", normalize_dtype(dtype))
+
+
+FeatureSpec = (
+    FixedLenFeature | VarLenFeature | FixedLenSequenceFeature | RaggedFeature | SparseFeature
+)

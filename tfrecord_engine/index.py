@@ -1,0 +1,388 @@
+"""The sidecar index of a TFRecord file: where every record starts and how long it is.
+
+An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX`. Binary
+layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
+
+    magic        8 bytes   b"TFEIDX\\r\\n"
+    version      uint32    FORMAT_VERSION
+    compression  uint32    0 none, 1 ZLIB, 2 GZIP
+    data_size    uint64    size of the data file in bytes (compressed size for GZIP/ZLIB)
+    fingerprint  uint64    crc32c of sampled windows of the data file (see ``fingerprint``)
+    count        uint64    number of records n
+    restarts     uint64    number of full-flush restart points m (compressed files)
+    offsets      uint64[n] start of each record's header (decompressed stream offset
+                           for GZIP/ZLIB)
+    lengths      uint64[n] data length of each record (framing excluded)
+    restart      uint64[m, 2]  (compressed offset, decompressed offset) of each point
+                           where the deflate stream was fully flushed
+    checksum     uint32    masked crc32c of every byte before it
+
+A stale index (data file appended, truncated or replaced) is caught when it is opened:
+the size and the fingerprint must match and, for uncompressed files, the last record
+must end exactly at the end of the file.
+
+Records span ``[offset, offset + HEADER_SIZE + length + FOOTER_SIZE)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from . import framing
+from .compression import Compression, normalize_compression
+from .errors import IndexFormatError, InvalidArgumentError, StaleIndexError
+from .scan import as_u64, check_headers, fingerprint, mapped, walk_headers, walk_stream
+
+__all__ = ["FORMAT_VERSION", "INDEX_SUFFIX", "Index", "index_path_for"]
+
+INDEX_SUFFIX: Final = ".tfeidx"
+FORMAT_VERSION: Final = 1
+_MAGIC: Final = b"TFEIDX\r\n"
+_HEAD = struct.Struct("<8sIIQQQQ")
+_CRC = struct.Struct("<I")
+_CODES: Final = {Compression.NONE: 0, Compression.ZLIB: 1, Compression.GZIP: 2}
+_KINDS: Final = {v: k for k, v in _CODES.items()}
+
+U64Array = npt.NDArray[np.uint64]
+PathLike = str | os.PathLike[str]
+
+
+def index_path_for(data_path: PathLike) -> str:
+    """Returns the sidecar index path of a data file.
+
+    >>> index_path_for("train-00000-of-00004.tfrecord")
+    'train-00000-of-00004.tfrecord.tfeidx'
+    """
+    return os.fspath(data_path) + INDEX_SUFFIX
+
+
+class Index:
+    """Record offsets and lengths of one TFRecord file, plus what identifies the file.
+
+    Attributes:
+        data_path: the data file this index describes.
+        compression: the data file's compression.
+        data_size: the data file's size in bytes when indexed.
+        fingerprint: :func:`fingerprint` of the data file when indexed.
+        offsets: ``uint64[n]`` start of each record (decompressed offset if compressed).
+        lengths: ``uint64[n]`` data length of each record.
+        restarts: ``uint64[m, 2]`` full-flush points ``(compressed, decompressed)``
+            offsets; empty for uncompressed files and compressed files we did not write.
+
+    Example:
+        >>> import tempfile, os, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+        >>> with tfe.TFRecordWriter(path) as w:
+        ...     w.write_many([b"ab", b"cde"])
+        2
+        >>> idx = tfe.Index.build(path)
+        >>> len(idx), idx.offsets.tolist(), idx.lengths.tolist()
+        (2, [0, 18], [2, 3])
+    """
+
+    __slots__ = (
+        "compression",
+        "data_path",
+        "data_size",
+        "fingerprint",
+        "lengths",
+        "offsets",
+        "restarts",
+    )
+
+    def __init__(
+        self,
+        data_path: PathLike,
+        offsets: object,
+        lengths: object,
+        *,
+        data_size: int,
+        fingerprint: int,
+        compression: str | Compression | None = None,
+        restarts: object = None,
+    ) -> None:
+        self.data_path = os.fspath(data_path)
+        self.offsets = as_u64(offsets)
+        self.lengths = as_u64(lengths)
+        self.data_size = int(data_size)
+        self.fingerprint = int(fingerprint)
+        self.compression = normalize_compression(compression)
+        self.restarts = as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
+        if self.offsets.shape != self.lengths.shape or self.offsets.ndim != 1:
+            raise InvalidArgumentError(
+                f"offsets and lengths must be 1-D arrays of one length, got "
+                f"{self.offsets.shape} and {self.lengths.shape}"
+            )
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"Index({self.data_path!r}, {len(self)} records, "
+            f"compression={self.compression.value!r}, {len(self.restarts)} restart points)"
+        )
+
+    @property
+    def stream_size(self) -> int:
+        """Size of the (decompressed) framed stream the records cover."""
+        if len(self) == 0:
+            return 0
+        end = self.offsets[-1] + self.lengths[-1]
+        return int(end) + framing.HEADER_SIZE + framing.FOOTER_SIZE
+
+    # ---- building ---------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, path: PathLike, compression: str | Compression | None = None) -> Index:
+        """Indexes an existing file.
+
+        Uncompressed files are indexed by walking record headers through ``mmap``
+        (12 bytes per record; payloads are never read): every length CRC is checked and
+        every length is checked against the bytes that remain. GZIP/ZLIB files are
+        decompressed once; the index then has no restart points, so random access
+        decompresses from the start of the file (write with
+        ``TFRecordWriter(..., index=True)`` to get restart points).
+
+        Raises:
+            CorruptedRecordError: a length CRC does not match.
+            TruncatedRecordError: the file ends inside a record.
+        """
+        path = os.fspath(path)
+        kind = normalize_compression(compression)
+        with mapped(path) as buf:
+            fp = fingerprint(buf)
+            size = len(buf)
+            if kind is Compression.NONE:
+                offsets, lengths = walk_headers(buf, path)
+            else:
+                offsets, lengths = walk_stream(path, kind)
+        return cls(path, offsets, lengths, data_size=size, fingerprint=fp, compression=kind)
+
+    # ---- persistence -------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Serializes the index in the binary sidecar format (see the module docstring)."""
+        head = _HEAD.pack(
+            _MAGIC,
+            FORMAT_VERSION,
+            _CODES[self.compression],
+            self.data_size,
+            self.fingerprint,
+            len(self),
+            len(self.restarts),
+        )
+        body = b"".join(
+            (
+                head,
+                self.offsets.astype("<u8").tobytes(),
+                self.lengths.astype("<u8").tobytes(),
+                self.restarts.astype("<u8").tobytes(),
+            )
+        )
+        return body + _CRC.pack(framing.mask_crc(framing.crc32c(body)))
+
+    def save(self, index_path: PathLike | None = None) -> str:
+        """Writes the sidecar (default ``<data>`` + :data:`INDEX_SUFFIX`) atomically.
+
+        Returns:
+            the path written.
+        """
+        target = index_path_for(self.data_path) if index_path is None else os.fspath(index_path)
+        tmp = f"{target}.tmp-{os.getpid()}-{threading.get_ident()}"
+        with open(tmp, "wb") as f:
+            f.write(self.to_bytes())
+        os.replace(tmp, target)
+        return target
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, data_path: PathLike, *, source: str = "<bytes>") -> Index:
+        """Parses a binary index; checks its own checksum, not the data file.
+
+        Raises:
+            IndexFormatError: wrong magic, unknown version, bad size or checksum.
+        """
+        if len(blob) < _HEAD.size + _CRC.size or blob[:8] != _MAGIC:
+            raise IndexFormatError(f"{source}: not a tfrecord-engine index (bad magic)")
+        magic, version, code, data_size, fp, count, nrestarts = _HEAD.unpack_from(blob, 0)
+        del magic
+        if version != FORMAT_VERSION:
+            raise IndexFormatError(
+                f"{source}: index format version {version} is not supported "
+                f"(this build reads version {FORMAT_VERSION})"
+            )
+        # The checksum first: no field is trusted before it matches.
+        (stored,) = _CRC.unpack_from(blob, len(blob) - _CRC.size)
+        if framing.mask_crc(framing.crc32c(blob[: -_CRC.size])) != stored:
+            raise IndexFormatError(f"{source}: damaged index (checksum mismatch)")
+        expected = _HEAD.size + 16 * count + 16 * nrestarts + _CRC.size
+        if len(blob) != expected or code not in _KINDS:
+            raise IndexFormatError(
+                f"{source}: damaged index ({len(blob)} bytes, expected {expected} for "
+                f"{count} records)"
+            )
+        arrays = np.frombuffer(
+            blob, dtype="<u8", count=2 * count + 2 * nrestarts, offset=_HEAD.size
+        )
+        return cls(
+            data_path,
+            arrays[:count],
+            arrays[count : 2 * count],
+            data_size=data_size,
+            fingerprint=fp,
+            compression=_KINDS[code],
+            restarts=arrays[2 * count :],
+        )
+
+    @classmethod
+    def load(cls, data_path: PathLike, index_path: PathLike | None = None) -> Index:
+        """Loads a sidecar index and checks that it still describes ``data_path``.
+
+        Raises:
+            FileNotFoundError: no index file.
+            IndexFormatError: the index file is damaged or foreign.
+            StaleIndexError: the data file changed since it was indexed.
+        """
+        data_path = os.fspath(data_path)
+        source = index_path_for(data_path) if index_path is None else os.fspath(index_path)
+        with open(source, "rb") as f:
+            blob = f.read()
+        idx = cls.from_bytes(blob, data_path, source=source)
+        idx.validate()
+        return idx
+
+    @classmethod
+    def open(
+        cls,
+        data_path: PathLike,
+        compression: str | Compression | None = None,
+        *,
+        rebuild: bool = True,
+        save: bool = True,
+    ) -> Index:
+        """Loads the sidecar index of ``data_path``, or builds it when missing or stale.
+
+        Args:
+            compression: the data file's compression (used when building).
+            rebuild: build a new index when the sidecar is missing, damaged or stale;
+                with ``False`` those raise instead.
+            save: write a newly built index next to the data file. Skipped when that
+                fails (a read-only dataset directory, a full disk): the sidecar is only a
+                cache, and the index is complete in memory.
+        """
+        kind = normalize_compression(compression)
+        try:
+            idx = cls.load(data_path)
+        except (FileNotFoundError, IndexFormatError):
+            if not rebuild:
+                raise
+        else:
+            if idx.compression is not kind:
+                raise InvalidArgumentError(
+                    f"{os.fspath(data_path)}: its index says compression "
+                    f"{idx.compression.value!r}, the caller says {kind.value!r}"
+                )
+            return idx
+        idx = cls.build(data_path, kind)
+        if save:
+            # The sidecar is a cache; the in-memory index is complete without it.
+            with contextlib.suppress(OSError):
+                idx.save()
+        return idx
+
+    def validate(self) -> None:
+        """Checks that the data file is still the one this index describes.
+
+        Raises:
+            StaleIndexError: size, fingerprint or record layout do not match.
+        """
+        with mapped(self.data_path) as buf:
+            size = len(buf)
+            if size != self.data_size:
+                raise StaleIndexError(
+                    f"{self.data_path}: index is stale: the file has {size} bytes, the "
+                    f"index was built for {self.data_size} (appended or truncated?)"
+                )
+            if fingerprint(buf) != self.fingerprint:
+                raise StaleIndexError(
+                    f"{self.data_path}: index is stale: the file's content fingerprint "
+                    "changed (replaced?)"
+                )
+            if self.compression is Compression.NONE and self.stream_size != size:
+                raise StaleIndexError(
+                    f"{self.data_path}: index is foreign: its records end at byte "
+                    f"{self.stream_size}, the file has {size} bytes"
+                )
+
+    # ---- DALI / tfrecord text indexes --------------------------------------------------
+
+    def to_text(self) -> str:
+        """Returns the ``"<offset> <framed size>\\n"`` text index of DALI and ``tfrecord``.
+
+        Raises:
+            InvalidArgumentError: a compressed file (those tools index uncompressed files
+                only) or a file with no records (DALI rejects an empty index).
+        """
+        if self.compression is not Compression.NONE:
+            raise InvalidArgumentError(
+                f"{self.data_path}: text (DALI) indexes describe uncompressed files only"
+            )
+        if len(self) == 0:
+            raise InvalidArgumentError(
+                f"{self.data_path}: no records; DALI rejects an empty index file"
+            )
+        framed = self.lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
+        table = np.stack([self.offsets, framed], axis=1)
+        return "\n".join(f"{o} {s}" for o, s in table.tolist()) + "\n"
+
+    def save_text(self, text_path: PathLike) -> None:
+        """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI)."""
+        with open(text_path, "w", encoding="ascii") as f:
+            f.write(self.to_text())
+
+    @classmethod
+    def from_text(cls, text_path: PathLike, data_path: PathLike) -> Index:
+        """Imports a DALI / ``tfrecord`` text index and checks it against the data file.
+
+        Every entry must be a framed record that starts where the previous one ends,
+        whose header announces the same size and has a valid length CRC, and the last
+        must end at the end of the file.
+
+        Raises:
+            IndexFormatError: the text is not ``offset size`` pairs.
+            StaleIndexError: the entries do not describe the data file.
+        """
+        data_path = os.fspath(data_path)
+        with open(text_path, encoding="ascii") as f:
+            tokens = f.read().split()
+        try:
+            table = np.array(tokens, dtype=np.int64).reshape(-1, 2)
+        except ValueError as exc:
+            raise IndexFormatError(
+                f"{os.fspath(text_path)}: not an 'offset size' text index ({exc})"
+            ) from exc
+        offsets, framed = table[:, 0], table[:, 1]
+        overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
+        with mapped(data_path) as buf:
+            size = len(buf)
+            ends = offsets + framed
+            starts_ok = len(offsets) == 0 or (
+                offsets[0] == 0 and bool(np.all(offsets[1:] == ends[:-1]))
+            )
+            last = int(ends[-1]) if len(ends) else 0
+            if not starts_ok or bool(np.any(framed < overhead)) or last != size:
+                raise StaleIndexError(
+                    f"{os.fspath(text_path)}: does not describe {data_path}: entries must "
+                    f"be back-to-back framed records covering all {size} bytes"
+                )
+            lengths = (framed - overhead).astype(np.uint64)
+            check_headers(buf, offsets.astype(np.uint64), lengths, data_path)
+            fp = fingerprint(buf)
+        return cls(data_path, offsets, lengths, data_size=size, fingerprint=fp)
