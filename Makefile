@@ -40,7 +40,8 @@ demo: $(STAMP_BASE)
 
 # The whole suite, TensorFlow differential tests included (they must not be skipped).
 test: $(STAMP_TEST)
-	TFE_REQUIRE_TF=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest
+	TFE_REQUIRE_TF=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest \
+		--cov=tfrecord_engine --cov-branch --cov-report=term-missing:skip-covered
 
 test-fast: $(STAMP_TEST)
 	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -x -q
