@@ -60,6 +60,25 @@ def _count(batch: dict[str, Any]) -> int:
     return len(first)
 
 
+def _tf_to_numpy(batch: dict[str, Any]) -> dict[str, Any]:
+    """TF outputs as numpy through their component arrays.
+
+    ``as_numpy_iterator()`` converts a ``SparseTensor`` element by element in Python,
+    which would make TensorFlow look far slower than it is; this is the fast way.
+    """
+    out: dict[str, Any] = {}
+    for key, value in batch.items():
+        if hasattr(value, "dense_shape"):
+            out[key] = tfe.SparseValue(
+                value.indices.numpy(), value.values.numpy(), value.dense_shape.numpy()
+            )
+        elif hasattr(value, "row_splits"):
+            out[key] = tfe.RaggedValue(value.flat_values.numpy(), value.row_splits.numpy())
+        else:
+            out[key] = value.numpy()
+    return out
+
+
 def _cases(path: str, name: str, shuffle: bool) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
     import tensorflow as tf
 
@@ -83,8 +102,8 @@ def _cases(path: str, name: str, shuffle: bool) -> list[tuple[str, Callable[[], 
             .prefetch(tf.data.AUTOTUNE)
         )
         n = 0
-        for batch in pipe.as_numpy_iterator():
-            n += _count(batch)
+        for batch in pipe:
+            n += _count(_tf_to_numpy(batch))
         return n, nbytes
 
     return [("RecordDataset.batches", ours), ("tf.data parse_example", theirs)]
