@@ -116,3 +116,19 @@ def test_int64_varints_of_every_width(values: list[int], copies: int) -> None:
     dec = BatchDecoder(feats)
     assert_same(dec.decode_records(recs), parse_example(recs, feats))
     assert dec.stats.fallback_records == 0
+
+
+def test_parse_example_uses_the_lockstep_path_for_large_batches() -> None:
+    from tfrecord_engine.example import batch
+    from tfrecord_engine.example import parse as exact_parse
+
+    feats: dict[str, FeatureSpec] = {"x": FixedLenFeature([], "int64")}
+    recs = [encode_example({"x": i}) for i in range(batch.LOCKSTEP_MIN_BATCH)]
+    recs[5] = encode_example({"x": 1.5})
+    with pytest.raises(ExampleParseError) as fast:
+        batch.parse_example(recs, feats)
+    with pytest.raises(ExampleParseError) as exact:
+        exact_parse.parse_example(recs, feats)
+    assert str(fast.value) == str(exact.value)
+    recs[5] = encode_example({"x": 5})
+    assert batch.parse_example(recs, feats)["x"].tolist() == list(range(len(recs)))

@@ -33,6 +33,8 @@ __all__ = ["BatchDecoder", "Columns", "DecodeStats", "parse_example"]
 
 I64 = npt.NDArray[np.int64]
 Columns = dict[str, Column]
+#: Batches at least this large are decoded in lockstep by :func:`parse_example`.
+LOCKSTEP_MIN_BATCH = 1024
 
 
 @dataclass
@@ -242,8 +244,9 @@ def _merge(
 def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[str, Any]:
     """Parses a batch of serialized Examples like ``tf.io.parse_example``.
 
-    The batch goes through the lockstep decoder (:class:`BatchDecoder`): the results
-    and errors are exactly those of the per-record path
+    Batches of at least ``LOCKSTEP_MIN_BATCH`` records go through the lockstep decoder
+    (:class:`BatchDecoder`); the results and errors are exactly those of the per-record
+    path
     (:func:`tfrecord_engine.example.parse.parse_example`), which it falls back to.
 
     Args:
@@ -271,5 +274,8 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
     """
     if isinstance(serialized, (bytes, bytearray, memoryview)):
         return parse_single_example(serialized, features)
-    decoder = BatchDecoder(features)
-    return decoder.decode_records(to_records(serialized))
+    records = to_records(serialized)
+    if len(records) < LOCKSTEP_MIN_BATCH:
+        # numpy's per-call overhead outweighs lockstep decoding on small batches.
+        return parse_example_exact(records, features)
+    return BatchDecoder(features).decode_records(records)
