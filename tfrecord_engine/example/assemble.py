@@ -29,7 +29,7 @@ from .specs import (
 from .values import RaggedValue, SparseValue
 from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64
 
-__all__ = ["assemble"]
+__all__ = ["assemble", "fixed", "ragged", "varlen"]
 
 ColumnOf = Callable[[str], Column]
 
@@ -61,7 +61,7 @@ def _default_array(spec: FixedLenFeature) -> npt.NDArray[Any]:
     return np.asarray(spec.default_value, dtype=_np_dtype(spec.dtype))
 
 
-def _fixed(name: str, spec: FixedLenFeature, col: Column, single: bool) -> npt.NDArray[Any]:
+def fixed(name: str, spec: FixedLenFeature, col: Column, single: bool) -> npt.NDArray[Any]:
     count = math.prod(spec.shape)
     n = col.counts.shape[0]
     # TensorFlow treats a default with no elements (shape with a 0) as no default.
@@ -138,7 +138,7 @@ def _sequence(
     return out[0] if single else out
 
 
-def _varlen(col: Column, kind: int, single: bool) -> SparseValue:
+def varlen(col: Column, kind: int, single: bool) -> SparseValue:
     counts = col.counts
     values = col.values
     if kind == KIND_BYTES and values.dtype != object:
@@ -154,8 +154,8 @@ def _varlen(col: Column, kind: int, single: bool) -> SparseValue:
 
 def _sparse(name: str, spec: SparseFeature, column: ColumnOf, single: bool) -> SparseValue:
     # TensorFlow parses each key as a VarLen feature, then sparse_merge()s the whole batch.
-    ids = [_varlen(column(key), KIND_INT64, single) for key in spec.index_key]
-    vals = _varlen(column(spec.value_key), _KIND_OF[spec.dtype], single)
+    ids = [varlen(column(key), KIND_INT64, single) for key in spec.index_key]
+    vals = varlen(column(spec.value_key), _KIND_OF[spec.dtype], single)
     counts = [len(s.values) for s in ids]
     for c in counts[1:]:
         if c != counts[0]:
@@ -184,7 +184,7 @@ def _sparse(name: str, spec: SparseFeature, column: ColumnOf, single: bool) -> S
     return SparseValue(indices, values, np.array(size, dtype=np.int64))
 
 
-def _ragged(name: str, spec: RaggedFeature, column: ColumnOf, single: bool) -> Any:
+def ragged(name: str, spec: RaggedFeature, column: ColumnOf, single: bool) -> Any:
     keys = [spec.value_key or name] + [
         p.key for p in spec.partitions if not isinstance(p, UniformRowLength)
     ]
@@ -217,13 +217,13 @@ def assemble(features: Mapping[str, FeatureSpec], column: ColumnOf, single: bool
     out: dict[str, Any] = {}
     for name, spec in features.items():
         if isinstance(spec, FixedLenFeature):
-            out[name] = _fixed(name, spec, column(name), single)
+            out[name] = fixed(name, spec, column(name), single)
         elif isinstance(spec, FixedLenSequenceFeature):
             out[name] = _sequence(name, spec, column(name), single)
         elif isinstance(spec, VarLenFeature):
-            out[name] = _varlen(column(name), _KIND_OF[spec.dtype], single)
+            out[name] = varlen(column(name), _KIND_OF[spec.dtype], single)
         elif isinstance(spec, SparseFeature):
             out[name] = _sparse(name, spec, column, single)
         else:
-            out[name] = _ragged(name, spec, column, single)
+            out[name] = ragged(name, spec, column, single)
     return out
