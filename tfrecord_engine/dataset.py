@@ -73,6 +73,10 @@ def _example() -> Any:
     return importlib.import_module(".example", __package__)
 
 
+def _example_batch() -> Any:
+    return importlib.import_module(".example.batch", __package__)
+
+
 def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     items = [paths_or_globs] if isinstance(paths_or_globs, (str, os.PathLike)) else paths_or_globs
     out: list[str] = []
@@ -234,9 +238,7 @@ class RecordDataset:
         if self.features is None:
             raise InvalidArgumentError("this dataset has no features to decode")
         if self._decoder is None:
-            self._decoder = importlib.import_module(".example.batch", __package__).BatchDecoder(
-                self.features
-            )
+            self._decoder = _example_batch().BatchDecoder(self.features)
         return self._decoder
 
     def _parse(self, records: list[bytes]) -> dict[str, Any]:
@@ -406,8 +408,7 @@ class RecordBatchIterator(Iterator[Any]):
                 for i, b in enumerate(batches)
             ]
         decoder = ds.decoder
-        buf, starts, ends = _joined(records)
-        columns = decoder.columns(buf, starts, ends)
+        columns = decoder.columns(*_example_batch().join_records(records))
         if columns is None:
             return [self._one(b, records[bounds[i] : bounds[i + 1]]) for i, b in enumerate(batches)]
         out = []
@@ -469,12 +470,6 @@ def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatc
             chunk = []
     if chunk:
         yield chunk
-
-
-def _joined(records: list[bytes]) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray]:
-    lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
-    ends = np.cumsum(lengths)
-    return np.frombuffer(b"".join(records), np.uint8), ends - lengths, ends
 
 
 def _raw_output(records: list[bytes], batch: IndexBatch) -> Any:

@@ -29,7 +29,7 @@ from .records import Request, decode_requests, to_records
 from .specs import FeatureSpec
 from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
-__all__ = ["BatchDecoder", "Columns", "DecodeStats", "parse_example"]
+__all__ = ["BatchDecoder", "Columns", "DecodeStats", "join_records", "parse_example"]
 
 I64 = npt.NDArray[np.int64]
 Columns = dict[str, Column]
@@ -80,7 +80,7 @@ class BatchDecoder:
 
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
         """Decodes a list of serialized Examples (joined into one buffer first)."""
-        buf, starts, ends = _joined(records)
+        buf, starts, ends = join_records(records)
         return self.decode(buf, starts, ends, records=records)
 
     def decode(
@@ -137,7 +137,7 @@ class BatchDecoder:
         n = int(starts.shape[0])
         table = lockstep.walk_examples(buf, starts, ends, self._keys)
         fallback = table.fallback.copy()
-        spans: list[tuple[I64, I64, I64, npt.NDArray[np.bool_]]] = []
+        spans: list[tuple[I64, I64, I64]] = []
         for i, req in enumerate(self._order):
             sel = np.flatnonzero(table.key_id == i)
             kind = table.kind[sel]
@@ -145,16 +145,16 @@ class BatchDecoder:
                 raise _Delegate  # a type mismatch: the exact path raises TF's error
             sel = sel[kind == req.kind]
             recs = table.record[sel]
-            spans.append((recs, table.list_start[sel], table.list_end[sel], kind == req.kind))
+            spans.append((recs, table.list_start[sel], table.list_end[sel]))
         decoded = []
-        for req, (recs, ls, le, _) in zip(self._order, spans, strict=True):
+        for req, (recs, ls, le) in zip(self._order, spans, strict=True):
             values, counts, ok = self._decode_lists(buf, req.kind, ls, le)
             fallback[recs[~ok]] = True
-            decoded.append((recs, values, counts, ok))
+            decoded.append((recs, values, counts))
         fb = np.flatnonzero(fallback)
         rows = self._exact_rows(buf, starts, ends, fb) if fb.size else []
         out: dict[str, Column] = {}
-        for req, (fast_recs, fast_values, fast_counts, _) in zip(self._order, decoded, strict=True):
+        for req, (fast_recs, fast_values, fast_counts) in zip(self._order, decoded, strict=True):
             keep = ~fallback[fast_recs]
             recs, values, counts = fast_recs, fast_values, fast_counts
             if not keep.all():
@@ -207,7 +207,8 @@ class BatchDecoder:
         return rows
 
 
-def _joined(records: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64, I64]:
+def join_records(records: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64, I64]:
+    """One buffer holding ``records`` back to back, with each record's (start, end)."""
     lengths = np.fromiter((len(r) for r in records), np.int64, len(records))
     ends = np.cumsum(lengths)
     return np.frombuffer(b"".join(records), np.uint8), ends - lengths, ends

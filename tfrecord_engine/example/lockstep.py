@@ -118,30 +118,27 @@ class _Buf:
         self.last4 = n - 4
         self.last8 = n - 8
 
-    def read4(self, pos: I64) -> npt.NDArray[np.uint32]:
-        """Bytes ``pos..pos+3`` as little-endian uint32 (zero past the buffer's end)."""
-        near = pos > self.last4
+    def _read(self, pos: I64, width: int) -> npt.NDArray[np.uint8]:
+        """Bytes ``pos..pos+width-1`` per position, ``[n, width]`` (zero past the end)."""
+        window, last = (self.w4, self.last4) if width == 4 else (self.w8, self.last8)
+        near = pos > last
         if not near.any():
-            fast: npt.NDArray[np.uint32] = self.w4[pos].view("<u4")[:, 0]
+            fast: npt.NDArray[np.uint8] = window[pos]
             return fast
-        out: npt.NDArray[np.uint32] = self.w4[np.minimum(pos, self.last4)].view("<u4")[:, 0].copy()
+        out: npt.NDArray[np.uint8] = window[np.minimum(pos, last)].copy()
         for i in np.flatnonzero(near).tolist():
             p = int(pos[i])
-            tail = bytes(self.u8[p : p + 4]) + b"\0\0\0\0"
-            out[i] = int.from_bytes(tail[:4], "little")
+            out[i] = np.frombuffer(bytes(self.u8[p : p + width]).ljust(width, b"\0"), np.uint8)
+        return out
+
+    def read4(self, pos: I64) -> npt.NDArray[np.uint32]:
+        """Bytes ``pos..pos+3`` as little-endian uint32 (zero past the buffer's end)."""
+        out: npt.NDArray[np.uint32] = self._read(pos, 4).view("<u4")[:, 0]
         return out
 
     def read8(self, pos: I64) -> npt.NDArray[np.uint64]:
         """Bytes ``pos..pos+7`` as little-endian uint64 (zero past the buffer's end)."""
-        near = pos > self.last8
-        if not near.any():
-            fast: npt.NDArray[np.uint64] = self.w8[pos].view("<u8")[:, 0]
-            return fast
-        out: npt.NDArray[np.uint64] = self.w8[np.minimum(pos, self.last8)].view("<u8")[:, 0].copy()
-        for i in np.flatnonzero(near).tolist():
-            p = int(pos[i])
-            tail = bytes(self.u8[p : p + 8]) + b"\0" * 8
-            out[i] = int.from_bytes(tail[:8], "little")
+        out: npt.NDArray[np.uint64] = self._read(pos, 8).view("<u8")[:, 0]
         return out
 
 

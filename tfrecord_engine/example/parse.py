@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..errors import InvalidArgumentError, MalformedExampleError
 from . import assemble
 from .columns import Column, from_rows
@@ -49,12 +47,6 @@ from .wire import KIND_INT64, Duplicates, RawValues, example_feature_map
 __all__ = ["parse_example", "parse_single_example"]
 
 Row = dict[str, "RawValues | None"]
-_COUNT_NAME = {"int64": "int64", "float32": "float", "string": "bytes"}
-_LIST_NAME = {"int64": "int64_list", "float32": "float_list", "string": "bytes_list"}
-
-
-def _np_dtype(dtype: str) -> type[Any]:
-    return {"int64": np.int64, "float32": np.float32}.get(dtype, object)
 
 
 def _plan(features: Mapping[str, FeatureSpec]) -> dict[str, Request]:
@@ -101,10 +93,6 @@ def _decode_all(
             ) from None
         rows.append(decode_requests(buf, fmap, dups, requests, index))
     return rows
-
-
-def _shape_text(shape: Sequence[int]) -> str:
-    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def assemble_fixed(name: str, spec: FixedLenFeature, rows: list[Row], single: bool) -> Any:
