@@ -229,6 +229,32 @@ class RecordDataset:
                 out[j] = rec
         return out
 
+    def read_spans(
+        self, indices: Sequence[int] | IntArray
+    ) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray] | None:
+        """The records at ``indices`` as CRC-checked spans of one mapped file, no copies.
+
+        Returns ``(buf, starts, ends)`` (record ``j`` is ``buf[starts[j]:ends[j]]``) when
+        all the records lie in one uncompressed local file, else ``None`` (use
+        :meth:`read_raw`). The buffer stays valid until :meth:`close`.
+        """
+        readers = self._open()
+        idx = self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1))
+        if len(idx) == 0:
+            return None
+        if len(readers) == 1:
+            f = 0
+        else:
+            lo = np.searchsorted(self._starts, idx.min(), "right") - 1
+            hi = np.searchsorted(self._starts, idx.max(), "right") - 1
+            if lo != hi:
+                return None
+            f = int(lo)
+        reader = readers[f]
+        if not isinstance(reader, LocalFileRecords):
+            return None
+        return reader.spans(idx - self._starts[f], self.verify)
+
     @property
     def decoder(self) -> Any:
         """The :class:`~tfrecord_engine.example.batch.BatchDecoder` of ``features``.
@@ -397,28 +423,37 @@ class RecordBatchIterator(Iterator[Any]):
     def _prepare(self, batches: list[IndexBatch]) -> list[_Ready]:
         ds = self._dataset
         sizes = [len(b.indices) for b in batches]
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        indices = np.concatenate([b.indices for b in batches])
+        records: list[bytes] | None = None
         try:
-            records = ds.read_raw(np.concatenate([b.indices for b in batches]))
+            # Parsed chunks of one local file decode straight from the mapped file.
+            spans = ds.read_spans(indices) if ds.features is not None else None
+            if spans is None:
+                records = ds.read_raw(indices)
+                if ds.features is not None:
+                    spans = _example_batch().join_records(records)
         except (TFRecordError, OSError):
             return [self._one(b) for b in batches]
-        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        if ds.features is None:
+        if spans is None:
+            assert records is not None
             return [
                 _Ready(b, _raw_output(records[bounds[i] : bounds[i + 1]], b), None)
                 for i, b in enumerate(batches)
             ]
         decoder = ds.decoder
-        columns = decoder.columns(*_example_batch().join_records(records))
+        columns = decoder.columns(*spans)
         if columns is None:
-            return [self._one(b, records[bounds[i] : bounds[i + 1]]) for i, b in enumerate(batches)]
+            return [
+                self._one(b, None if records is None else records[bounds[i] : bounds[i + 1]])
+                for i, b in enumerate(batches)
+            ]
         out = []
-        for i, b in enumerate(batches):
-            try:
-                parsed = decoder.assemble(columns, bounds[i], bounds[i + 1])
-            except TFRecordError as exc:
-                out.append(_Ready(b, None, exc))
-                continue
-            out.append(_Ready(b, _with_mask(parsed, b), None))
+        for b, parsed in zip(batches, decoder.assemble_batches(columns, bounds), strict=True):
+            if isinstance(parsed, TFRecordError):
+                out.append(_Ready(b, None, parsed))
+            else:
+                out.append(_Ready(b, _with_mask(parsed, b), None))
         return out
 
     def _one(self, batch: IndexBatch, records: list[bytes] | None = None) -> _Ready:

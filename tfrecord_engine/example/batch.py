@@ -20,13 +20,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import lockstep
+from ..errors import TFRecordError
+from . import lockstep, template
 from .assemble import assemble
 from .columns import Column, empty_values, from_rows, object_array
 from .parse import _plan, parse_single_example
 from .parse import parse_example as parse_example_exact
 from .records import Request, decode_requests, to_records
-from .specs import FeatureSpec
+from .specs import FeatureSpec, FixedLenFeature
 from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
 __all__ = ["BatchDecoder", "Columns", "DecodeStats", "join_records", "parse_example"]
@@ -35,6 +36,11 @@ I64 = npt.NDArray[np.int64]
 Columns = dict[str, Column]
 #: Batches at least this large are decoded in lockstep by :func:`parse_example`.
 LOCKSTEP_MIN_BATCH = 1024
+#: Chunks at least this large try template decoding (:mod:`.template`) first.
+TEMPLATE_MIN_RECORDS = 64
+#: Layouts remembered across chunks, and the most new ones built per chunk.
+MAX_TEMPLATES = 8
+MAX_NEW_TEMPLATES = 3
 
 
 @dataclass
@@ -45,11 +51,13 @@ class DecodeStats:
         records: records decoded.
         fallback_records: records decoded by the exact per-record path.
         exact_batches: batches handed whole to the exact path (they raised).
+        template_records: records decoded by template (shared-layout) gathers.
     """
 
     records: int = 0
     fallback_records: int = 0
     exact_batches: int = 0
+    template_records: int = 0
 
 
 class _Delegate(Exception):
@@ -76,6 +84,9 @@ class BatchDecoder:
         self._requests: dict[str, Request] = _plan(self.features)
         self._order = list(self._requests.values())
         self._keys = [r.raw_key for r in self._order]
+        self._kinds = [r.kind for r in self._order]
+        self._templates: list[template.Template] = []
+        self._dense = all(type(f) is FixedLenFeature for f in self.features.values())
         self.stats = DecodeStats()
 
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
@@ -129,11 +140,83 @@ class BatchDecoder:
             part = {k: c.slice(start, stop) for k, c in columns.items()}
         return assemble(self.features, part.__getitem__, single=False)
 
+    def assemble_batches(
+        self, columns: Columns, bounds: Sequence[int]
+    ) -> list[dict[str, Any] | TFRecordError]:
+        """Outputs of batches ``[bounds[i], bounds[i+1])`` of a chunk, or each one's error.
+
+        When every feature is a :class:`FixedLenFeature`, each batch's outputs are row
+        slices of the whole chunk's, so the chunk is assembled once and sliced (views);
+        if that raises, batches are assembled one by one so the error is the batch's own.
+        """
+        if self._dense and len(bounds) > 2:
+            try:
+                whole = self.assemble(columns, bounds[0], bounds[-1])
+            except TFRecordError:
+                pass
+            else:
+                base = bounds[0]
+                return [
+                    {k: v[a - base : b - base] for k, v in whole.items()}
+                    for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+                ]
+        out: list[dict[str, Any] | TFRecordError] = []
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            try:
+                out.append(self.assemble(columns, a, b))
+            except TFRecordError as exc:
+                out.append(exc)
+        return out
+
     def decode_exact(self, records: Sequence[bytes]) -> dict[str, Any]:
         """The exact per-record path (:func:`parse_example`), for batches that raise."""
         return parse_example_exact(list(records), self.features)
 
     def _columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
+        """Template groups first (records sharing one layout), the lockstep walk for the rest."""
+        n = int(starts.shape[0])
+        groups: list[tuple[npt.NDArray[np.intp], template.Template]] = []
+        rest = np.arange(n)
+        if n >= TEMPLATE_MIN_RECORDS:
+            # Layouts seen in earlier chunks first (a file keeps its few layouts), then
+            # new ones from the first record no template took.
+            known = list(self._templates)
+            used: list[template.Template] = []
+            fresh = 0
+            while rest.size and (known or fresh < MAX_NEW_TEMPLATES):
+                if known:
+                    tpl: template.Template | None = known.pop(0)
+                else:
+                    j = int(rest[0])
+                    tpl = template.build_template(
+                        buf, int(starts[j]), int(ends[j]), self._keys, self._kinds
+                    )
+                    fresh += 1
+                if tpl is None:
+                    break
+                hit = template.match_template(buf, starts[rest], ends[rest], tpl)
+                if hit.size == 0:
+                    continue
+                groups.append((rest[hit], tpl))
+                used.append(tpl)
+                keep = np.ones(rest.size, np.bool_)
+                keep[hit] = False
+                rest = rest[keep]
+                if not known and hit.size * 8 < n:
+                    break  # layouts vary too much here for more templates to pay off
+            self._templates = (used + [t for t in self._templates if t not in used])[
+                :MAX_TEMPLATES
+            ]
+        if not groups:
+            return self._walk_columns(buf, starts, ends)
+        walked = self._walk_columns(buf, starts[rest], ends[rest]) if rest.size else None
+        self.stats.template_records += n - int(rest.size)
+        return {
+            req.key: _merge_groups(buf, starts, i, req.kind, groups, rest, walked, req.key)
+            for i, req in enumerate(self._order)
+        }
+
+    def _walk_columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
         n = int(starts.shape[0])
         table = lockstep.walk_examples(buf, starts, ends, self._keys)
         fallback = table.fallback.copy()
@@ -188,9 +271,10 @@ class BatchDecoder:
             fvalues, counts, ok = lockstep.packed_floats(buf, ls, le)
             return fvalues, counts, ok
         vs, ve, counts, ok = lockstep.bytes_values(buf, ls, le)
-        mv = buf.data
+        # One bytes object per value, sliced in C (no Python bytecode per value).
+        view = memoryview(buf)
         bvalues = object_array(
-            [mv[s:e].tobytes() for s, e in zip(vs.tolist(), ve.tolist(), strict=True)]
+            list(map(bytes, map(view.__getitem__, map(slice, vs.tolist(), ve.tolist()))))
         )
         return bvalues, counts, ok
 
@@ -208,6 +292,48 @@ class BatchDecoder:
             except ValueError as exc:
                 raise _Delegate from exc
         return rows
+
+
+def _merge_groups(
+    buf: npt.NDArray[np.uint8],
+    starts: I64,
+    i: int,
+    kind: int,
+    groups: list[tuple[npt.NDArray[np.intp], template.Template]],
+    rest: npt.NDArray[np.intp],
+    walked: Columns | None,
+    key: str,
+) -> Column:
+    """Key ``i``'s column of a chunk from its template groups and its walked records."""
+    n = starts.shape[0]
+    counts = np.zeros(n, np.int64)
+    present = np.zeros(n, np.bool_)
+    parts: list[tuple[npt.NDArray[np.intp], npt.NDArray[Any]]] = []
+    for pos, tpl in groups:
+        layout = tpl.fields[i]
+        if layout.kind == KIND_NONE:
+            continue
+        counts[pos] = layout.count
+        present[pos] = True
+        if layout.count:
+            parts.append((pos, template.template_values(buf, starts[pos], layout)))
+    if walked is not None:
+        col = walked[key]
+        counts[rest] = col.counts
+        present[rest] = col.present
+    if len(parts) == 1 and walked is None and parts[0][0].shape[0] == n:
+        return Column(parts[0][1].reshape(-1), counts, present)  # one layout, in order
+    offsets = np.cumsum(counts) - counts
+    values = np.empty(int(counts.sum()), dtype=empty_values(kind).dtype)
+    for pos, vals in parts:
+        dest = offsets[pos][:, None] + np.arange(vals.shape[1])
+        values[dest.reshape(-1)] = vals.reshape(-1)
+    if walked is not None and walked[key].values.size:
+        col = walked[key]
+        first = np.cumsum(col.counts) - col.counts
+        dest = np.repeat(offsets[rest] - first, col.counts) + np.arange(col.values.shape[0])
+        values[dest] = col.values
+    return Column(values, counts, present)
 
 
 def join_records(records: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64, I64]:

@@ -31,8 +31,10 @@ __all__ = [
     "EntryTable",
     "bytes_values",
     "packed_floats",
+    "packed_span",
     "packed_varints",
     "read_varints",
+    "swar_varints",
     "walk_examples",
 ]
 
@@ -334,19 +336,45 @@ def _gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[U8, I64]:
 
 
 _WEIGHTS = np.array([1 << (7 * k) for k in range(_MAX_VARINT)], np.uint64)
+_U64 = np.uint64
+# Little-endian masks of the low ``w`` bytes, for w = 0..8.
+_BYTE_MASK = np.array([(1 << (8 * w)) - 1 for w in range(9)], np.uint64)
+
+
+def swar_varints(words: npt.NDArray[np.uint64], widths: I64) -> npt.NDArray[np.uint64]:
+    """Decodes varints of 1..8 bytes from the 8 bytes starting at each one.
+
+    ``words[j]`` holds the 8 bytes at varint j's start (little-endian); ``widths[j]`` is
+    its length. The 7-bit groups are packed together in three shift-and-merge steps
+    (pairs of bytes, then pairs of 14-bit halves, then 28-bit halves): a fixed dozen
+    whole-array operations whatever the widths.
+    """
+    x = words & _BYTE_MASK[widths] & _U64(0x7F7F7F7F7F7F7F7F)
+    x = (x & _U64(0x007F007F007F007F)) | ((x & _U64(0x7F007F007F007F00)) >> _U64(1))
+    x = (x & _U64(0x00003FFF00003FFF)) | ((x & _U64(0x3FFF00003FFF0000)) >> _U64(2))
+    x = (x & _U64(0x000000000FFFFFFF)) | ((x & _U64(0x0FFFFFFF00000000)) >> _U64(4))
+    return x
 
 
 def _varints_by_width(raw: U8, begins: I64, size: I64) -> npt.NDArray[np.uint64]:
     """Decodes varints ``raw[begins[j] : begins[j] + size[j]]`` (sizes 1..10)."""
-    values = np.zeros(begins.shape[0], np.uint64)
     padded = np.concatenate([raw, np.zeros(_MAX_VARINT, np.uint8)])
     window = np.lib.stride_tricks.as_strided(
         padded, shape=(raw.shape[0], _MAX_VARINT), strides=(1, 1)
     )
-    for width in np.flatnonzero(np.bincount(size, minlength=1)).tolist():
+    words = window[begins, :8].copy().view("<u8")[:, 0]
+    wide = size > 8
+    if not wide.any():
+        return swar_varints(words, size)
+    values = np.zeros(begins.shape[0], np.uint64)
+    narrow = ~wide
+    values[narrow] = swar_varints(words[narrow], size[narrow])
+    # 9- and 10-byte varints (values >= 2**56, negative int64): byte by byte.
+    for width in (9, 10):
         sel = np.flatnonzero(size == width)
-        groups = (window[begins[sel], :width] & 0x7F).astype(np.uint64)
-        values[sel] = (groups * _WEIGHTS[:width]).sum(axis=1, dtype=np.uint64)
+        if sel.size:
+            groups = (window[begins[sel], :width] & 0x7F).astype(np.uint64)
+            values[sel] = (groups * _WEIGHTS[:width]).sum(axis=1, dtype=np.uint64)
     return values
 
 
@@ -396,6 +424,12 @@ def packed_varints(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
     bounds = np.concatenate(([0], np.cumsum(lengths)))
     counts = np.diff(np.searchsorted(ends_idx, bounds)).astype(np.int64)
     return values, counts, ok
+
+
+def packed_span(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
+    """The packed field's payload span of each list ``[start, end)`` (one field each)."""
+    p_start, p_end, ok = _expect_len(_Buf(buf), starts, ends, _TAG_LEN1)
+    return p_start, p_end, ok & (p_end == ends)
 
 
 def packed_floats(buf: U8, starts: I64, ends: I64) -> tuple[npt.NDArray[np.float32], I64, Bool]:
