@@ -60,7 +60,9 @@ class ReadAheadStream:
         self._next = 0  # offset of the next block to request
         self._buf = b""
         self._pos = 0
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="tfe-remote-prefetch") if prefetch else None
+        self._pool = (
+            ThreadPoolExecutor(1, thread_name_prefix="tfe-remote-prefetch") if prefetch else None
+        )
         self._pending: Future[bytes] | None = None
         self.closed = False
 

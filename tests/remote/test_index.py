@@ -28,8 +28,13 @@ def _put(url: str, blob: bytes) -> None:
 
 
 def _same(a: tfe.Index, b: tfe.Index) -> None:
-    assert np.array_equal(a.offsets, b.offsets) and np.array_equal(a.lengths, b.lengths)
-    assert (a.data_size, a.fingerprint, a.compression) == (b.data_size, b.fingerprint, b.compression)
+    assert np.array_equal(a.offsets, b.offsets)
+    assert np.array_equal(a.lengths, b.lengths)
+    assert (a.data_size, a.fingerprint, a.compression) == (
+        b.data_size,
+        b.fingerprint,
+        b.compression,
+    )
     assert np.array_equal(a.restarts, b.restarts)
 
 
@@ -87,9 +92,7 @@ def test_open_on_read_only_http_builds_in_memory(served: Served) -> None:
     assert server.count("GET", ranged=True) == 1  # the fingerprint's windows
 
 
-def test_open_skips_only_read_only_save_errors(
-    mem: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_open_skips_only_read_only_save_errors(mem: str, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"{mem}/a.tfrecord"
     with tfe.TFRecordWriter(url) as w:
         w.write_many([b"abc"] * 5)

@@ -29,7 +29,8 @@ def test_coalesce_covers_every_range_with_separated_requests(
     plan = coalesce(starts, ends, max_gap)
     assert len(plan.request_of) == len(starts)
     for a, b, g in zip(starts.tolist(), ends.tolist(), plan.request_of.tolist(), strict=True):
-        assert plan.starts[g] <= a and b <= plan.ends[g]
+        assert plan.starts[g] <= a
+        assert b <= plan.ends[g]
     if len(starts) == 0:
         return
     # Requests are sorted and every request is needed: it begins and ends on a range edge.

@@ -55,7 +55,10 @@ def test_remote_reads_equal_local_reads(
 
 @given(records=record_lists(max_records=8, max_size=300), data=st.data())
 def test_damage_is_reported_as_for_a_local_file(
-    served: Served, tmp_path_factory: pytest.TempPathFactory, records: list[bytes], data: st.DataObject
+    served: Served,
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[bytes],
+    data: st.DataObject,
 ) -> None:
     compression = data.draw(compressions())
     local = tmp_path_factory.mktemp("d") / "a.tfrecord"
@@ -87,7 +90,7 @@ def test_damage_names_the_url_record_and_offset(mem: str, tmp_path: pathlib.Path
 
 
 def test_sequential_read_is_a_few_large_requests(served: Served) -> None:
-    root, server = served
+    _root, server = served
     records = [bytes([i]) * (1 << 20) for i in range(20)]  # ~20 MiB: three 8 MiB blocks
     _, url = _publish(served, framing.frame_many(records))
     server.reset()
@@ -116,11 +119,13 @@ def test_file_urls_are_local_paths(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "a.tfrecord"
     with tfe.TFRecordWriter(f"file://{path}", index=True) as w:
         w.write_many([b"a", b"bc"])
-    assert path.exists() and pathlib.Path(tfe.index.index_path_for(path)).exists()
+    assert path.exists()
+    assert pathlib.Path(tfe.index.index_path_for(path)).exists()
     assert list(tfe.read_records(f"file://{path}")) == [b"a", b"bc"]
     assert tfe.RecordDataset(f"file://{path}")[1] == b"bc"
     assert not remote.is_url(f"file://{path}")
-    assert remote.is_url("s3://bucket/key") and remote.is_url("simplecache::s3://b/k")
+    assert remote.is_url("s3://bucket/key")
+    assert remote.is_url("simplecache::s3://b/k")
 
 
 def test_without_fsspec_a_url_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

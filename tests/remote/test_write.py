@@ -44,7 +44,8 @@ def test_nothing_is_published_before_close(mem: str) -> None:
         w.write_many(RECORDS)
         w.flush()
         names = _names(mem)
-        assert len(names) == 1 and names[0].startswith(".a.tfrecord.tmp-")
+        assert len(names) == 1
+        assert names[0].startswith(".a.tfrecord.tmp-")
     assert _names(mem) == ["a.tfrecord"]
 
 
@@ -52,9 +53,14 @@ def test_an_exception_inside_with_publishes_nothing_and_keeps_the_old_file(mem: 
     url = f"{mem}/a.tfrecord"
     with tfe.TFRecordWriter(url) as w:
         w.write(b"old")
-    with pytest.raises(RuntimeError, match="boom"), tfe.TFRecordWriter(url, index=True) as w:
-        w.write_many(RECORDS)
-        raise RuntimeError("boom")
+
+    def interrupted() -> None:
+        with tfe.TFRecordWriter(url, index=True) as w:
+            w.write_many(RECORDS)
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        interrupted()
     assert _names(mem) == ["a.tfrecord"]  # no temporary object, no index
     assert list(tfe.read_records(url)) == [b"old"]
 

@@ -55,7 +55,7 @@ class _Handler(SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real object stores
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Silent: tests read :attr:`RangeServer.requests` instead."""
 
     def _log(self, served: tuple[int, int] | None) -> None:

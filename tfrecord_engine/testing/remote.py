@@ -35,7 +35,9 @@ def memory_dir() -> Iterator[str]:
             fs.rm(root, recursive=True)
 
 
-def range_sets(max_ranges: int = 64, span: int = 10_000) -> st.SearchStrategy[tuple[IntArray, IntArray]]:
+def range_sets(
+    max_ranges: int = 64, span: int = 10_000
+) -> st.SearchStrategy[tuple[IntArray, IntArray]]:
     """Half-open ranges ``(starts, ends)`` in any order: overlapping, touching, empty, repeated."""
     one = st.tuples(st.integers(0, span), st.integers(0, 200)).map(lambda t: (t[0], t[0] + t[1]))
     return st.lists(one, max_size=max_ranges).map(
@@ -57,7 +59,9 @@ def index_batches(n: int, max_size: int = 64) -> st.SearchStrategy[list[int]]:
         lambda t: list(range(t[0], min(n, t[0] + t[1])))
     )
     picks = st.lists(st.integers(-n, n - 1), max_size=max_size)
-    return st.one_of(picks, run, st.lists(run, max_size=4).map(lambda rs: sum(rs, [])))
+    return st.one_of(
+        picks, run, st.lists(run, max_size=4).map(lambda rs: [i for r in rs for i in r])
+    )
 
 
 def read_sizes() -> st.SearchStrategy[list[int]]:
