@@ -63,13 +63,19 @@ class PaddedBatch(NamedTuple):
 def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> FileRecords:
     """Returns the right random-access reader for an indexed file (local or URL).
 
-    ``max_gap`` applies to uncompressed remote files: records of a batch less than that
+    ``max_gap`` applies to uncompressed remote files: records of a batch at most that
     many bytes apart are fetched in one request (``None``: one request per record).
     """
     if remote.is_url(index.data_path):
         f = remote.RemoteFile(index.data_path)
         if index.compression is Compression.NONE:
-            return FetcherRecords(index, f.fetch, max_gap=max_gap, fetch_ranges=f.fetch_ranges)
+            return FetcherRecords(
+                index,
+                f.fetch,
+                max_gap=max_gap,
+                max_request=remote.DEFAULT_MAX_REQUEST,
+                fetch_ranges=f.fetch_ranges,
+            )
         # The read-ahead stream has file semantics (read, close); it is not an io class.
         return CompressedFileRecords(
             index, fetch=f.fetch, open_stream=lambda: cast("BinaryIO", f.open_stream())
@@ -123,7 +129,7 @@ class RecordDataset:
         compression: the files' compression (``None``/``""``, ``"GZIP"``, ``"ZLIB"``).
         verify: check every record's data CRC (in bulk per batch).
         max_gap: for uncompressed files given as fsspec URLs (``s3://``, ``http://``
-            ...): records of one batch less than this many bytes apart are fetched in
+            ...): records of one batch at most this many bytes apart are fetched in
             one request (see :mod:`tfrecord_engine.remote`); ``None`` fetches every
             record on its own. Local files ignore it.
 

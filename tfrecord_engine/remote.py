@@ -17,7 +17,7 @@ The I/O plans, every request counted in :attr:`RemoteFile.requests`:
   :data:`DEFAULT_BLOCK_SIZE` (8 MiB), the next one fetched in the background while the
   current one is parsed. A file costs one size query plus ``ceil(size / 8 MiB)`` reads.
 - **Random access** (``RecordDataset`` on an uncompressed file) sorts a batch's records
-  by offset and merges those less than ``max_gap`` bytes apart into one range
+  by offset and merges those at most ``max_gap`` bytes apart into one range
   (:func:`~tfrecord_engine.source.coalesce`); the ranges of a batch go out in one
   ``fs.cat_ranges`` call, concurrently on async backends (HTTP, S3, GCS).
   :data:`DEFAULT_MAX_GAP` is 64 KiB: at the tens of MB/s one object-store connection
@@ -25,6 +25,9 @@ The I/O plans, every request counted in :attr:`RemoteFile.requests`:
   first byte (10-50 ms on S3/GCS), so reading a gap that small is always cheaper than
   another request (and requests are what object stores bill and throttle), while a
   batch never reads more than 64 KiB of unwanted bytes per record it asked for.
+  A merged request stops growing at :data:`DEFAULT_MAX_REQUEST` (32 MiB; a single larger
+  record is fetched whole): a long run of records (a sequential epoch's chunk of 4,096)
+  becomes several requests sent concurrently, and no request is unbounded.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from .readahead import DEFAULT_BLOCK_SIZE, ReadAheadStream
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
     "DEFAULT_MAX_GAP",
+    "DEFAULT_MAX_REQUEST",
     "READ_ONLY_PROTOCOLS",
     "RemoteFile",
     "filesystem",
@@ -52,8 +56,10 @@ __all__ = [
     "write_bytes",
 ]
 
-#: Records of a random batch less than this many bytes apart are fetched together.
+#: Records of a random batch at most this many bytes apart are fetched together.
 DEFAULT_MAX_GAP: Final = 64 << 10
+#: A coalesced request stops growing at this many bytes.
+DEFAULT_MAX_REQUEST: Final = 32 << 20
 #: Protocols that cannot be written through fsspec (sidecar indexes stay in memory).
 READ_ONLY_PROTOCOLS: Final = frozenset({"http", "https"})
 _LOCAL: Final = frozenset({"file", "local"})

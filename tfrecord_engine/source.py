@@ -194,7 +194,8 @@ class FetcherRecords:
 
     - default: the records of a batch that lie back to back (or within ``max_gap``
       bytes) are coalesced into one request (:func:`~tfrecord_engine.ranges.coalesce`;
-      ``max_gap=None``: one request per record). With ``fetch_ranges`` the requests of
+      ``max_gap=None``: one request per record; a request grows past ``max_request``
+      bytes only for a single larger record). With ``fetch_ranges`` the requests of
       a batch are handed over together (fsspec's ``cat_ranges`` sends them
       concurrently);
     - ``block_records=B``: whole aligned blocks of ``B`` records are fetched and the
@@ -209,6 +210,7 @@ class FetcherRecords:
         fetch: Fetcher,
         *,
         max_gap: int | None = 0,
+        max_request: int | None = None,
         fetch_ranges: RangesFetcher | None = None,
         block_records: int | None = None,
         cache_blocks: int = 32,
@@ -218,6 +220,7 @@ class FetcherRecords:
         self.fetch = fetch
         self.fetch_ranges = fetch_ranges
         self.max_gap = max_gap
+        self.max_request = max_request
         self.block_records = block_records
         self.requests = 0
         self.bytes_fetched = 0
@@ -233,7 +236,7 @@ class FetcherRecords:
 
     def _framed_coalesced(self, local: IntArray) -> list[bytes]:
         offsets, ends = self._start[local], self._end[local]
-        plan = coalesce(offsets, ends, self.max_gap)
+        plan = coalesce(offsets, ends, self.max_gap, self.max_request)
         if self.fetch_ranges is not None:
             self.requests += len(plan.starts)
             self.bytes_fetched += int(np.sum(plan.ends - plan.starts))

@@ -16,17 +16,23 @@ from tfrecord_engine.ranges import coalesce
 from tfrecord_engine.readahead import ReadAheadStream
 from tfrecord_engine.source import FetcherRecords
 from tfrecord_engine.testing.records import record_lists
-from tfrecord_engine.testing.remote import index_batches, max_gaps, range_sets, read_sizes
+from tfrecord_engine.testing.remote import (
+    index_batches,
+    max_gaps,
+    max_requests,
+    range_sets,
+    read_sizes,
+)
 
 IntArray = npt.NDArray[np.int64]
 
 
-@given(range_sets(), max_gaps())
+@given(range_sets(), max_gaps(), max_requests())
 def test_coalesce_covers_every_range_with_separated_requests(
-    ranges: tuple[IntArray, IntArray], max_gap: int | None
+    ranges: tuple[IntArray, IntArray], max_gap: int | None, max_request: int | None
 ) -> None:
     starts, ends = ranges
-    plan = coalesce(starts, ends, max_gap)
+    plan = coalesce(starts, ends, max_gap, max_request)
     assert len(plan.request_of) == len(starts)
     for a, b, g in zip(starts.tolist(), ends.tolist(), plan.request_of.tolist(), strict=True):
         assert plan.starts[g] <= a
@@ -39,9 +45,20 @@ def test_coalesce_covers_every_range_with_separated_requests(
     assert set(plan.ends.tolist()) <= set(ends.tolist())
     if max_gap is None:
         assert len(plan.starts) == len(starts)
-    else:
+        return
+    if max_request is None:
         # Nothing left to merge: consecutive requests are more than max_gap apart.
         assert np.all(plan.starts[1:] > plan.ends[:-1] + max_gap)
+        return
+    # A request exceeds the cap only to hold one range larger than the cap ...
+    sizes = ends - starts
+    for g, (a, b) in enumerate(zip(plan.starts.tolist(), plan.ends.tolist(), strict=True)):
+        if b - a > max_request:
+            held = sizes[plan.request_of == g]
+            assert held.max() > max_request or len(held) == 1
+    # ... and two requests are apart only past the gap or when merging would break it.
+    merged = np.maximum(plan.ends[1:], plan.ends[:-1]) - plan.starts[:-1]
+    assert np.all((plan.starts[1:] > plan.ends[:-1] + max_gap) | (merged > max_request))
 
 
 @given(st.binary(max_size=3000), st.integers(1, 700), read_sizes(), st.booleans())

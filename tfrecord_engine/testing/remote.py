@@ -15,7 +15,14 @@ import numpy as np
 import numpy.typing as npt
 from hypothesis import strategies as st
 
-__all__ = ["index_batches", "max_gaps", "memory_dir", "range_sets", "read_sizes"]
+__all__ = [
+    "index_batches",
+    "max_gaps",
+    "max_requests",
+    "memory_dir",
+    "range_sets",
+    "read_sizes",
+]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -51,6 +58,11 @@ def range_sets(
 def max_gaps() -> st.SearchStrategy[int | None]:
     """``max_gap`` settings: no coalescing, touching only, small and large gaps."""
     return st.one_of(st.none(), st.just(0), st.integers(1, 300), st.just(1 << 20))
+
+
+def max_requests() -> st.SearchStrategy[int | None]:
+    """``max_request`` settings: unbounded, tiny (smaller than most ranges) and moderate."""
+    return st.one_of(st.none(), st.integers(1, 50), st.integers(50, 2000))
 
 
 def index_batches(n: int, max_size: int = 64) -> st.SearchStrategy[list[int]]:
