@@ -20,6 +20,14 @@ def mem() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def mem_shared() -> Iterator[str]:
+    """A ``memory://`` folder shared by a module's tests (Hypothesis examples reuse it)."""
+    pytest.importorskip("fsspec")
+    with memory_dir() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[pathlib.Path, RangeServer]]:
     """A local folder and the HTTP server that serves it (one per test module)."""
     pytest.importorskip("fsspec")

@@ -34,14 +34,14 @@ def _urls(served: Served, mem_root: str, name: str) -> list[str]:
     records=record_lists(max_records=40, max_size=500), compression=compressions(), data=st.data()
 )
 def test_random_access_and_epochs_equal_local(
-    served: Served, records: list[bytes], compression: str, data: st.DataObject
+    served: Served, mem_shared: str, records: list[bytes], compression: str, data: st.DataObject
 ) -> None:
     if not records:
         return
     root = served[0]
     name = f"{secrets.token_hex(6)}.tfrecord"
     _write(root / name, records, compression)
-    mem_root = "memory://dataset-tests"
+    mem_root = mem_shared
     _write(f"{mem_root}/{name}", records, compression)
     local = tfe.RecordDataset(root / name, compression=compression)
     batch = data.draw(index_batches(len(records)))
@@ -149,3 +149,22 @@ def test_request_counts_of_a_random_batch_and_of_an_epoch(served: Served) -> Non
     assert sum(len(b) for b in ds.batches(1024)) == n
     assert server.count("GET") == -(-n // 4096) == 18
     print(f"\nrequests for 1,024 random records of {n}: {counts}; sequential epoch: 18")
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_compressed_random_access_fetches_one_restart_block(
+    served: Served, compression: str
+) -> None:
+    root, server = served
+    records = [i.to_bytes(4, "little") * 50 for i in range(2000)]
+    name = f"restarts-{compression}.tfrecord"
+    _write(root / name, records, compression)  # a restart point every 256 records
+    ds = tfe.RecordDataset(f"{server.url}/{name}", compression=compression)
+    idx = ds.indexes[0]
+    server.reset()
+    assert ds[[1500, 1501]] == records[1500:1502]
+    ranged = [q.range for q in server.requests if q.range is not None]
+    assert len(ranged) == 1  # one block, not the file
+    block = ranged[0]
+    assert block[0] == int(idx.restarts[1500 // 256 - 1, 0])
+    assert block[1] - block[0] < (root / name).stat().st_size // 4

@@ -40,13 +40,17 @@ def _same(a: tfe.Index, b: tfe.Index) -> None:
 
 @given(records=record_lists(max_records=20, max_size=3000), compression=compressions())
 def test_remote_index_equals_the_local_index(
-    served: Served, tmp_path_factory: pytest.TempPathFactory, records: list[bytes], compression: str
+    served: Served,
+    mem_shared: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[bytes],
+    compression: str,
 ) -> None:
     root, server = served
     name = f"{secrets.token_hex(6)}.tfrecord"
     write_file(root / name, records, compression)
     local = tfe.Index.build(root / name, compression)
-    mem_url = f"memory://index-tests/{name}"
+    mem_url = f"{mem_shared}/{name}"
     _put(mem_url, (root / name).read_bytes())
     for url in (mem_url, f"{server.url}/{name}"):
         built = tfe.Index.build(url, compression)

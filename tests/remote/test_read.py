@@ -24,13 +24,13 @@ fsspec = pytest.importorskip("fsspec")
 Served = tuple[pathlib.Path, RangeServer]
 
 
-def _publish(served: Served, blob: bytes) -> tuple[str, str]:
+def _publish(served: Served, mem_root: str, blob: bytes) -> tuple[str, str]:
     """Puts ``blob`` on both backends; returns (memory URL, HTTP URL)."""
     root, server = served
     name = f"{secrets.token_hex(6)}.tfrecord"
     (root / name).write_bytes(blob)
-    fsspec.filesystem("memory").pipe_file(f"/read-tests/{name}", blob)
-    return f"memory://read-tests/{name}", f"{server.url}/{name}"
+    fsspec.filesystem("memory").pipe_file(f"{mem_root.removeprefix('memory://')}/{name}", blob)
+    return f"{mem_root}/{name}", f"{server.url}/{name}"
 
 
 def _outcome(source: str, compression: str) -> tuple[list[bytes], object]:
@@ -45,17 +45,22 @@ def _outcome(source: str, compression: str) -> tuple[list[bytes], object]:
 
 @given(records=record_lists(max_records=12, max_size=2000), compression=compressions())
 def test_remote_reads_equal_local_reads(
-    served: Served, tmp_path_factory: pytest.TempPathFactory, records: list[bytes], compression: str
+    served: Served,
+    mem_shared: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[bytes],
+    compression: str,
 ) -> None:
     local = tmp_path_factory.mktemp("r") / "a.tfrecord"
     write_file(local, records, compression)
-    for url in _publish(served, local.read_bytes()):
+    for url in _publish(served, mem_shared, local.read_bytes()):
         assert list(tfe.read_records(url, compression)) == records
 
 
 @given(records=record_lists(max_records=8, max_size=300), data=st.data())
 def test_damage_is_reported_as_for_a_local_file(
     served: Served,
+    mem_shared: str,
     tmp_path_factory: pytest.TempPathFactory,
     records: list[bytes],
     data: st.DataObject,
@@ -67,7 +72,7 @@ def test_damage_is_reported_as_for_a_local_file(
     damage: Damage = data.draw(damages(len(blob))) if blob else Damage("truncate", 0)
     local.write_bytes(damage.apply(blob))
     expected_records, expected_error = _outcome(str(local), compression)
-    for url in _publish(served, local.read_bytes()):
+    for url in _publish(served, mem_shared, local.read_bytes()):
         got_records, got_error = _outcome(url, compression)
         assert got_records == expected_records
         assert got_error == expected_error
@@ -89,10 +94,10 @@ def test_damage_names_the_url_record_and_offset(mem: str, tmp_path: pathlib.Path
     assert [(r.record_index, r.offset) for r in reports] == [(4, 4 * 116)]
 
 
-def test_sequential_read_is_a_few_large_requests(served: Served) -> None:
+def test_sequential_read_is_a_few_large_requests(served: Served, mem_shared: str) -> None:
     _root, server = served
     records = [bytes([i]) * (1 << 20) for i in range(20)]  # ~20 MiB: three 8 MiB blocks
-    _, url = _publish(served, framing.frame_many(records))
+    _, url = _publish(served, mem_shared, framing.frame_many(records))
     server.reset()
     assert list(tfe.read_records(url)) == records
     size = sum(len(r) + framing.FRAME_OVERHEAD for r in records)
