@@ -1,6 +1,7 @@
 """The sidecar index of a TFRecord file: where every record starts and how long it is.
 
-An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX`. Binary
+An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX` (for a URL,
+``<url>.tfeidx`` on the same storage; see :mod:`tfrecord_engine.remote`). Binary
 layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
 
     magic        8 bytes   b"TFEIDX\\r\\n"
