@@ -94,7 +94,7 @@ def cli(ctx: click.Context, progress: bool | None, color: bool | None) -> None:
     ctx.color = color
     if progress is None:
         progress = sys.stderr.isatty()
-    ctx.obj = Settings(progress=progress, color=color)
+    ctx.obj = Settings(progress=progress)
 
 
 def _register() -> None:

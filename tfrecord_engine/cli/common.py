@@ -21,6 +21,7 @@ import click
 from ..compression import Compression, normalize_compression
 from ..dataset import _expand
 from ..index import INDEX_SUFFIX
+from ..recovery import DamageReport
 
 __all__ = [
     "DALI_SUFFIX",
@@ -32,11 +33,13 @@ __all__ = [
     "Progress",
     "chunked",
     "compression_option",
+    "damage_json",
     "detect_compression",
     "echo_json",
     "expand_inputs",
     "is_remote",
     "progress",
+    "same_file",
     "settings",
 ]
 
@@ -73,19 +76,35 @@ class Settings:
     """Options of the ``tfr`` group that every command sees."""
 
     progress: bool
-    color: bool | None
 
 
 def settings() -> Settings:
     """The group's :class:`Settings` (defaults when a command runs outside the group)."""
     ctx = click.get_current_context(silent=True)
     obj = None if ctx is None else ctx.find_object(Settings)
-    return obj if obj is not None else Settings(progress=False, color=None)
+    return obj if obj is not None else Settings(progress=False)
 
 
 def is_remote(path: str) -> bool:
     """Whether ``path`` is a URL (``scheme://...``) rather than a local path."""
     return "://" in path
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (compared as given for URLs)."""
+    if is_remote(a) or is_remote(b):
+        return a == b
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def damage_json(report: DamageReport) -> dict[str, object]:
+    """A :class:`~tfrecord_engine.DamageReport` as a JSON object."""
+    return {
+        "record_index": report.record_index,
+        "offset": report.offset,
+        "bytes_skipped": report.bytes_skipped,
+        "reason": report.reason,
+    }
 
 
 def detect_compression(path: str, given: str) -> Compression:

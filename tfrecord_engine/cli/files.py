@@ -16,6 +16,7 @@ from .common import (
     EXIT_DAMAGE,
     BadInput,
     compression_option,
+    damage_json,
     detect_compression,
     echo_json,
     expand_inputs,
@@ -126,15 +127,7 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
                     {
                         "path": path,
                         "records": n,
-                        "damages": [
-                            {
-                                "record_index": r.record_index,
-                                "offset": r.offset,
-                                "bytes_skipped": r.bytes_skipped,
-                                "reason": r.reason,
-                            }
-                            for r in reports
-                        ],
+                        "damages": [damage_json(r) for r in reports],
                     }
                     for path, n, reports in results
                 ],

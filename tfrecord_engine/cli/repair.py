@@ -13,11 +13,13 @@ from .common import (
     BadInput,
     chunked,
     compression_option,
+    damage_json,
     detect_compression,
     echo_json,
     expand_inputs,
     is_remote,
     progress,
+    same_file,
 )
 
 __all__ = ["COMMANDS", "repaired_path"]
@@ -34,12 +36,6 @@ def repaired_path(path: str, output_dir: str | None = None) -> str:
         return os.path.join(output_dir, tail)
     stem, dot, rest = tail.partition(".")
     return os.path.join(head, f"{stem}.repaired{dot}{rest}" if dot else f"{tail}.repaired")
-
-
-def _same_file(a: str, b: str) -> bool:
-    if is_remote(a) or is_remote(b):
-        return a == b
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 @click.command("repair")
@@ -85,7 +81,7 @@ def repair_command(
         raise BadInput("--output takes exactly one input (and no --output-dir)")
     targets = [output or repaired_path(p, output_dir) for p in files]
     for path, target in zip(files, targets, strict=True):
-        if _same_file(path, target):
+        if same_file(path, target):
             raise BadInput(f"refusing to overwrite the input {path}")
     if output_dir is not None and not is_remote(output_dir):
         os.makedirs(output_dir, exist_ok=True)
@@ -105,24 +101,18 @@ def repair_command(
             bar.update(1)
     if as_json:
         echo_json(
-            [
-                {
-                    "input": path,
-                    "output": target,
-                    "records_kept": kept,
-                    "bytes_lost": sum(r.bytes_skipped or 0 for r in reports),
-                    "damages": [
-                        {
-                            "record_index": r.record_index,
-                            "offset": r.offset,
-                            "bytes_skipped": r.bytes_skipped,
-                            "reason": r.reason,
-                        }
-                        for r in reports
-                    ],
-                }
-                for path, target, kept, reports in results
-            ]
+            {
+                "files": [
+                    {
+                        "input": path,
+                        "output": target,
+                        "records_kept": kept,
+                        "bytes_lost": sum(r.bytes_skipped or 0 for r in reports),
+                        "damages": [damage_json(r) for r in reports],
+                    }
+                    for path, target, kept, reports in results
+                ]
+            }
         )
         return
     for _, target, kept, reports in results:

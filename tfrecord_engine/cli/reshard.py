@@ -17,6 +17,7 @@ from .common import (
     detect_compression,
     expand_inputs,
     progress,
+    same_file,
 )
 from .convert import shard_options
 from .files import count_records
@@ -85,10 +86,9 @@ def reshard_command(
     n = resolve_shards(total, shards, records_per_shard)
     if shuffle and len(set(kinds)) > 1:
         raise BadInput("--shuffle needs inputs of one compression (or --input-compression)")
-    planned = set(shard_paths(prefix, n, out_kind))
-    clash = [p for p in files if p in planned]
-    if clash:
-        raise BadInput(f"an output shard would replace an input: {clash[0]}")
+    for planned in shard_paths(prefix, n, out_kind):
+        if any(same_file(planned, p) for p in files):
+            raise BadInput(f"an output shard would replace an input: {planned}")
     chunks = _shuffled(files, kinds[0], seed) if shuffle else _in_order(files, kinds)
     with (
         ShardedWriter(prefix, total, n, out_kind, index=index) as out,

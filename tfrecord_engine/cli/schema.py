@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import click
 
 from .common import compression_option, echo_json, expand_inputs, progress
 from .infer import SchemaStats, render_json, render_python
-from .render import decode_record
+from .render import Kind, decode_record
 from .show import iter_range
 
 __all__ = ["COMMANDS"]
@@ -66,7 +68,7 @@ def schema_command(
     with progress(stop or len(files), "reading") as bar:
         last = None
         for path, i, record in iter_range(files, compression, 0, stop):
-            decoded = decode_record(record, kind, where=f"{path}: record {i}")  # type: ignore[arg-type]
+            decoded = decode_record(record, cast(Kind, kind), where=f"{path}: record {i}")
             stats.add(decoded.features, decoded.lists)
             if stop is not None:
                 bar.update(1, flush_every=256)

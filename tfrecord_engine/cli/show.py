@@ -164,7 +164,7 @@ def _emit(
     raw: str | None,
 ) -> None:
     if raw is not None:
-        stream: BinaryIO = click.get_binary_stream("stdout")
+        stream: BinaryIO = sys.stdout.buffer
         if sys.stdout.isatty():
             raise click.UsageError("refusing to write binary records to a terminal")
         for _, _, record in records:
@@ -180,7 +180,7 @@ def _emit(
 
 
 @click.command("head")
-@click.option("-n", "--lines", "n", default=10, show_default=True, type=click.IntRange(min=0))
+@click.option("-n", "--records", "n", default=10, show_default=True, type=click.IntRange(min=0))
 @_output_options
 def head_command(paths: tuple[str, ...], compression: str, n: int, **out: Any) -> None:
     """The first N records of the inputs (taken as one sequence, in order), decoded.

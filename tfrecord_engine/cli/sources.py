@@ -126,6 +126,7 @@ class CsvSource:
                 raise Failure(f"{path}: duplicate column names in the header")
             ints = [True] * len(header)
             floats = [True] * len(header)
+            seen = [False] * len(header)
             n = 0
             for row in reader:
                 if len(row) != len(header):
@@ -137,13 +138,16 @@ class CsvSource:
                 for j, cell in enumerate(row):
                     if cell == "":
                         continue
+                    seen[j] = True
                     if ints[j] and not _is_int(cell):
                         ints[j] = False
                     if floats[j] and not ints[j] and not _is_float(cell):
                         floats[j] = False
         self.header = header
+        # A column with no value at all is text: nothing says it is a number.
         self.types = [
-            "int64" if i else "float" if fl else "bytes" for i, fl in zip(ints, floats, strict=True)
+            "int64" if i and v else "float" if fl and v else "bytes"
+            for i, fl, v in zip(ints, floats, seen, strict=True)
         ]
         self._n = n
 
