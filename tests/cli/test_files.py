@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tests.cli.helpers import invoke, mnist_like, write_examples
 from tfrecord_engine import framing
+from tfrecord_engine.cli.common import Progress
 from tfrecord_engine.testing.damage import Damage, damages, record_spans
 from tfrecord_engine.testing.records import record_lists
 
@@ -135,3 +136,29 @@ def test_colour_only_when_asked_and_never_with_no_color(cwd: Path) -> None:
     plain = invoke("verify", "a.tfrecord", env={"NO_COLOR": "1"}, color=True).stdout
     assert "\x1b[" not in plain
     assert "\x1b[" not in invoke("verify", "a.tfrecord").stdout
+
+
+def test_forced_progress_keeps_stdout_clean(cwd: Path) -> None:
+    write_examples("a.tfrecord", mnist_like(3))
+    quiet = invoke("--no-progress", "verify", "a.tfrecord")
+    loud = invoke("--progress", "verify", "a.tfrecord")
+    assert loud.exit_code == quiet.exit_code == 0
+    assert loud.stdout == quiet.stdout
+    assert quiet.stderr == ""
+
+
+def test_progress_updates_are_batched() -> None:
+    class Bar:
+        def __init__(self) -> None:
+            self.steps: list[int] = []
+
+        def update(self, n: int) -> None:
+            self.steps.append(n)
+
+    bar = Bar()
+    p = Progress(bar)
+    for _ in range(5):
+        p.update(1, flush_every=2)
+    p.finish()
+    assert bar.steps == [2, 2, 1]
+    Progress(None).update(3)  # a disabled bar ignores updates
