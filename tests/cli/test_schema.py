@@ -13,6 +13,8 @@ from hypothesis import given
 
 import tfrecord_engine as tfe
 from tests.cli.helpers import invoke, write_examples
+from tfrecord_engine.cli.collect import add_records
+from tfrecord_engine.cli.infer import SchemaStats
 from tfrecord_engine.testing.tables import Table, example_tables
 
 
@@ -135,3 +137,32 @@ def test_inferred_spec_parses_every_record(rows: Table) -> None:
                 assert isinstance(spec, tfe.VarLenFeature) or got.size == 1
                 continue
             assert got.tolist() == want.tolist()
+
+
+@given(rows=example_tables(max_records=20, max_keys=5))
+def test_batched_statistics_equal_per_record_ones(rows: Table) -> None:
+    records = [tfe.encode_example(r) for r in rows]
+    batched, single = SchemaStats(), SchemaStats()
+    add_records(batched, records, [f"r{i}" for i in range(len(records))], "auto")
+    for record in records:
+        single.add(tfe.decode_example(record), None)
+    assert batched == single
+
+
+def test_mixed_examples_and_sequence_examples(cwd: Path) -> None:
+    with tfe.TFRecordWriter("m.tfrecord") as w:
+        w.write(tfe.encode_example({"n": 1}))
+        w.write(tfe.encode_sequence_example({"n": 2}, {"s": [[1]]}))
+    doc = json.loads(invoke("schema", "--json", "m.tfrecord").stdout)
+    assert doc["kind"] == "sequence_example"
+    assert doc["features"]["n"]["present"] == 2
+    assert doc["feature_lists"]["s"]["present"] == 1
+    assert doc["feature_lists"]["s"]["presence"] == 0.5
+
+
+def test_schema_of_a_malformed_record_names_it(cwd: Path) -> None:
+    with tfe.TFRecordWriter("bad.tfrecord") as w:
+        w.write_many([tfe.encode_example({"a": 1}), b"\x0a\x05\x01"])
+    result = invoke("schema", "bad.tfrecord")
+    assert result.exit_code == 1
+    assert "bad.tfrecord: record 1: not a tf.train.Example" in result.stderr

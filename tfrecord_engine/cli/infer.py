@@ -60,6 +60,22 @@ class FeatureStats:
         self.min_len = n if self.min_len is None else min(self.min_len, n)
         self.max_len = n if self.max_len is None else max(self.max_len, n)
 
+    def add_many(self, type_name: str, lengths: npt.NDArray[np.int64] | None) -> None:
+        """Counts ``len(lengths)`` records holding this key with ``type_name`` values.
+
+        ``lengths`` may be ``None`` (with a count of one record) when only the type is
+        known.
+        """
+        count = 1 if lengths is None else len(lengths)
+        if count == 0:
+            return
+        self.types[type_name] = self.types.get(type_name, 0) + count
+        self.present += count
+        if lengths is not None:
+            lo, hi = int(lengths.min()), int(lengths.max())
+            self.min_len = lo if self.min_len is None else min(self.min_len, lo)
+            self.max_len = hi if self.max_len is None else max(self.max_len, hi)
+
     def add_steps(self, steps: list[npt.NDArray[Any]]) -> None:
         """Counts one record's feature list."""
         self.present += 1

@@ -6,12 +6,16 @@ from typing import cast
 
 import click
 
-from .common import compression_option, echo_json, expand_inputs, progress
+from .collect import add_records
+from .common import chunked, compression_option, echo_json, expand_inputs, progress
 from .infer import SchemaStats, render_json, render_python
-from .render import Kind, decode_record
+from .render import Kind
 from .show import iter_range
 
 __all__ = ["COMMANDS"]
+
+# Records whose statistics are gathered together (one batched parse each).
+_BATCH = 1024
 
 
 @click.command("schema")
@@ -67,14 +71,15 @@ def schema_command(
     stats = SchemaStats()
     with progress(stop or len(files), "reading") as bar:
         last = None
-        for path, i, record in iter_range(files, compression, 0, stop):
-            decoded = decode_record(record, cast(Kind, kind), where=f"{path}: record {i}")
-            stats.add(decoded.features, decoded.lists)
+        for chunk in chunked(iter_range(files, compression, 0, stop), _BATCH):
+            wheres = [f"{path}: record {i}" for path, i, _ in chunk]
+            add_records(stats, [r for _, _, r in chunk], wheres, cast(Kind, kind))
             if stop is not None:
-                bar.update(1, flush_every=256)
-            elif path != last:
-                bar.update(1)
-            last = path
+                bar.update(len(chunk))
+            else:
+                names = [path for path, _, _ in chunk]
+                bar.update(len(set(names) - {last}))
+                last = names[-1]
     nfiles = f"{len(files)} file{'s' if len(files) != 1 else ''}"
     source = (
         f"all {stats.records} records of {nfiles}"

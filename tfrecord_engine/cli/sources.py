@@ -49,17 +49,18 @@ class Source(Protocol):
         ...
 
 
-def _feature_array(name: str, array: npt.NDArray[Any], notes: list[str]) -> npt.NDArray[Any]:
+def _row_converter(name: str, array: npt.NDArray[Any], notes: list[str]) -> Any:
+    """How one row of ``array`` becomes a feature value (checked once per array)."""
     kind = array.dtype.kind
     if kind == "b" or (kind == "u" and array.dtype.itemsize < 8):
-        return array.astype(np.int64)
+        return lambda row: row.astype(np.int64)
     if kind == "f" and array.dtype.itemsize > 4:
         notes.append(f"{name}: {array.dtype} values stored as float32 (Example has no float64)")
     if kind in "SU":
-        return array.astype(object)
+        return lambda row: row.astype(object)
     if kind not in "iufO":
         raise Failure(f"{name}: cannot store a {array.dtype} array in an Example")
-    return array
+    return lambda row: row
 
 
 class NumpySource:
@@ -72,7 +73,9 @@ class NumpySource:
             with np.load(path, allow_pickle=False) as npz:
                 arrays = {k: npz[k] for k in npz.files}
         else:
-            arrays = {key or os.path.splitext(os.path.basename(path))[0]: np.load(path)}
+            # A memory map: rows are read as they are converted, not all up front.
+            name = key or os.path.splitext(os.path.basename(path))[0]
+            arrays = {name: np.load(path, mmap_mode="r", allow_pickle=False)}
         if not arrays:
             raise Failure(f"{path}: no arrays")
         lengths = {k: (a.shape[0] if a.ndim else None) for k, a in arrays.items()}
@@ -81,7 +84,10 @@ class NumpySource:
                 f"{path}: every array needs the same first dimension (one row per record), "
                 f"got {lengths}"
             )
-        self._arrays = {k: _feature_array(f"{path}: {k}", a, self.notes) for k, a in arrays.items()}
+        self._arrays = arrays
+        self._convert = {
+            k: _row_converter(f"{path}: {k}", a, self.notes) for k, a in arrays.items()
+        }
         self._n = next(iter(lengths.values())) or 0
 
     def __len__(self) -> int:
@@ -90,7 +96,9 @@ class NumpySource:
     def records(self) -> Iterator[bytes]:
         """Yields one Example per row."""
         for i in range(self._n):
-            yield encode_example({k: a[i : i + 1].reshape(-1) for k, a in self._arrays.items()})
+            yield encode_example(
+                {k: self._convert[k](a[i : i + 1].reshape(-1)) for k, a in self._arrays.items()}
+            )
 
 
 def _is_int(cell: str) -> bool:
