@@ -148,3 +148,15 @@ def test_sharded_writer_sizes_and_empty_shards(tmp_path: Path) -> None:
     short.write_many([b"a"])
     with pytest.raises(tfe.InvalidArgumentError, match="1 records written, 3 announced"):
         short.close()
+
+
+def test_uint8_rows_as_bytes(cwd: Path) -> None:
+    pixels = np.arange(24, dtype=np.uint8).reshape(3, 8)
+    np.savez("img.npz", image=pixels, label=np.array([4, 5, 6]))
+    result = invoke("convert", "img.npz", "-o", "u", "--uint8-as-bytes")
+    assert result.exit_code == 0, result.output
+    rows = _decoded("u-*.tfrecord")
+    assert rows[2] == {"image": [pixels[2].tobytes()], "label": [6]}
+    plain = invoke("convert", "img.npz", "-o", "v")
+    assert plain.exit_code == 0
+    assert _decoded("v-*.tfrecord")[2]["image"] == list(range(16, 24))

@@ -74,6 +74,12 @@ def shard_options(command: _F) -> _F:
     help="Image folders: file extensions to take (repeatable) [default: common image types].",
 )
 @click.option(
+    "--uint8-as-bytes",
+    is_flag=True,
+    help="numpy inputs: store each row of a uint8 array as one bytes value (raw pixels) "
+    "instead of an int64 list.",
+)
+@click.option(
     "--class-name/--no-class-name",
     default=True,
     show_default=True,
@@ -92,6 +98,7 @@ def convert_command(
     delimiter: str | None,
     extensions: tuple[str, ...],
     class_name: bool,
+    uint8_as_bytes: bool,
 ) -> None:
     """Convert .npz/.npy arrays, CSV files or image folders to sharded TFRecords.
 
@@ -111,7 +118,13 @@ def convert_command(
     exts = tuple(e.lower() if e.startswith(".") else f".{e.lower()}" for e in extensions)
     sources = [
         open_source(
-            p, source_kind, key=key, delimiter=delimiter, extensions=exts, class_names=class_name
+            p,
+            source_kind,
+            key=key,
+            delimiter=delimiter,
+            extensions=exts,
+            class_names=class_name,
+            uint8_bytes=uint8_as_bytes,
         )
         for p in files
     ]

@@ -5,7 +5,8 @@ and yields serialized ``tf.train.Example`` records in a fixed order:
 
 - ``.npz``: every array is split along axis 0, one feature per array (all arrays need
   the same first dimension); ``.npy``: one array, one feature (``--key``, default the
-  file's stem). Rows are flattened; bool and integer arrays become int64, floats become
+  file's stem). Rows are flattened; bool and integer arrays become int64 (uint8 arrays
+  optionally one bytes value per row: ``--uint8-as-bytes``), floats become
   float32 (an Example has no float64: float64 values are rounded, and a note says so),
   bytes/str arrays become bytes.
 - CSV/TSV: a header row names the columns; a column whose non-empty cells are all
@@ -49,9 +50,14 @@ class Source(Protocol):
         ...
 
 
-def _row_converter(name: str, array: npt.NDArray[Any], notes: list[str]) -> Any:
+def _row_converter(
+    name: str, array: npt.NDArray[Any], notes: list[str], *, uint8_bytes: bool = False
+) -> Any:
     """How one row of ``array`` becomes a feature value (checked once per array)."""
     kind = array.dtype.kind
+    if uint8_bytes and array.dtype == np.uint8:
+        # One bytes value per row (raw pixels), as image datasets usually store them.
+        return lambda row: [row.tobytes()]
     if kind == "b" or (kind == "u" and array.dtype.itemsize < 8):
         return lambda row: row.astype(np.int64)
     if kind == "f" and array.dtype.itemsize > 4:
@@ -66,7 +72,7 @@ def _row_converter(name: str, array: npt.NDArray[Any], notes: list[str]) -> Any:
 class NumpySource:
     """Records from a ``.npz`` (one feature per array) or ``.npy`` file (one feature)."""
 
-    def __init__(self, path: str, key: str | None = None) -> None:
+    def __init__(self, path: str, key: str | None = None, *, uint8_bytes: bool = False) -> None:
         self.path = path
         self.notes: list[str] = []
         if path.endswith(".npz"):
@@ -86,7 +92,8 @@ class NumpySource:
             )
         self._arrays = arrays
         self._convert = {
-            k: _row_converter(f"{path}: {k}", a, self.notes) for k, a in arrays.items()
+            k: _row_converter(f"{path}: {k}", a, self.notes, uint8_bytes=uint8_bytes)
+            for k, a in arrays.items()
         }
         self._n = next(iter(lengths.values())) or 0
 
@@ -239,7 +246,7 @@ def open_source(path: str, kind: str, **options: Any) -> Source:
         else:
             raise BadInput(f"{path}: cannot tell the input type from the name; use --from")
     if kind == "numpy":
-        return NumpySource(path, options.get("key"))
+        return NumpySource(path, options.get("key"), uint8_bytes=options.get("uint8_bytes", False))
     if kind == "csv":
         return CsvSource(path, options.get("delimiter"))
     return ImageFolderSource(
