@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import glob
 import itertools
 import os
 import sys
@@ -167,11 +166,6 @@ def expand_inputs(args: Sequence[str], *, allow_dirs: bool = False) -> list[str]
     return out
 
 
-def has_glob(arg: str) -> bool:
-    """Whether ``arg`` holds glob characters."""
-    return glob.has_magic(arg)
-
-
 def chunked(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
     """Consecutive lists of ``size`` items (the last may be shorter).
 
@@ -214,7 +208,7 @@ class Progress:
 
 
 @contextlib.contextmanager
-def progress(length: int | None, label: str) -> Iterator[Progress]:
+def progress(length: int, label: str) -> Iterator[Progress]:
     """A bar of ``length`` steps when ``--progress`` is on (default: stderr is a TTY)."""
     if not settings().progress:
         yield Progress(None)

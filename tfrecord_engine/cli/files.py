@@ -6,6 +6,7 @@ import os
 
 import click
 
+from .. import framing
 from ..compression import Compression
 from ..errors import IndexFormatError
 from ..index import Index, index_path_for
@@ -20,6 +21,7 @@ from .common import (
     detect_compression,
     echo_json,
     expand_inputs,
+    is_remote,
     progress,
 )
 
@@ -101,23 +103,27 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
       1 file, 9 records read, 1 damaged region in 1 file
     """
     files = expand_inputs(paths)
+    kinds = [detect_compression(p, compression) for p in files]
+    sizes = _plain_sizes(files, kinds)
     results: list[tuple[str, int, list[DamageReport]]] = []
-    with progress(len(files), "verifying") as bar:
-        for path in files:
+    with progress(len(files) if sizes is None else sum(sizes), "verifying") as bar:
+        for k, (path, kind) in enumerate(zip(files, kinds, strict=True)):
             reports: list[DamageReport] = []
             n = 0
-            for _ in read_records(
-                path,
-                detect_compression(path, compression),
-                on_damage="skip",
-                on_damage_report=reports.append,
+            done = 0
+            for record in read_records(
+                path, kind, on_damage="skip", on_damage_report=reports.append
             ):
                 n += 1
+                if sizes is not None:
+                    done += len(record) + framing.FRAME_OVERHEAD
+                    bar.update(len(record) + framing.FRAME_OVERHEAD, flush_every=1 << 22)
+            # Whatever the records did not account for (damage) completes the file.
+            bar.update(1 if sizes is None else sizes[k] - done)
             results.append((path, n, reports))
             if not as_json:
                 for r in reports:
                     click.secho(str(r), fg="red")
-            bar.update(1)
     damaged = [r for r in results if r[2]]
     if as_json:
         echo_json(
@@ -145,6 +151,13 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
         click.secho(summary, fg="red" if damaged else "green")
     if damaged:
         click.get_current_context().exit(EXIT_DAMAGE)
+
+
+def _plain_sizes(files: list[str], kinds: list[Compression]) -> list[int] | None:
+    """File sizes for a byte-exact bar: local, uncompressed files only (else None)."""
+    if any(is_remote(p) for p in files) or any(k is not Compression.NONE for k in kinds):
+        return None
+    return [os.path.getsize(p) for p in files]
 
 
 def _plural(n: int, word: str) -> str:
