@@ -164,6 +164,8 @@ def _emit(
     raw: str | None,
 ) -> None:
     if raw is not None:
+        if as_json:
+            raise click.UsageError("--json and --raw/--payload exclude each other")
         stream: BinaryIO = sys.stdout.buffer
         if sys.stdout.isatty():
             raise click.UsageError("refusing to write binary records to a terminal")
