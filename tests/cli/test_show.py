@@ -167,3 +167,17 @@ def test_head_reads_across_files_in_order(cwd: Path) -> None:
     got = [(o["file"], o["index"]) for o in map(json.loads, result.stdout.splitlines())]
     assert got == [("a.tfrecord", 0), ("a.tfrecord", 1), ("b.tfrecord", 0), ("b.tfrecord", 1)]
     assert invoke("head", "-n", "0", "a.tfrecord").stdout == ""
+
+
+def test_cat_range_reads_indexed_files_by_random_access(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = write_examples("a.tfrecord", mnist_like(50), index=True)
+
+    def no_scan(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an indexed file was read sequentially")
+
+    monkeypatch.setattr("tfrecord_engine.cli.show.read_records", no_scan)
+    result = invoke("cat", "--range", "40:42", "--payload", "a.tfrecord")
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes == records[40] + records[41]
