@@ -162,3 +162,23 @@ def test_progress_updates_are_batched() -> None:
     p.finish()
     assert bar.steps == [2, 2, 1]
     Progress(None).update(3)  # a disabled bar ignores updates
+
+
+def test_index_keeps_a_valid_sidecar_with_restart_points(cwd: Path) -> None:
+    with tfe.TFRecordWriter("z.tfrecord.gz", "GZIP", index=True, index_flush_every=2) as w:
+        w.write_many([b"r%d" % i for i in range(6)])
+    assert len(tfe.Index.load("z.tfrecord.gz").restarts) > 0
+    result = invoke("index", "z.tfrecord.gz")
+    assert result.stdout == "z.tfrecord.gz.tfeidx: 6 records (valid, kept)\n"
+    assert len(tfe.Index.load("z.tfrecord.gz").restarts) > 0
+    forced = invoke("index", "--force", "z.tfrecord.gz")
+    assert forced.stdout == "z.tfrecord.gz.tfeidx: 6 records\n"
+    assert len(tfe.Index.load("z.tfrecord.gz").restarts) == 0
+
+
+def test_index_replaces_a_stale_sidecar(cwd: Path) -> None:
+    write_examples("a.tfrecord", mnist_like(2), index=True)
+    with tfe.TFRecordWriter("a.tfrecord", append=True) as w:
+        w.write(b"more")
+    assert invoke("index", "a.tfrecord").stdout == "a.tfrecord.tfeidx: 3 records\n"
+    assert len(tfe.Index.load("a.tfrecord")) == 3

@@ -189,8 +189,17 @@ def dali_index_path(data_path: str) -> str:
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False), help="Index file name (one input only)."
 )
-def index_command(paths: tuple[str, ...], compression: str, fmt: str, output: str | None) -> None:
-    """Write an index for each file (replacing any existing one).
+@click.option("--force", is_flag=True, help="Rebuild .tfeidx sidecars that are valid already.")
+def index_command(
+    *, paths: tuple[str, ...], compression: str, fmt: str, output: str | None, force: bool
+) -> None:
+    """Write an index for each file.
+
+    A valid .tfeidx sidecar is kept unless --force: one written with the data
+    (TFRecordWriter(..., index=True), `tfr convert`, `tfr reshard`) holds the restart
+    points of a GZIP/ZLIB file, which a rebuild cannot recover. Damaged or stale
+    sidecars are replaced. --format dali writes the text index from the valid sidecar
+    when there is one, else from a walk of the file.
 
     \b
     Example:
@@ -202,19 +211,33 @@ def index_command(paths: tuple[str, ...], compression: str, fmt: str, output: st
     files = expand_inputs(paths)
     if output is not None and len(files) != 1:
         raise BadInput(f"--output takes one input file, got {len(files)}")
-    written: list[tuple[str, int]] = []
+    written: list[tuple[str, int, bool]] = []
     with progress(len(files), "indexing") as bar:
         for path in files:
-            idx = Index.build(path, detect_compression(path, compression))
+            kind = detect_compression(path, compression)
+            idx = None if force else _valid_index(path, kind)
+            kept = idx is not None and fmt == "tfe" and output is None
+            if idx is None:
+                idx = Index.build(path, kind)
             if fmt == "dali":
                 target = output or dali_index_path(path)
                 idx.save_text(target)
+            elif kept:
+                target = index_path_for(path)
             else:
                 target = idx.save(output or index_path_for(path))
-            written.append((target, len(idx)))
+            written.append((target, len(idx), kept))
             bar.update(1)
-    for target, n in written:
-        click.echo(f"{target}: {n} records")
+    for target, n, kept in written:
+        click.echo(f"{target}: {n} records{' (valid, kept)' if kept else ''}")
+
+
+def _valid_index(path: str, kind: Compression) -> Index | None:
+    try:
+        idx = Index.load(path)
+    except (FileNotFoundError, IndexFormatError):
+        return None  # none, damaged or stale: build a new one
+    return idx if idx.compression is kind else None
 
 
 COMMANDS = [count_command, verify_command, index_command]
