@@ -166,3 +166,10 @@ def test_schema_of_a_malformed_record_names_it(cwd: Path) -> None:
     result = invoke("schema", "bad.tfrecord")
     assert result.exit_code == 1
     assert "bad.tfrecord: record 1: not a tf.train.Example" in result.stderr
+
+
+def test_feature_list_without_values_is_commented_out(cwd: Path) -> None:
+    with tfe.TFRecordWriter("e.tfrecord") as w:
+        w.write(tfe.encode_sequence_example({"n": 1}, {"empty": []}))
+    out = invoke("schema", "--sequence", "e.tfrecord").stdout
+    assert "    # 'empty': no values seen (empty lists only): the type is unknown" in out

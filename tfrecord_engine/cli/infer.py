@@ -9,7 +9,8 @@ The rules (what ``tfr schema`` suggests), per key of an ``Example`` or a context
   (the default fills the gaps; the comment says how many there were);
 - missing in some records, otherwise: ``VarLenFeature`` (a fixed shape would need a
   default of L values);
-- several types: no spec parses every record; the key is commented out.
+- several types: no spec parses every record; the key is commented out (as is a
+  feature list that only ever held empty steps: its type is unknown).
 
 Per key of a ``SequenceExample``'s feature lists: every step of every record holds L
 values -> ``FixedLenSequenceFeature([L])`` (``allow_missing=True`` if some records lack
@@ -122,6 +123,8 @@ class SchemaStats:
         prefix = "tf.io." if tf else "tfe."
         rate = s.present / self.records if self.records else 0.0
         where = "" if s.present == self.records else f"; in {rate:.1%} of records"
+        if not s.types:
+            return None, "no values seen (empty lists only): the type is unknown"
         if len(s.types) != 1:
             kinds = ", ".join(f"{t} in {n}" for t, n in sorted(s.types.items()))
             return None, f"conflicting types ({kinds}): no single spec parses every record"
