@@ -14,10 +14,12 @@ jump restarts from the top) and shuffled epochs are refused with a clear message
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import BinaryIO
 
 import numpy as np
@@ -27,7 +29,7 @@ from . import framing
 from .compression import Compression, DecompressError, Decompressor
 from .errors import CorruptedRecordError, TruncatedRecordError
 from .index import Index
-from .source import verify_batch
+from .source import Fetcher, verify_batch
 
 __all__ = ["MAX_UNINDEXED_BLOCK", "CompressedFileRecords"]
 
@@ -40,10 +42,12 @@ MAX_UNINDEXED_BLOCK = 256 << 20
 SNAPSHOT_SPACING = 1 << 20
 MAX_SNAPSHOTS = 1024
 _CHUNK = 1 << 20
+#: Opens a compressed file for reading from its start (a file object with ``read``).
+StreamOpener = Callable[[], BinaryIO]
 
 
 def _scan_snapshots(
-    path: str, index: Index
+    open_stream: StreamOpener, index: Index
 ) -> tuple[list[int], list[int], list[zlib._Decompress]] | None:
     """One pass over a single-stream file: inflater snapshots at record starts.
 
@@ -63,7 +67,7 @@ def _scan_snapshots(
     cpos = dpos = t = 0
     data = b""
     try:
-        with open(path, "rb") as f:
+        with contextlib.closing(open_stream()) as f:
             while True:
                 if not data:
                     data = f.read(_CHUNK)
@@ -93,8 +97,8 @@ def _scan_snapshots(
 class _ForwardStream:
     """Decompressed bytes of a file, read forward; a backward jump starts over."""
 
-    def __init__(self, path: str, index: Index) -> None:
-        self._path = path
+    def __init__(self, open_stream: StreamOpener, index: Index) -> None:
+        self._open_stream = open_stream
         self._index = index
         self._file: BinaryIO | None = None
         self._dec: Decompressor | None = None
@@ -109,7 +113,7 @@ class _ForwardStream:
             self.restarts += 1
             self._file.close()
         self._pid = os.getpid()
-        self._file = open(self._path, "rb")  # noqa: SIM115 - closed by close()/_rewind()
+        self._file = self._open_stream()  # closed by close()/_rewind()
         self._dec = Decompressor(self._file, self._index.compression)
         self._pos, self._buf = 0, b""
         return self._dec
@@ -152,12 +156,41 @@ class _ForwardStream:
         self.close()
 
 
-class CompressedFileRecords:
-    """Records of a GZIP/ZLIB file, decoded one restart block at a time (small LRU)."""
+def _local_fetch(path: str) -> Fetcher:
+    def fetch(offset: int, size: int) -> bytes:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(size)
 
-    def __init__(self, index: Index, cache_blocks: int = 32) -> None:
+    return fetch
+
+
+class CompressedFileRecords:
+    """Records of a GZIP/ZLIB file, decoded one restart block at a time (small LRU).
+
+    Args:
+        index: the file's index.
+        cache_blocks: decoded restart blocks kept (LRU).
+        fetch: reads a byte range of the compressed file (default: the local file).
+        open_stream: opens the compressed file for a forward read (default: ``open``);
+            remote files pass their read-ahead stream.
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        cache_blocks: int = 32,
+        *,
+        fetch: Fetcher | None = None,
+        open_stream: StreamOpener | None = None,
+    ) -> None:
         self.index = index
         self.path = index.data_path
+        path = self.path
+        self._fetch = _local_fetch(path) if fetch is None else fetch
+        self._open_stream: StreamOpener = (
+            (lambda: open(path, "rb")) if open_stream is None else open_stream  # noqa: SIM115
+        )
         r = index.restarts.astype(np.int64)
         self._cstart = np.concatenate([[0], r[:, 0]]).astype(np.int64)
         self._dstart = np.concatenate([[0], r[:, 1]]).astype(np.int64)
@@ -174,9 +207,9 @@ class CompressedFileRecords:
         if self._prepared:
             return
         self._prepared = True
-        found = _scan_snapshots(self.path, self.index)
+        found = _scan_snapshots(self._open_stream, self.index)
         if found is None:
-            self._stream = _ForwardStream(self.path, self.index)
+            self._stream = _ForwardStream(self._open_stream, self.index)
             return
         cstart, dstart, self._snaps = found
         self._cstart = np.array(cstart, dtype=np.int64)
@@ -197,10 +230,9 @@ class CompressedFileRecords:
             self._cache.move_to_end(b)
             return hit
         need = int(self._dend[b] - self._dstart[b])
-        with open(self.path, "rb") as f:
-            f.seek(int(self._cstart[b]))
-            stop = self._cstart[b + 1] if b + 1 < len(self._cstart) else None
-            raw = f.read() if stop is None else f.read(int(stop - self._cstart[b]))
+        start = int(self._cstart[b])
+        stop = int(self._cstart[b + 1]) if b + 1 < len(self._cstart) else self.index.data_size
+        raw = self._fetch(start, stop - start)
         try:
             if self._snaps is not None:
                 data = self._snaps[b].copy().decompress(raw, need)

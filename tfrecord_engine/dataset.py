@@ -14,16 +14,18 @@ import glob
 import importlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from . import remote
 from .compressed_source import CompressedFileRecords
 from .compression import Compression, normalize_compression
 from .errors import InvalidArgumentError, OutOfRangeError, TFRecordError
 from .index import INDEX_SUFFIX, Index
 from .pipeline import ReadAhead
+from .remote import DEFAULT_MAX_GAP
 from .sampler import IndexBatch, IndexBatchIterator, Shuffle
 from .source import (
     Fetcher,
@@ -58,8 +60,26 @@ class PaddedBatch(NamedTuple):
     mask: npt.NDArray[np.bool_]
 
 
-def open_records(index: Index) -> FileRecords:
-    """Returns the right random-access reader for an indexed local file."""
+def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> FileRecords:
+    """Returns the right random-access reader for an indexed file (local or URL).
+
+    ``max_gap`` applies to uncompressed remote files: records of a batch at most that
+    many bytes apart are fetched in one request (``None``: one request per record).
+    """
+    if remote.is_url(index.data_path):
+        f = remote.RemoteFile(index.data_path)
+        if index.compression is Compression.NONE:
+            return FetcherRecords(
+                index,
+                f.fetch,
+                max_gap=max_gap,
+                max_request=remote.DEFAULT_MAX_REQUEST,
+                fetch_ranges=f.fetch_ranges,
+            )
+        # The read-ahead stream has file semantics (read, close); it is not an io class.
+        return CompressedFileRecords(
+            index, fetch=f.fetch, open_stream=lambda: cast("BinaryIO", f.open_stream())
+        )
     if index.compression is Compression.NONE:
         if not os.path.exists(index.data_path):
             raise FileNotFoundError(index.data_path)
@@ -81,10 +101,11 @@ def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     items = [paths_or_globs] if isinstance(paths_or_globs, (str, os.PathLike)) else paths_or_globs
     out: list[str] = []
     for item in items:
-        p = os.fspath(item)
+        p = remote.local_path(os.fspath(item))
         if glob.has_magic(p):
             # A pattern like "train-*" must not pick up our own sidecars.
-            found = sorted(q for q in glob.glob(p) if INDEX_SUFFIX not in os.path.basename(q))
+            matches = remote.glob(p) if remote.is_url(p) else glob.glob(p)
+            found = sorted(q for q in matches if INDEX_SUFFIX not in os.path.basename(q))
             if not found:
                 raise FileNotFoundError(f"no file matches {p!r}")
             out += found
@@ -107,6 +128,10 @@ class RecordDataset:
             then returned parsed; ``None`` returns raw ``bytes``.
         compression: the files' compression (``None``/``""``, ``"GZIP"``, ``"ZLIB"``).
         verify: check every record's data CRC (in bulk per batch).
+        max_gap: for uncompressed files given as fsspec URLs (``s3://``, ``http://``
+            ...): records of one batch at most this many bytes apart are fetched in
+            one request (see :mod:`tfrecord_engine.remote`); ``None`` fetches every
+            record on its own. Local files ignore it.
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
@@ -128,8 +153,12 @@ class RecordDataset:
         compression: str | Compression | None = None,
         *,
         verify: bool = True,
+        max_gap: int | None = DEFAULT_MAX_GAP,
     ) -> None:
+        if max_gap is not None and max_gap < 0:
+            raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
         self.paths = _expand(paths_or_globs)
+        self.max_gap = max_gap
         self.features = features
         self.compression = normalize_compression(compression)
         self.verify = verify
@@ -142,7 +171,10 @@ class RecordDataset:
 
     def _open(self) -> list[FileRecords]:
         if self._readers is None:
-            readers = [open_records(Index.open(p, self.compression)) for p in self.paths]
+            readers = [
+                open_records(Index.open(p, self.compression), max_gap=self.max_gap)
+                for p in self.paths
+            ]
             counts = [len(r.index) for r in readers]
             self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
             local = [r for r in readers if isinstance(r, LocalFileRecords)]
@@ -170,6 +202,7 @@ class RecordDataset:
             "features": self.features,
             "compression": self.compression,
             "verify": self.verify,
+            "max_gap": self.max_gap,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -177,6 +210,7 @@ class RecordDataset:
         self.features = state["features"]
         self.compression = state["compression"]
         self.verify = state["verify"]
+        self.max_gap = state.get("max_gap", DEFAULT_MAX_GAP)
         self._readers = None
         self._gather = None
         self._starts = np.zeros(1, dtype=np.int64)

@@ -36,6 +36,10 @@ Each subclass also inherits the built-in exception that callers already catch, s
     file (appended, truncated or replaced since it was written).
 
 - :class:`OutOfRangeError` (``IndexError``): a record index outside ``[-len, len)``.
+- :class:`MissingDependencyError` (``ImportError``): an optional extra is needed (e.g.
+  ``fsspec`` for URLs: ``pip install tfrecord-engine[remote]``).
+- :class:`ReadOnlyStorageError` (``PermissionError``): a write to a storage that cannot
+  be written through its URL (HTTP/HTTPS).
 """
 
 from __future__ import annotations
@@ -54,8 +58,10 @@ __all__ = [
     "IndexFormatError",
     "InvalidArgumentError",
     "MalformedExampleError",
+    "MissingDependencyError",
     "OutOfRangeError",
     "ParseError",
+    "ReadOnlyStorageError",
     "StaleIndexError",
     "TFRecordError",
     "TruncatedRecordError",
@@ -220,3 +226,11 @@ class StaleIndexError(IndexFormatError):
 
 class OutOfRangeError(TFRecordError, IndexError):
     """A record index is outside the dataset (``i < -len`` or ``i >= len``)."""
+
+
+class MissingDependencyError(TFRecordError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class ReadOnlyStorageError(TFRecordError, PermissionError):
+    """A write to a storage that is read-only through its URL (HTTP/HTTPS)."""

@@ -1,6 +1,7 @@
 """The sidecar index of a TFRecord file: where every record starts and how long it is.
 
-An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX`. Binary
+An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX` (for a URL,
+``<url>.tfeidx`` on the same storage; see :mod:`tfrecord_engine.remote`). Binary
 layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
 
     magic        8 bytes   b"TFEIDX\\r\\n"
@@ -35,10 +36,18 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from . import framing
+from . import framing, remote
 from .compression import Compression, normalize_compression
-from .errors import IndexFormatError, InvalidArgumentError, StaleIndexError
-from .scan import as_u64, check_headers, fingerprint, mapped, walk_headers, walk_stream
+from .errors import IndexFormatError, InvalidArgumentError, ReadOnlyStorageError, StaleIndexError
+from .scan import (
+    as_u64,
+    check_headers,
+    file_identity,
+    fingerprint,
+    mapped,
+    walk_headers,
+    walk_stream,
+)
 
 __all__ = ["FORMAT_VERSION", "INDEX_SUFFIX", "Index", "index_path_for"]
 
@@ -151,12 +160,20 @@ class Index:
         decompresses from the start of the file (write with
         ``TFRecordWriter(..., index=True)`` to get restart points).
 
+        A URL (see :mod:`tfrecord_engine.remote`) is read once from start to end in
+        large read-ahead blocks (hopping from header to header would cost a request per
+        record); its length CRCs are checked the same way.
+
         Raises:
             CorruptedRecordError: a length CRC does not match.
             TruncatedRecordError: the file ends inside a record.
         """
-        path = os.fspath(path)
+        path = remote.local_path(os.fspath(path))
         kind = normalize_compression(compression)
+        if remote.is_url(path):
+            size, fp = file_identity(path)
+            offsets, lengths = walk_stream(path, kind)
+            return cls(path, offsets, lengths, data_size=size, fingerprint=fp, compression=kind)
         with mapped(path) as buf:
             fp = fingerprint(buf)
             size = len(buf)
@@ -192,10 +209,18 @@ class Index:
     def save(self, index_path: PathLike | None = None) -> str:
         """Writes the sidecar (default ``<data>`` + :data:`INDEX_SUFFIX`) atomically.
 
+        A URL is written with one put, so the object appears whole or not at all.
+
         Returns:
             the path written.
+
+        Raises:
+            ReadOnlyStorageError: an HTTP(S) URL.
         """
         target = index_path_for(self.data_path) if index_path is None else os.fspath(index_path)
+        if remote.is_url(target):
+            remote.write_bytes(target, self.to_bytes())
+            return target
         tmp = f"{target}.tmp-{os.getpid()}-{threading.get_ident()}"
         with open(tmp, "wb") as f:
             f.write(self.to_bytes())
@@ -250,10 +275,13 @@ class Index:
             IndexFormatError: the index file is damaged or foreign.
             StaleIndexError: the data file changed since it was indexed.
         """
-        data_path = os.fspath(data_path)
+        data_path = remote.local_path(os.fspath(data_path))
         source = index_path_for(data_path) if index_path is None else os.fspath(index_path)
-        with open(source, "rb") as f:
-            blob = f.read()
+        if remote.is_url(source):
+            blob = remote.RemoteFile(source).read_all()
+        else:
+            with open(source, "rb") as f:
+                blob = f.read()
         idx = cls.from_bytes(blob, data_path, source=source)
         idx.validate()
         return idx
@@ -273,9 +301,12 @@ class Index:
             compression: the data file's compression (used when building).
             rebuild: build a new index when the sidecar is missing, damaged or stale;
                 with ``False`` those raise instead.
-            save: write a newly built index next to the data file. Skipped when that
-                fails (a read-only dataset directory, a full disk): the sidecar is only a
-                cache, and the index is complete in memory.
+            save: write a newly built index next to the data file. For a local file,
+                skipped when that fails (a read-only dataset directory, a full disk):
+                the sidecar is only a cache, and the index is complete in memory. For a
+                URL, skipped only when the storage is read-only (HTTP(S), or a
+                ``PermissionError``/``NotImplementedError`` from the store); any other
+                error of the store is raised.
         """
         kind = normalize_compression(compression)
         try:
@@ -292,8 +323,14 @@ class Index:
             return idx
         idx = cls.build(data_path, kind)
         if save:
-            # The sidecar is a cache; the in-memory index is complete without it.
-            with contextlib.suppress(OSError):
+            # The sidecar is a cache; the in-memory index is complete without it. Remote
+            # stores are less forgiving to hide errors from: only "read-only" is skipped.
+            skip: tuple[type[BaseException], ...] = (
+                (ReadOnlyStorageError, PermissionError, NotImplementedError)
+                if remote.is_url(idx.data_path)
+                else (OSError,)
+            )
+            with contextlib.suppress(*skip):
                 idx.save()
         return idx
 
@@ -303,23 +340,22 @@ class Index:
         Raises:
             StaleIndexError: size, fingerprint or record layout do not match.
         """
-        with mapped(self.data_path) as buf:
-            size = len(buf)
-            if size != self.data_size:
-                raise StaleIndexError(
-                    f"{self.data_path}: index is stale: the file has {size} bytes, the "
-                    f"index was built for {self.data_size} (appended or truncated?)"
-                )
-            if fingerprint(buf) != self.fingerprint:
-                raise StaleIndexError(
-                    f"{self.data_path}: index is stale: the file's content fingerprint "
-                    "changed (replaced?)"
-                )
-            if self.compression is Compression.NONE and self.stream_size != size:
-                raise StaleIndexError(
-                    f"{self.data_path}: index is foreign: its records end at byte "
-                    f"{self.stream_size}, the file has {size} bytes"
-                )
+        size, fp = file_identity(self.data_path)
+        if size != self.data_size:
+            raise StaleIndexError(
+                f"{self.data_path}: index is stale: the file has {size} bytes, the "
+                f"index was built for {self.data_size} (appended or truncated?)"
+            )
+        if fp != self.fingerprint:
+            raise StaleIndexError(
+                f"{self.data_path}: index is stale: the file's content fingerprint "
+                "changed (replaced?)"
+            )
+        if self.compression is Compression.NONE and self.stream_size != size:
+            raise StaleIndexError(
+                f"{self.data_path}: index is foreign: its records end at byte "
+                f"{self.stream_size}, the file has {size} bytes"
+            )
 
     # ---- DALI / tfrecord text indexes --------------------------------------------------
 
@@ -344,6 +380,9 @@ class Index:
 
     def save_text(self, text_path: PathLike) -> None:
         """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI)."""
+        if remote.is_url(os.fspath(text_path)):
+            remote.write_bytes(os.fspath(text_path), self.to_text().encode("ascii"))
+            return
         with open(text_path, "w", encoding="ascii") as f:
             f.write(self.to_text())
 

@@ -11,7 +11,7 @@ from . import framing
 from .compression import Compression
 from .errors import InvalidArgumentError
 from .index import Index
-from .scan import fingerprint, mapped
+from .scan import file_identity
 
 __all__ = ["DEFAULT_FLUSH_EVERY", "IndexRecorder"]
 
@@ -68,8 +68,7 @@ class IndexRecorder:
         lengths = np.array(self._lengths, dtype=np.uint64)
         framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
         offsets = np.cumsum(framed, dtype=np.uint64) - framed
-        with mapped(self._path) as buf:
-            size, fp = len(buf), fingerprint(buf)
+        size, fp = file_identity(self._path)
         idx = Index(
             self._path,
             offsets,

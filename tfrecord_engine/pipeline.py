@@ -136,6 +136,13 @@ class ReadAhead(Generic[T, R]):
         self.close()
 
     def __del__(self) -> None:
-        # A dropped, partly consumed iterator must not leave threads behind.
+        # A dropped, partly consumed iterator must not leave threads behind. But never
+        # join here: a finalizer runs wherever the garbage collector happens to run, even
+        # inside threading's own locks while another thread starts, and joining there
+        # deadlocks. The workers get the stop signal and end on their own.
         if not getattr(self, "_closed", True):
-            self.close()
+            self._closed = True
+            for future in self._pending:
+                future.cancel()
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)

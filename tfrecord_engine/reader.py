@@ -1,7 +1,9 @@
 """Sequential reading of TFRecord files: ``read_records``.
 
 Local uncompressed files are read through ``mmap`` (no read calls, no buffering copies);
-GZIP/ZLIB files and file objects (pipes, sockets) are read as a stream in bounded chunks.
+GZIP/ZLIB files and file objects (pipes, sockets) are read as a stream in bounded chunks;
+URLs (``s3://``, ``gs://``, ``http://``, ``memory://`` ... through fsspec, see
+:mod:`tfrecord_engine.remote`) are read as a stream of large read-ahead blocks.
 
 Damage policies (``on_damage``): ``"raise"`` (default) raises a
 :class:`~tfrecord_engine.DataLossError` at the first damaged record, after yielding every
@@ -31,11 +33,11 @@ import os
 import struct
 import warnings
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import crc32c as _crc32c
 
-from . import framing
+from . import framing, remote
 from .compression import Compression, normalize_compression
 from .errors import DamageWarning, DataLossError
 from .recovery import DamageCallback, DamagePolicy, DamageReport, find_next_record
@@ -61,7 +63,8 @@ def read_records(
     """Yields the data of every record of a TFRecord file, in order.
 
     Args:
-        source: a path, or a binary file object (read sequentially, never seeked).
+        source: a path or an fsspec URL, or a binary file object (read sequentially,
+            never seeked).
         compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
         verify: check every data CRC. Header (length) CRCs are always checked: they
             guard the length field that decides how much is read.
@@ -96,7 +99,9 @@ def read_records(
     policy = _normalize_policy(on_damage)
     report = _reporter(on_damage_report)
     if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
+        path = remote.local_path(os.fspath(source))
+        if remote.is_url(path):
+            return _read_url(path, kind, verify, policy, report)
         if kind is Compression.NONE:
             return _read_mapped(path, verify, policy, report)
         return read_stream_path(path, kind, verify, policy, report)
@@ -119,6 +124,18 @@ def _reporter(callback: DamageCallback | None) -> DamageCallback:
         warnings.warn(DamageWarning(str(report), report), stacklevel=3)
 
     return warn
+
+
+def _read_url(
+    url: str, kind: Compression, verify: bool, policy: DamagePolicy, report: DamageCallback
+) -> Iterator[bytes]:
+    stream = remote.RemoteFile(url).open_stream()
+    try:
+        # The stream has read/read1 with file semantics; it is not an io class.
+        raw = cast("BinaryIO", stream)
+        yield from read_stream(raw, kind, verify=verify, path=url, policy=policy, report=report)
+    finally:
+        stream.close()
 
 
 def _read_mapped(

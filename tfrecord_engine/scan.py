@@ -10,18 +10,29 @@ import contextlib
 import mmap
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from . import framing
+from . import framing, remote
 from .compression import Compression
 from .errors import StaleIndexError
+from .ranges import coalesce
 from .reader import read_records
 
-__all__ = ["as_u64", "check_headers", "fingerprint", "mapped", "walk_headers", "walk_stream"]
+__all__ = [
+    "as_u64",
+    "check_headers",
+    "file_identity",
+    "fingerprint",
+    "fingerprint_of",
+    "fingerprint_ranges",
+    "mapped",
+    "walk_headers",
+    "walk_stream",
+]
 
 U64Array = npt.NDArray[np.uint64]
 
@@ -32,6 +43,26 @@ _PROBE: Final = 4 << 10
 _PROBES: Final = 8
 
 
+def fingerprint_ranges(size: int) -> list[tuple[int, int]]:
+    """The half-open byte ranges :func:`fingerprint` reads: head, tail, then probes.
+
+    >>> fingerprint_ranges(100)
+    [(0, 100), (0, 100)]
+    """
+    ranges = [(0, min(size, _EDGE)), (max(0, size - _EDGE), size)]
+    if size > 2 * _EDGE:
+        step = (size - 2 * _EDGE) // _PROBES
+        ranges += [(_EDGE + i * step, min(size, _EDGE + i * step + _PROBE)) for i in range(_PROBES)]
+    return ranges
+
+
+def fingerprint_of(size: int, windows: Sequence[bytes]) -> int:
+    """Combines the bytes of :func:`fingerprint_ranges` (in order) into the fingerprint."""
+    head = framing.crc32c(windows[0])
+    tail = framing.crc32c(b"".join(windows[1:]) + size.to_bytes(8, "little"))
+    return (head << 32) | tail
+
+
 def fingerprint(buf: bytes | mmap.mmap) -> int:
     """Returns a cheap 64-bit fingerprint of a file's bytes (sampled, not a full hash).
 
@@ -39,13 +70,32 @@ def fingerprint(buf: bytes | mmap.mmap) -> int:
     True
     """
     size = len(buf)
-    head = framing.crc32c(buf[:_EDGE])
-    probes = [buf[max(0, size - _EDGE) :]]
-    if size > 2 * _EDGE:
-        step = (size - 2 * _EDGE) // _PROBES
-        probes += [buf[_EDGE + i * step : _EDGE + i * step + _PROBE] for i in range(_PROBES)]
-    tail = framing.crc32c(b"".join(probes) + size.to_bytes(8, "little"))
-    return (head << 32) | tail
+    return fingerprint_of(size, [buf[a:b] for a, b in fingerprint_ranges(size)])
+
+
+def file_identity(path: str) -> tuple[int, int]:
+    """Returns the size and :func:`fingerprint` of a local file or a URL.
+
+    A URL costs a size query and one request for the fingerprint's windows (ten
+    windows of at most 16 KiB, sent together).
+    """
+    if not remote.is_url(path):
+        with mapped(path) as buf:
+            return len(buf), fingerprint(buf)
+    f = remote.RemoteFile(path)
+    size = f.size
+    if size == 0:
+        return 0, fingerprint(b"")
+    ranges = fingerprint_ranges(size)
+    plan = coalesce(np.array([a for a, _ in ranges]), np.array([b for _, b in ranges]), 0)
+    got = f.fetch_ranges(plan.starts.tolist(), plan.ends.tolist())
+    windows = [
+        got[g][a - s : b - s]
+        for (a, b), g, s in zip(
+            ranges, plan.request_of.tolist(), plan.starts[plan.request_of].tolist(), strict=True
+        )
+    ]
+    return size, fingerprint_of(size, windows)
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from .errors import (
     StaleIndexError,
 )
 from .index import Index
+from .ranges import coalesce
 
 __all__ = [
     "Fetcher",
@@ -30,12 +31,15 @@ __all__ = [
     "LocalFileRecords",
     "LocalFilesGather",
     "RandomAccessSource",
+    "RangesFetcher",
     "crc_spans",
     "verify_batch",
 ]
 
 #: Reads the half-open byte range ``[offset, offset + size)`` of one file.
 Fetcher = Callable[[int, int], bytes]
+#: Reads the half-open byte ranges ``[starts[i], ends[i])`` of one file, together.
+RangesFetcher = Callable[[list[int], list[int]], list[bytes]]
 IntArray = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 _H = framing.HEADER_SIZE
@@ -224,7 +228,11 @@ class FetcherRecords:
     Two request plans, both counted in ``requests`` and ``bytes_fetched``:
 
     - default: the records of a batch that lie back to back (or within ``max_gap``
-      bytes) are coalesced into one request;
+      bytes) are coalesced into one request (:func:`~tfrecord_engine.ranges.coalesce`;
+      ``max_gap=None``: one request per record; a request grows past ``max_request``
+      bytes only for a single larger record). With ``fetch_ranges`` the requests of
+      a batch are handed over together (fsspec's ``cat_ranges`` sends them
+      concurrently);
     - ``block_records=B``: whole aligned blocks of ``B`` records are fetched and the
       last ``cache_blocks`` are kept, the I/O model of
       :class:`~tfrecord_engine.sampler.BlockShuffle` (with ``cache_blocks`` at least its
@@ -236,14 +244,18 @@ class FetcherRecords:
         index: Index,
         fetch: Fetcher,
         *,
-        max_gap: int = 0,
+        max_gap: int | None = 0,
+        max_request: int | None = None,
+        fetch_ranges: RangesFetcher | None = None,
         block_records: int | None = None,
         cache_blocks: int = 32,
     ) -> None:
         self.index = index
         self.path = index.data_path
         self.fetch = fetch
+        self.fetch_ranges = fetch_ranges
         self.max_gap = max_gap
+        self.max_request = max_request
         self.block_records = block_records
         self.requests = 0
         self.bytes_fetched = 0
@@ -259,22 +271,22 @@ class FetcherRecords:
 
     def _framed_coalesced(self, local: IntArray) -> list[bytes]:
         offsets, ends = self._start[local], self._end[local]
-        order = np.argsort(offsets, kind="stable")
-        s_off, s_end = offsets[order], ends[order]
-        # A new request starts where a record begins past the furthest end so far + gap.
-        reach = np.maximum.accumulate(s_end)
-        new = np.ones(len(order), dtype=np.bool_)
-        new[1:] = s_off[1:] > reach[:-1] + self.max_gap
-        group = (np.cumsum(new) - 1).tolist()
-        g_start = s_off[new]
-        g_end = np.maximum.reduceat(s_end, np.flatnonzero(new))
-        chunks = [self._get(a, b) for a, b in zip(g_start.tolist(), g_end.tolist(), strict=True)]
-        rel = (s_off - g_start[group]).tolist()
-        size = (s_end - s_off).tolist()
-        framed: list[bytes] = [b""] * len(order)
-        for k, j in enumerate(order.tolist()):
-            framed[j] = chunks[group[k]][rel[k] : rel[k] + size[k]]
-        return framed
+        plan = coalesce(offsets, ends, self.max_gap, self.max_request)
+        if self.fetch_ranges is not None:
+            self.requests += len(plan.starts)
+            self.bytes_fetched += int(np.sum(plan.ends - plan.starts))
+            chunks = self.fetch_ranges(plan.starts.tolist(), plan.ends.tolist())
+        else:
+            chunks = [
+                self._get(a, b)
+                for a, b in zip(plan.starts.tolist(), plan.ends.tolist(), strict=True)
+            ]
+        rel = (offsets - plan.starts[plan.request_of]).tolist()
+        size = (ends - offsets).tolist()
+        return [
+            chunks[g][r : r + k]
+            for g, r, k in zip(plan.request_of.tolist(), rel, size, strict=True)
+        ]
 
     def _framed_blocks(self, local: IntArray, size: int) -> list[bytes]:
         blocks = local // size

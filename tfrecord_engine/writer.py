@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import posixpath
 import secrets
 import warnings
 import zlib
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import BinaryIO
 
-from . import framing
+from . import framing, remote
 from .append import torn_tail_offset
 from .compression import Compression, make_compressor, normalize_compression
 from .errors import DamageWarning, InvalidArgumentError, WriterClosedError, WriterFailedError
@@ -35,6 +36,7 @@ from .fileops import FileOps
 from .index import Index
 from .index_recorder import DEFAULT_FLUSH_EVERY, IndexRecorder
 from .recovery import DamageReport
+from .remote_fileops import RemoteFileOps
 
 __all__ = ["TFRecordWriter"]
 
@@ -66,15 +68,20 @@ def temp_path_for(path: str) -> str:
     >>> name.startswith("/data/.train.tfrecord.tmp-")
     True
     """
+    name = f".tmp-{secrets.token_hex(8)}"
+    if remote.is_url(path):  # URLs always use "/"
+        head, tail = posixpath.split(path)
+        return posixpath.join(head, f".{tail}{name}")
     head, tail = os.path.split(path)
-    return os.path.join(head, f".{tail}.tmp-{secrets.token_hex(8)}")
+    return os.path.join(head, f".{tail}{name}")
 
 
 class TFRecordWriter:
     """Writes records to a TFRecord file, publishing it atomically on ``close()``.
 
     Args:
-        path: the file to create (replaced if it exists).
+        path: the file to create (replaced if it exists), or an fsspec URL: see
+            :mod:`tfrecord_engine.remote_fileops` for what a remote writer guarantees.
         compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
         atomic: write to a hidden temporary file and rename it onto ``path`` on
             ``close()`` (default). ``False`` streams straight into ``path``, which holds
@@ -127,7 +134,11 @@ class TFRecordWriter:
         _ops: FileOps | None = None,
     ) -> None:
         self._kind = normalize_compression(compression)
-        self.path = os.fspath(path)
+        self.path = remote.local_path(os.fspath(path))
+        if _ops is None and remote.is_url(self.path):
+            if append:
+                raise InvalidArgumentError(f"{self.path}: appending to a URL is not supported")
+            _ops = RemoteFileOps(self.path)
         self._ops = FileOps() if _ops is None else _ops
         self._failed: OSError | None = None
         self._temp: str | None = None

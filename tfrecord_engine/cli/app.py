@@ -1,0 +1,126 @@
+"""The ``tfr`` command group: global options, exit codes and error handling."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..errors import (
+    DataLossError,
+    IndexFormatError,
+    InvalidArgumentError,
+    ParseError,
+    TFRecordError,
+)
+from .common import BadInput, Failure, Settings
+
+__all__ = ["cli", "main"]
+
+_EPILOG = """\b
+Exit codes:
+  0  success
+  1  damage found, a check failed, or an input's contents are unusable
+  2  usage error: bad options or arguments, a missing or unreadable path
+ 141 the reader of the output went away (a closed pipe, e.g. `| head`)
+
+Paths may be globs (quote them to let tfr expand them, sorted). Index sidecars
+(*.tfeidx, *.tfindex) are never read as record files. Compression is guessed from
+the extension (.gz GZIP, .zz/.zlib ZLIB) unless --compression says otherwise."""
+
+# 128 + SIGPIPE, what a shell reports for a process killed by a closed pipe.
+EXIT_BROKEN_PIPE = 141
+
+
+def _translate(exc: BaseException) -> click.ClickException | None:
+    """Maps an expected error to the one-line CLI error and its exit code."""
+    if isinstance(exc, DataLossError):
+        return Failure(f"damaged file: {exc} (run `tfr verify` for every damage)")
+    if isinstance(exc, (ParseError, IndexFormatError)):
+        return Failure(str(exc))
+    if isinstance(exc, InvalidArgumentError):
+        return BadInput(str(exc))
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+        name = exc.filename if exc.filename is not None else exc
+        return BadInput(f"no such file: {name}" if isinstance(exc, FileNotFoundError) else str(exc))
+    if isinstance(exc, PermissionError):
+        return BadInput(f"permission denied: {exc.filename}")
+    if isinstance(exc, (TFRecordError, OSError)):
+        return Failure(str(exc))
+    return None
+
+
+class _Group(click.Group):
+    """A group that turns expected exceptions into one-line errors (no tracebacks)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # The consumer closed the pipe (`tfr cat ... | head`): stop quietly. Point
+            # stdout at devnull so the interpreter's final flush does not fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(EXIT_BROKEN_PIPE)
+        except click.ClickException:
+            raise
+        except (TFRecordError, OSError) as exc:
+            err = _translate(exc)
+            if err is None:  # pragma: no cover - _translate covers both bases
+                raise
+            raise err from exc
+
+
+@click.group(cls=_Group, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bars on stderr [default: when stderr is a terminal].",
+)
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Colour output [default: on a terminal, unless NO_COLOR is set].",
+)
+@click.version_option(__version__, prog_name="tfr")
+@click.pass_context
+def cli(ctx: click.Context, progress: bool | None, color: bool | None) -> None:
+    """Inspect, check and reshape TFRecord files."""
+    if color is None and os.environ.get("NO_COLOR"):
+        color = False  # https://no-color.org: any non-empty value disables colour
+    ctx.color = color
+    if progress is None:
+        progress = sys.stderr.isatty()
+    ctx.obj = Settings(progress=progress)
+
+
+def _register() -> None:
+    from . import convert, files, repair, reshard, schema, show  # noqa: PLC0415
+
+    for module in (files, show, schema, convert, reshard, repair):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Runs ``tfr`` (the console entry point) and exits with its status.
+
+    Example:
+        >>> try:
+        ...     main(["--version"])
+        ... except SystemExit as done:
+        ...     print("exit status", done.code)
+        tfr, version 0.1.0
+        exit status 0
+    """
+    cli.main(args=argv, prog_name="tfr")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,222 @@
+"""What every ``tfr`` command shares: inputs, compression, progress, errors, output.
+
+Exit codes (see ``tfr --help``): 0 ok; 1 damage found, a check failed, or an input's
+contents are unusable; 2 usage error (bad options or arguments, a path that does not
+exist or cannot be opened). Expected errors print one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Final, TypeVar
+
+import click
+
+from ..compression import Compression, normalize_compression
+from ..dataset import _expand
+from ..index import INDEX_SUFFIX
+from ..recovery import DamageReport
+
+__all__ = [
+    "DALI_SUFFIX",
+    "EXIT_DAMAGE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "BadInput",
+    "Failure",
+    "Progress",
+    "chunked",
+    "compression_option",
+    "damage_json",
+    "detect_compression",
+    "echo_json",
+    "expand_inputs",
+    "is_remote",
+    "progress",
+    "same_file",
+    "settings",
+]
+
+EXIT_OK: Final = 0
+EXIT_DAMAGE: Final = 1
+EXIT_USAGE: Final = 2
+#: Suffix of DALI / ``tfrecord`` text indexes written by ``tfr index --format dali``.
+DALI_SUFFIX: Final = ".tfindex"
+_SIDECARS: Final = (INDEX_SUFFIX, DALI_SUFFIX)
+_BY_EXTENSION: Final = {
+    ".gz": Compression.GZIP,
+    ".gzip": Compression.GZIP,
+    ".zz": Compression.ZLIB,
+    ".zlib": Compression.ZLIB,
+}
+_F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
+
+
+class Failure(click.ClickException):
+    """Damage found, a check failed, or an input's contents are unusable (exit 1)."""
+
+    exit_code = EXIT_DAMAGE
+
+
+class BadInput(click.ClickException):
+    """A usage error outside option parsing: a missing or unreadable path (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    """Options of the ``tfr`` group that every command sees."""
+
+    progress: bool
+
+
+def settings() -> Settings:
+    """The group's :class:`Settings` (defaults when a command runs outside the group)."""
+    ctx = click.get_current_context(silent=True)
+    obj = None if ctx is None else ctx.find_object(Settings)
+    return obj if obj is not None else Settings(progress=False)
+
+
+def is_remote(path: str) -> bool:
+    """Whether ``path`` is a URL (``scheme://...``) rather than a local path."""
+    return "://" in path
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (compared as given for URLs)."""
+    if is_remote(a) or is_remote(b):
+        return a == b
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def damage_json(report: DamageReport) -> dict[str, object]:
+    """A :class:`~tfrecord_engine.DamageReport` as a JSON object."""
+    return {
+        "record_index": report.record_index,
+        "offset": report.offset,
+        "bytes_skipped": report.bytes_skipped,
+        "reason": report.reason,
+    }
+
+
+def detect_compression(path: str, given: str) -> Compression:
+    """``given`` unless it is ``"auto"``; then from the extension (``.gz``, ``.zz``...).
+
+    >>> detect_compression("a.tfrecord.gz", "auto"), detect_compression("a.gz", "none")
+    (<Compression.GZIP: 'GZIP'>, <Compression.NONE: ''>)
+    """
+    if given != "auto":
+        return normalize_compression("" if given == "none" else given)
+    return _BY_EXTENSION.get(os.path.splitext(path)[1].lower(), Compression.NONE)
+
+
+def compression_option(help_text: str, *, name: str = "--compression") -> Callable[[_F], _F]:
+    """A ``[auto|none|gzip|zlib]`` option; ``auto`` guesses from each file's extension."""
+    decls = [name, "-c"] if name == "--compression" else [name]
+    return click.option(
+        *decls,
+        type=click.Choice(["auto", "none", "gzip", "zlib"], case_sensitive=False),
+        default="auto",
+        show_default=True,
+        help=help_text,
+    )
+
+
+def expand_inputs(args: Sequence[str], *, allow_dirs: bool = False) -> list[str]:
+    """Expands paths and globs (sorted per pattern) into input files, in argument order.
+
+    Index sidecars (``*.tfeidx``, ``*.tfindex``) are left out, also when a shell glob
+    passed them explicitly: they are never record files.
+
+    Raises:
+        BadInput: no argument, a glob that matches nothing, a missing local path, or a
+            directory where files are expected.
+    """
+    if not args:
+        raise click.UsageError("give at least one path or glob")
+    out: list[str] = []
+    for arg in args:
+        try:
+            # The core's expansion, so that remote globs work wherever the core has them.
+            found = _expand(arg)
+        except FileNotFoundError as exc:
+            raise BadInput(f"no file matches {arg!r}") from exc
+        for path in found:
+            if path.endswith(_SIDECARS):
+                continue
+            if not is_remote(path):
+                if not os.path.exists(path):
+                    raise BadInput(f"no such file: {path}")
+                if os.path.isdir(path):
+                    if not allow_dirs:
+                        raise BadInput(f"is a directory, not a TFRecord file: {path}")
+                elif not os.path.isfile(path):
+                    # Pipes and devices: the core maps files, and a pipe maps as empty.
+                    raise BadInput(f"not a regular file (pipes are not supported): {path}")
+            out.append(path)
+    if not out:
+        raise BadInput(f"only index files among {', '.join(args)}")
+    return out
+
+
+def chunked(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    """Consecutive lists of ``size`` items (the last may be shorter).
+
+    >>> list(chunked(range(5), 2))
+    [[0, 1], [2, 3], [4]]
+    """
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def echo_json(value: object) -> None:
+    """Writes ``value`` as one line of compact JSON to stdout."""
+    import json  # noqa: PLC0415 - only the --json paths need it
+
+    click.echo(json.dumps(value, separators=(",", ":"), allow_nan=False))
+
+
+class Progress:
+    """A progress bar on stderr that may be disabled (then every call is a no-op)."""
+
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+        self._pending = 0
+
+    def update(self, n: int, *, flush_every: int = 1) -> None:
+        """Advances by ``n``; the bar is redrawn once ``flush_every`` has accumulated."""
+        if self._bar is None:
+            return
+        self._pending += n
+        if self._pending >= flush_every:
+            self._bar.update(self._pending)
+            self._pending = 0
+
+    def finish(self) -> None:
+        """Draws what is pending."""
+        if self._bar is not None and self._pending:
+            self._bar.update(self._pending)
+            self._pending = 0
+
+
+@contextlib.contextmanager
+def progress(length: int, label: str) -> Iterator[Progress]:
+    """A bar of ``length`` steps when ``--progress`` is on (default: stderr is a TTY)."""
+    if not settings().progress:
+        yield Progress(None)
+        return
+    bar: Any
+    with click.progressbar(
+        length=length, label=label, file=sys.stderr, show_pos=True, width=24
+    ) as bar:
+        p = Progress(bar)
+        yield p
+        p.finish()

@@ -1,0 +1,243 @@
+"""``tfr count``, ``tfr verify`` and ``tfr index``: whole-file commands."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from .. import framing
+from ..compression import Compression
+from ..errors import IndexFormatError
+from ..index import Index, index_path_for
+from ..reader import read_records
+from ..recovery import DamageReport
+from .common import (
+    DALI_SUFFIX,
+    EXIT_DAMAGE,
+    BadInput,
+    compression_option,
+    damage_json,
+    detect_compression,
+    echo_json,
+    expand_inputs,
+    is_remote,
+    progress,
+)
+
+__all__ = ["COMMANDS", "count_records", "dali_index_path"]
+
+_READ_HELP = "Compression of the inputs (auto: from each file's extension)."
+
+
+def count_records(path: str, kind: Compression) -> tuple[int, bool]:
+    """Records in ``path`` and whether a valid sidecar index gave the count.
+
+    Without a valid index the file's headers are walked (GZIP/ZLIB: decompressed); no
+    index is written.
+    """
+    try:
+        return len(Index.load(path)), True
+    except (FileNotFoundError, IndexFormatError):
+        pass  # no sidecar, or a stale/damaged one: count from the data itself
+    return len(Index.build(path, kind)), False
+
+
+@click.command("count")
+@click.argument("paths", nargs=-1)
+@compression_option(_READ_HELP)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+def count_command(paths: tuple[str, ...], compression: str, as_json: bool) -> None:
+    """Records per file and in total.
+
+    A valid sidecar index (*.tfeidx) gives the count at once; otherwise the record
+    headers are walked (payloads are not read, no index is written).
+
+    \b
+    Example:
+      $ tfr count 'train-*.tfrecord'
+          761  train-00000-of-00002.tfrecord
+          511  train-00001-of-00002.tfrecord
+         1272  total
+    """
+    files = expand_inputs(paths)
+    rows: list[tuple[str, int, bool]] = []
+    with progress(len(files), "counting") as bar:
+        for path in files:
+            n, from_index = count_records(path, detect_compression(path, compression))
+            rows.append((path, n, from_index))
+            bar.update(1)
+    total = sum(n for _, n, _ in rows)
+    if as_json:
+        echo_json(
+            {
+                "files": [{"path": p, "records": n, "from_index": i} for p, n, i in rows],
+                "total": total,
+            }
+        )
+        return
+    width = max(8, len(str(total)))
+    for path, n, _ in rows:
+        click.echo(f"{n:>{width}}  {path}")
+    if len(rows) > 1:
+        click.echo(f"{total:>{width}}  total")
+
+
+@click.command("verify")
+@click.argument("paths", nargs=-1)
+@compression_option(_READ_HELP)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of lines.")
+@click.option("-q", "--quiet", is_flag=True, help="Print damage only, no summary.")
+def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quiet: bool) -> None:
+    """Check every length and data CRC; one line per damaged region.
+
+    Every damage of a file is listed (the reader steps over each one to the next intact
+    record), as "FILE: record I at offset O: REASON; N byte(s) not read". For GZIP/ZLIB
+    files offsets are in the decompressed stream; damage inside the deflate stream
+    itself ends the check of that file. Exits 1 when any damage is found.
+
+    \b
+    Example:
+      $ tfr verify data.tfrecord
+      data.tfrecord: record 3 at offset 1205: data CRC mismatch ...; 402 byte(s) not read
+      1 file, 9 records read, 1 damaged region in 1 file
+    """
+    files = expand_inputs(paths)
+    kinds = [detect_compression(p, compression) for p in files]
+    sizes = _plain_sizes(files, kinds)
+    results: list[tuple[str, int, list[DamageReport]]] = []
+    with progress(len(files) if sizes is None else sum(sizes), "verifying") as bar:
+        for k, (path, kind) in enumerate(zip(files, kinds, strict=True)):
+            reports: list[DamageReport] = []
+            n = 0
+            done = 0
+            for record in read_records(
+                path, kind, on_damage="skip", on_damage_report=reports.append
+            ):
+                n += 1
+                if sizes is not None:
+                    done += len(record) + framing.FRAME_OVERHEAD
+                    bar.update(len(record) + framing.FRAME_OVERHEAD, flush_every=1 << 22)
+            # Whatever the records did not account for (damage) completes the file.
+            bar.update(1 if sizes is None else sizes[k] - done)
+            results.append((path, n, reports))
+            if not as_json:
+                for r in reports:
+                    click.secho(str(r), fg="red")
+    damaged = [r for r in results if r[2]]
+    if as_json:
+        echo_json(
+            {
+                "ok": not damaged,
+                "files": [
+                    {
+                        "path": path,
+                        "records": n,
+                        "damages": [damage_json(r) for r in reports],
+                    }
+                    for path, n, reports in results
+                ],
+            }
+        )
+    elif not quiet:
+        regions = sum(len(r[2]) for r in damaged)
+        read = sum(r[1] for r in results)
+        found = (
+            f"{_plural(regions, 'damaged region')} in {_plural(len(damaged), 'file')}"
+            if damaged
+            else "no damage"
+        )
+        summary = f"{_plural(len(results), 'file')}, {read} records read, {found}"
+        click.secho(summary, fg="red" if damaged else "green")
+    if damaged:
+        click.get_current_context().exit(EXIT_DAMAGE)
+
+
+def _plain_sizes(files: list[str], kinds: list[Compression]) -> list[int] | None:
+    """File sizes for a byte-exact bar: local, uncompressed files only (else None)."""
+    if any(is_remote(p) for p in files) or any(k is not Compression.NONE for k in kinds):
+        return None
+    return [os.path.getsize(p) for p in files]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def dali_index_path(data_path: str) -> str:
+    """Where ``--format dali`` writes: ``x.tfrecord`` -> ``x.tfindex``, else appended.
+
+    >>> dali_index_path("a/train-00000-of-00002.tfrecord"), dali_index_path("b.rec")
+    ('a/train-00000-of-00002.tfindex', 'b.rec.tfindex')
+    """
+    base, ext = os.path.splitext(data_path)
+    return (base if ext == ".tfrecord" else data_path) + DALI_SUFFIX
+
+
+@click.command("index")
+@click.argument("paths", nargs=-1)
+@compression_option(_READ_HELP)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["tfe", "dali"]),
+    default="tfe",
+    show_default=True,
+    help="tfe: binary sidecar FILE.tfeidx; dali: DALI/tfrecord text index "
+    "(x.tfrecord -> x.tfindex; uncompressed files only).",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Index file name (one input only)."
+)
+@click.option("--force", is_flag=True, help="Rebuild .tfeidx sidecars that are valid already.")
+def index_command(
+    *, paths: tuple[str, ...], compression: str, fmt: str, output: str | None, force: bool
+) -> None:
+    """Write an index for each file.
+
+    A valid .tfeidx sidecar is kept unless --force: one written with the data
+    (TFRecordWriter(..., index=True), `tfr convert`, `tfr reshard`) holds the restart
+    points of a GZIP/ZLIB file, which a rebuild cannot recover. Damaged or stale
+    sidecars are replaced. --format dali writes the text index from the valid sidecar
+    when there is one, else from a walk of the file.
+
+    \b
+    Example:
+      $ tfr index 'train-*.tfrecord'
+      train-00000-of-00002.tfrecord.tfeidx: 761 records
+      $ tfr index --format dali train-00000-of-00002.tfrecord
+      train-00000-of-00002.tfindex: 761 records
+    """
+    files = expand_inputs(paths)
+    if output is not None and len(files) != 1:
+        raise BadInput(f"--output takes one input file, got {len(files)}")
+    written: list[tuple[str, int, bool]] = []
+    with progress(len(files), "indexing") as bar:
+        for path in files:
+            kind = detect_compression(path, compression)
+            idx = None if force else _valid_index(path, kind)
+            kept = idx is not None and fmt == "tfe" and output is None
+            if idx is None:
+                idx = Index.build(path, kind)
+            if fmt == "dali":
+                target = output or dali_index_path(path)
+                idx.save_text(target)
+            elif kept:
+                target = index_path_for(path)
+            else:
+                target = idx.save(output or index_path_for(path))
+            written.append((target, len(idx), kept))
+            bar.update(1)
+    for target, n, kept in written:
+        click.echo(f"{target}: {n} records{' (valid, kept)' if kept else ''}")
+
+
+def _valid_index(path: str, kind: Compression) -> Index | None:
+    try:
+        idx = Index.load(path)
+    except (FileNotFoundError, IndexFormatError):
+        return None  # none, damaged or stale: build a new one
+    return idx if idx.compression is kind else None
+
+
+COMMANDS = [count_command, verify_command, index_command]

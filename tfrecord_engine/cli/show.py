@@ -1,0 +1,229 @@
+"""``tfr head`` and ``tfr cat``: records decoded for people, as JSON, or raw."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, BinaryIO, Final, TypeVar
+
+import click
+import numpy as np
+
+from .. import framing
+from ..compression import Compression
+from ..dataset import RecordDataset
+from ..errors import IndexFormatError
+from ..index import Index
+from ..reader import read_records
+from .common import (
+    compression_option,
+    detect_compression,
+    echo_json,
+    expand_inputs,
+)
+from .files import count_records
+from .render import BytesMode, Kind, decode_record, to_json, to_text
+
+__all__ = ["COMMANDS", "iter_range", "parse_range"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+# Records fetched per random-access call on an indexed file.
+_CHUNK: Final = 1024
+Located = tuple[str, int, bytes]
+
+
+def parse_range(text: str) -> tuple[int | None, int | None]:
+    """Parses ``A:B`` (half-open, either side optional, negatives from the end) or ``A``.
+
+    >>> parse_range("10:20"), parse_range(":5"), parse_range("-3:"), parse_range("7")
+    ((10, 20), (None, 5), (-3, None), (7, 8))
+
+    Raises:
+        click.BadParameter: anything else.
+    """
+    try:
+        if ":" not in text:
+            a = int(text)
+            return a, (a + 1 if a != -1 else None)
+        left, right = text.split(":")
+        return (int(left) if left.strip() else None, int(right) if right.strip() else None)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not A:B, A: or :B", param_hint="--range") from None
+
+
+def _indexed_count(path: str, kind: Compression) -> int | None:
+    try:
+        idx = Index.load(path)
+    except (FileNotFoundError, IndexFormatError):
+        return None  # no usable sidecar: read sequentially instead
+    return len(idx) if idx.compression is kind else None
+
+
+def _read_indexed(path: str, kind: Compression, a: int, b: int) -> Iterator[Located]:
+    ds = RecordDataset(path, compression=kind)
+    try:
+        for c in range(a, b, _CHUNK):
+            ids = np.arange(c, min(c + _CHUNK, b), dtype=np.int64)
+            yield from ((path, i, r) for i, r in zip(ids.tolist(), ds[ids], strict=True))
+    finally:
+        ds.close()
+
+
+def iter_range(
+    files: Sequence[str], compression: str, start: int | None, stop: int | None
+) -> Iterator[Located]:
+    """Yields ``(path, index in file, record)`` for records ``[start, stop)`` of all files.
+
+    Indices count across the files in order; negative ones count from the end (which
+    costs a count of every file). Files with a valid sidecar index are read by random
+    access; others sequentially.
+    """
+    kinds = [detect_compression(p, compression) for p in files]
+    if (start is not None and start < 0) or (stop is not None and stop < 0):
+        total = sum(count_records(p, k)[0] for p, k in zip(files, kinds, strict=True))
+        start = None if start is None else (start + total if start < 0 else start)
+        stop = None if stop is None else (stop + total if stop < 0 else stop)
+    first = max(0, start or 0)
+    done = 0  # records of the files before the current one
+    for path, kind in zip(files, kinds, strict=True):
+        if stop is not None and done >= stop:
+            return
+        n = _indexed_count(path, kind)
+        if n is None and first > done:
+            n = len(Index.build(path, kind))  # a header walk; cheaper than reading all
+            if done + n <= first:
+                done += n
+                continue
+            n = None
+        if n is not None:
+            a, b = max(first - done, 0), n if stop is None else min(stop - done, n)
+            if a < b:
+                yield from _read_indexed(path, kind, a, b)
+            done += n
+            continue
+        i = 0
+        for i, record in enumerate(read_records(path, kind), start=1):
+            at = done + i - 1
+            if stop is not None and at >= stop:
+                return
+            if at >= first:
+                yield path, i - 1, record
+        done += i
+
+
+def _output_options(command: _F) -> _F:
+    options: list[Callable[[Any], Any]] = [
+        click.argument("paths", nargs=-1),
+        compression_option("Compression of the inputs (auto: from each file's extension)."),
+        click.option("--example", "kind", flag_value="example", help="Decode as tf.train.Example."),
+        click.option(
+            "--sequence", "kind", flag_value="sequence", help="Decode as SequenceExample."
+        ),
+        click.option(
+            "--auto",
+            "kind",
+            flag_value="auto",
+            default=True,
+            help="SequenceExample when a record has feature lists, else Example [default].",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="One JSON object per line."),
+        click.option(
+            "--bytes",
+            "bytes_mode",
+            type=click.Choice(["auto", "base64", "hex"]),
+            default="auto",
+            show_default=True,
+            help="Bytes values: printable UTF-8 as text (else base64), or all base64/hex.",
+        ),
+        click.option("--full", is_flag=True, help="Text mode: never shorten long values."),
+        click.option(
+            "--raw",
+            "raw",
+            flag_value="framed",
+            help="Write the records as a TFRecord stream (framed, uncompressed) to stdout.",
+        ),
+        click.option(
+            "--payload",
+            "raw",
+            flag_value="payload",
+            help="Write the bare record payloads, back to back, to stdout.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _emit(
+    records: Iterator[Located],
+    *,
+    kind: Kind,
+    as_json: bool,
+    bytes_mode: BytesMode,
+    full: bool,
+    raw: str | None,
+) -> None:
+    if raw is not None:
+        if as_json:
+            raise click.UsageError("--json and --raw/--payload exclude each other")
+        stream: BinaryIO = sys.stdout.buffer
+        if sys.stdout.isatty():
+            raise click.UsageError("refusing to write binary records to a terminal")
+        for _, _, record in records:
+            stream.write(framing.frame(record) if raw == "framed" else record)
+        stream.flush()
+        return
+    for path, i, record in records:
+        decoded = decode_record(record, kind, where=f"{path}: record {i}")
+        if as_json:
+            echo_json(to_json(decoded, path=path, index=i, mode=bytes_mode))
+        else:
+            click.echo("\n".join(to_text(decoded, path=path, index=i, mode=bytes_mode, full=full)))
+
+
+@click.command("head")
+@click.option("-n", "--records", "n", default=10, show_default=True, type=click.IntRange(min=0))
+@_output_options
+def head_command(paths: tuple[str, ...], compression: str, n: int, **out: Any) -> None:
+    """The first N records of the inputs (taken as one sequence, in order), decoded.
+
+    \b
+    Example:
+      $ tfr head -n 1 train-00000-of-00002.tfrecord
+      train-00000-of-00002.tfrecord[0]: Example, 2 features
+        image: bytes[1] b64:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA... (784 bytes)
+        label: int64[1] 0
+      $ tfr head -n 1 --json train-00000-of-00002.tfrecord
+      {"file":"train-00000-of-00002.tfrecord","index":0,"features":{...}}
+    """
+    files = expand_inputs(paths)
+    _emit(iter_range(files, compression, 0, n), **out)
+
+
+@click.command("cat")
+@click.option(
+    "-r",
+    "--range",
+    "span",
+    default=":",
+    show_default=True,
+    help="Records A:B of the inputs (half-open; negatives count from the end).",
+)
+@_output_options
+def cat_command(paths: tuple[str, ...], compression: str, span: str, **out: Any) -> None:
+    """Records of the inputs (all, or --range A:B across the files), decoded.
+
+    Files with a valid sidecar index are read by random access (only the records in
+    the range); others are read from the start.
+
+    \b
+    Example:
+      $ tfr cat --range 5:7 --json 'train-*.tfrecord'
+      $ tfr cat --raw a.tfrecord b.tfrecord > both.tfrecord
+    """
+    start, stop = parse_range(span)
+    files = expand_inputs(paths)
+    _emit(iter_range(files, compression, start, stop), **out)
+
+
+COMMANDS = [head_command, cat_command]
