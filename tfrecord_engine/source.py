@@ -64,7 +64,7 @@ def crc_spans(buf: U8, starts: IntArray, ends: IntArray) -> npt.NDArray[np.uint3
     The per-record loop runs in C (``map`` over slices of one memoryview): no Python
     bytecode and no copy per record, only the hardware CRC call.
     """
-    view = memoryview(buf)
+    view = memoryview(buf)  # type: ignore[arg-type]  # numpy arrays are buffers
     crcs = np.fromiter(
         map(_crc32c.crc32c, map(view.__getitem__, map(slice, starts.tolist(), ends.tolist()))),
         dtype=np.uint32,

@@ -13,6 +13,7 @@ raises exactly what ``parse_example`` raises.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -158,15 +159,17 @@ class BatchDecoder:
                 base = bounds[0]
                 return [
                     {k: v[a - base : b - base] for k, v in whole.items()}
-                    for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+                    for a, b in itertools.pairwise(bounds)
                 ]
-        out: list[dict[str, Any] | TFRecordError] = []
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            try:
-                out.append(self.assemble(columns, a, b))
-            except TFRecordError as exc:
-                out.append(exc)
-        return out
+        return [self._assemble_or_error(columns, a, b) for a, b in itertools.pairwise(bounds)]
+
+    def _assemble_or_error(
+        self, columns: Columns, start: int, stop: int
+    ) -> dict[str, Any] | TFRecordError:
+        try:
+            return self.assemble(columns, start, stop)
+        except TFRecordError as exc:
+            return exc
 
     def decode_exact(self, records: Sequence[bytes]) -> dict[str, Any]:
         """The exact per-record path (:func:`parse_example`), for batches that raise."""
@@ -204,15 +207,15 @@ class BatchDecoder:
                 rest = rest[keep]
                 if not known and hit.size * 8 < n:
                     break  # layouts vary too much here for more templates to pay off
-            self._templates = (used + [t for t in self._templates if t not in used])[
-                :MAX_TEMPLATES
-            ]
+            self._templates = (used + [t for t in self._templates if t not in used])[:MAX_TEMPLATES]
         if not groups:
             return self._walk_columns(buf, starts, ends)
         walked = self._walk_columns(buf, starts[rest], ends[rest]) if rest.size else None
         self.stats.template_records += n - int(rest.size)
         return {
-            req.key: _merge_groups(buf, starts, i, req.kind, groups, rest, walked, req.key)
+            req.key: _merge_groups(
+                buf, starts, i, req.kind, groups, rest=rest, walked=walked, key=req.key
+            )
             for i, req in enumerate(self._order)
         }
 
@@ -272,7 +275,7 @@ class BatchDecoder:
             return fvalues, counts, ok
         vs, ve, counts, ok = lockstep.bytes_values(buf, ls, le)
         # One bytes object per value, sliced in C (no Python bytecode per value).
-        view = memoryview(buf)
+        view = memoryview(buf)  # type: ignore[arg-type]  # numpy arrays are buffers
         bvalues = object_array(
             list(map(bytes, map(view.__getitem__, map(slice, vs.tolist(), ve.tolist()))))
         )
@@ -300,6 +303,7 @@ def _merge_groups(
     i: int,
     kind: int,
     groups: list[tuple[npt.NDArray[np.intp], template.Template]],
+    *,
     rest: npt.NDArray[np.intp],
     walked: Columns | None,
     key: str,

@@ -352,8 +352,10 @@ def swar_varints(words: npt.NDArray[np.uint64], widths: I64) -> npt.NDArray[np.u
     x = words & _BYTE_MASK[widths] & _U64(0x7F7F7F7F7F7F7F7F)
     x = (x & _U64(0x007F007F007F007F)) | ((x & _U64(0x7F007F007F007F00)) >> _U64(1))
     x = (x & _U64(0x00003FFF00003FFF)) | ((x & _U64(0x3FFF00003FFF0000)) >> _U64(2))
-    x = (x & _U64(0x000000000FFFFFFF)) | ((x & _U64(0x0FFFFFFF00000000)) >> _U64(4))
-    return x
+    packed: npt.NDArray[np.uint64] = (x & _U64(0x000000000FFFFFFF)) | (
+        (x & _U64(0x0FFFFFFF00000000)) >> _U64(4)
+    )
+    return packed
 
 
 def _varints_by_width(raw: U8, begins: I64, size: I64) -> npt.NDArray[np.uint64]:

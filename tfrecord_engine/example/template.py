@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import lockstep
-from .lockstep import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_NONE
+from .lockstep import KIND_BYTES, KIND_FLOAT, KIND_NONE
 
 __all__ = ["FieldLayout", "Template", "build_template", "match_template"]
 
@@ -199,7 +199,8 @@ def match_template(buf: U8, starts: I64, ends: I64, template: Template) -> npt.N
     )
     words = window[starts[cand][:, None] + template.word_at].view("<u8")[..., 0]
     ok = ((words ^ template.word) & template.mask == 0).all(axis=1)
-    return cand[ok]
+    hit: npt.NDArray[np.intp] = cand[ok]
+    return hit
 
 
 def template_values(buf: U8, starts: I64, layout: FieldLayout) -> npt.NDArray[np.generic]:
@@ -228,8 +229,8 @@ def template_values(buf: U8, starts: I64, layout: FieldLayout) -> npt.NDArray[np
     # and pack their 7-bit groups (lockstep.swar_varints).
     at = starts[:, None] + (layout.offset + np.asarray(layout.value_offsets, np.int64))
     widths = np.asarray(layout.widths, np.int64)
-    values = lockstep.swar_varints(_words(buf, at), widths)
-    return values.view(np.int64)
+    values: npt.NDArray[np.int64] = lockstep.swar_varints(_words(buf, at), widths).view(np.int64)
+    return values
 
 
 def _words(buf: U8, at: I64) -> npt.NDArray[np.uint64]:
