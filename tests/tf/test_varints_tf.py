@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 
 import numpy as np
+import pytest
 from hypothesis import given
 
 import tfrecord_engine as tfe
@@ -37,3 +38,24 @@ def test_decode_example_matches_tf_fromstring(tf: ModuleType, record: bytes) -> 
         for key, feature in msg.features.feature.items():
             want = np.array(feature.int64_list.value, dtype=np.int64)
             np.testing.assert_array_equal(ours[key], want, err_msg=key)
+
+
+@pytest.mark.parametrize("last", [0x00, 0x01, 0x02, 0x7E, 0x7F])
+def test_tenth_byte_high_bits_are_dropped_as_in_tensorflow(tf: ModuleType, last: int) -> None:
+    # 30 values, each 10 bytes whose last byte has bits past 64 set: the numpy path.
+    run = bytes([0xFF] * 9 + [last]) * 30
+    record = _ld(0x0A, _ld(0x0A, _ld(0x0A, b"x") + _ld(0x12, _ld(0x1A, _ld(0x0A, run)))))
+    theirs = tf.io.parse_single_example(record, {"x": tf.io.VarLenFeature(tf.int64)})["x"]
+    ours = tfe.parse_single_example(record, {"x": tfe.VarLenFeature("int64")})["x"]
+    assert_same_value(tf, ours, theirs, "x")
+    want = list(tf.train.Example.FromString(record).features.feature["x"].int64_list.value)
+    assert tfe.decode_example(record)["x"].tolist() == want
+    assert want == [-1 if last & 1 else 2**63 - 1] * 30
+
+
+def _ld(tag: int, payload: bytes) -> bytes:
+    n, size = len(payload), b""
+    while n > 0x7F:
+        size += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return bytes([tag]) + size + bytes([n]) + payload
