@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,13 +44,23 @@ def _loop(varint: Varint, run: bytes) -> list[int]:
 
 
 @contextmanager
-def _per_varint() -> Iterator[None]:
-    """Makes both decoders take their per-varint loops for runs of any length."""
+def _threshold(min_bytes: int) -> Iterator[None]:
+    """Both decoders use numpy for packed runs of at least ``min_bytes`` bytes."""
     with (
-        mock.patch.object(pbwire, "NUMPY_MIN_BYTES", 1 << 62),
-        mock.patch.object(wire, "NUMPY_MIN_BYTES", 1 << 62),
+        mock.patch.object(pbwire, "NUMPY_MIN_BYTES", min_bytes),
+        mock.patch.object(wire, "NUMPY_MIN_BYTES", min_bytes),
     ):
         yield
+
+
+def per_varint() -> contextlib.AbstractContextManager[None]:
+    """Both decoders take their per-varint loops (the reference) for every run."""
+    return _threshold(1 << 62)
+
+
+def numpy_always() -> contextlib.AbstractContextManager[None]:
+    """Both decoders take the numpy path for every packed run, however short."""
+    return _threshold(0)
 
 
 def _same(a: tuple[str, Any], b: tuple[str, Any]) -> None:
@@ -74,10 +85,12 @@ def test_decode_packed_matches_the_loop(varint: Varint, fail: Fail, run: bytes) 
     assert ours == ref
 
 
+@pytest.mark.parametrize("forced", [False, True], ids=["default", "numpy-always"])
 @given(record=int64_examples())
-def test_decode_example_matches_per_varint_decoding(record: bytes) -> None:
-    ours = _outcome(lambda: tfe.decode_example(record))
-    with _per_varint():
+def test_decode_example_matches_per_varint_decoding(forced: bool, record: bytes) -> None:
+    with numpy_always() if forced else contextlib.nullcontext():
+        ours = _outcome(lambda: tfe.decode_example(record))
+    with per_varint():
         ref = _outcome(lambda: tfe.decode_example(record))
     _same(ours, ref)
 
@@ -86,17 +99,20 @@ def _parsed(record: bytes) -> dict[str, Any]:
     return {k: v.values for k, v in tfe.parse_single_example(record, _SPECS).items()}
 
 
+@pytest.mark.parametrize("forced", [False, True], ids=["default", "numpy-always"])
 @given(record=int64_examples())
-def test_parse_single_example_matches_per_varint_parsing(record: bytes) -> None:
-    ours = _outcome(lambda: _parsed(record))
-    with _per_varint():
+def test_parse_single_example_matches_per_varint_parsing(forced: bool, record: bytes) -> None:
+    with numpy_always() if forced else contextlib.nullcontext():
+        ours = _outcome(lambda: _parsed(record))
+    with per_varint():
         ref = _outcome(lambda: _parsed(record))
     _same(ours, ref)
 
 
 @given(record=int64_examples())
 def test_decode_example_matches_protobuf(record: bytes) -> None:
-    ok, ours = _outcome(lambda: tfe.decode_example(record))
+    with numpy_always():
+        ok, ours = _outcome(lambda: tfe.decode_example(record))
     try:
         msg = protos.Example.FromString(record)
     except Exception:  # noqa: BLE001 - protobuf's DecodeError lives in a private module
@@ -110,8 +126,11 @@ def test_decode_example_matches_protobuf(record: bytes) -> None:
 
 def _example(run: bytes) -> bytes:
     def ld(tag: int, payload: bytes) -> bytes:
-        assert len(payload) < 0x80
-        return bytes([tag, len(payload)]) + payload
+        n, size = len(payload), bytearray()
+        while n > 0x7F:
+            size.append(n & 0x7F | 0x80)
+            n >>= 7
+        return bytes([tag, *size, n]) + payload
 
     return ld(0x0A, ld(0x0A, ld(0x0A, b"x") + ld(0x12, ld(0x1A, ld(0x0A, run)))))
 
@@ -130,13 +149,12 @@ _LONG = b"\x01" * NUMPY_MIN_BYTES  # long enough for the numpy path on its own
 )
 def test_errors_name_the_first_bad_varint(tail: bytes, reason: str) -> None:
     record = _example(_LONG + tail)
-    start = record.index(_LONG)
-    at = start + len(_LONG)
+    at = len(record) - len(tail)  # the run ends the record
     with pytest.raises(MalformedExampleError) as got:
         tfe.decode_example(record)
     assert str(got.value) == f"Could not parse message: {reason} at byte {at}"
     assert got.value.offset == at
-    with _per_varint(), pytest.raises(MalformedExampleError) as ref:
+    with per_varint(), pytest.raises(MalformedExampleError) as ref:
         tfe.decode_example(record)
     assert str(ref.value) == str(got.value)
 
