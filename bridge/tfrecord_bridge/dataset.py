@@ -1,0 +1,170 @@
+"""``to_tf_dataset``: a :class:`~tfrecord_engine.RecordDataset` as a checkpointable ``tf.data`` source.
+
+The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
+
+    range(1).map(numpy_function(next_epoch))          # one epoch number per iteration
+      .flat_map(e -> range(num_batches).map(k -> (e, k)))
+      .map(numpy_function(batch k of epoch e) -> rebuild SparseTensor/RaggedTensor)
+      .assert_cardinality(num_batches).prefetch(...)
+      [.apply(prefetch_to_device(device))]
+
+Each iteration (each Keras epoch) draws the next epoch number once, when it starts.
+``flat_map`` stores that number with its position, so ``tf.train.Checkpoint`` of an
+iterator saves ``(epoch, batch)`` and a restored iterator continues the same epoch
+exactly. The batch function is a pure function of ``(epoch, batch)``
+(:class:`~tfrecord_bridge.source.EpochBatches`), served by the engine's chunked batch
+decoder running ahead on a worker thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tfrecord_engine.dataset import MASK_KEY, RecordDataset
+from tfrecord_engine.errors import InvalidArgumentError
+from tfrecord_engine.sampler import Shuffle
+
+from .source import EpochBatches
+from .specs import Layout, element_spec
+
+__all__ = ["to_tf_dataset"]
+
+# TensorFlow ships no complete type stubs: TF objects are ``Any`` at this boundary.
+TFDataset = Any
+
+
+def _tf() -> Any:
+    import tensorflow as tf  # noqa: PLC0415 - the core must stay importable without TF
+
+    return tf
+
+
+def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positionally
+    ds: RecordDataset,
+    batch_size: int,
+    shuffle: Shuffle = False,
+    seed: int = 0,
+    drop_remainder: bool = False,
+    input_context: Any = None,
+    device: str | None = None,
+    *,
+    pad_remainder: bool = False,
+    epoch: int = 0,
+    num_parallel_calls: int = 2,
+    prefetch: int | None = None,
+    readahead: int = 2,
+) -> TFDataset:
+    """A ``tf.data.Dataset`` of parsed batches of ``ds``, from the engine's batch decoder.
+
+    Elements are dicts ``{key: tf.Tensor | tf.SparseTensor | tf.RaggedTensor}`` with the
+    same values, order and element spec as TensorFlow's own
+    ``TFRecordDataset(files).batch(batch_size).map(tf.io.parse_example)`` when
+    ``shuffle=False``.
+
+    Args:
+        ds: a :class:`~tfrecord_engine.RecordDataset` built with ``features=``.
+        batch_size: records per batch (per replica under ``tf.distribute``).
+        shuffle: the engine's global shuffle (``True`` or a ``BlockShuffle``); each
+            iteration of the returned dataset (each Keras epoch) uses the next epoch's
+            order.
+        seed: the shuffle seed; orders are a pure function of (seed, epoch).
+        drop_remainder: drop the last partial batch (the batch dimension is then static).
+        input_context: a ``tf.distribute.InputContext``: this pipeline reads shard
+            ``input_pipeline_id`` of ``num_input_pipelines`` (every record in exactly one
+            pipeline, shard sizes within one record). Use it from
+            ``strategy.distribute_datasets_from_function``.
+        device: e.g. ``"/GPU:0"``: end with ``prefetch_to_device(device)``
+            (``"/CPU:0"`` runs the same code path).
+        pad_remainder: exact evaluation: every batch is full and a boolean ``"mask"``
+            entry marks real records; every pipeline yields the same number of batches.
+            Use the mask as the sample weight and each record counts exactly once.
+        epoch: the epoch of the first iteration.
+        num_parallel_calls: concurrent batch requests (decoding itself runs ahead on
+            the engine's worker thread).
+        prefetch: batches buffered at the end (default ``tf.data.AUTOTUNE``).
+        readahead: chunks of ~4,096 records the engine prepares ahead.
+
+    Returns:
+        a ``tf.data.Dataset`` with a known cardinality (batches per epoch); its
+        iterators can be saved with ``tf.train.Checkpoint(iterator=it)`` (without
+        ``device``: TensorFlow cannot checkpoint ``prefetch_to_device``).
+
+    Raises:
+        InvalidArgumentError: ``ds`` has no features, or the arguments are invalid.
+
+    Example:
+        >>> import os, tempfile, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
+        >>> with tfe.TFRecordWriter(path, index=True) as w:
+        ...     w.write_many([tfe.encode_example({"i": [i]}) for i in range(5)])
+        5
+        >>> ds = tfe.RecordDataset(path, features={"i": tfe.FixedLenFeature([], "int64")})
+        >>> [b["i"].numpy().tolist() for b in to_tf_dataset(ds, 2)]
+        [[0, 1], [2, 3], [4]]
+    """
+    tf = _tf()
+    shard_index, shard_count = 0, 1
+    if input_context is not None:
+        shard_index = int(input_context.input_pipeline_id)
+        shard_count = int(input_context.num_input_pipelines)
+    source = EpochBatches(
+        ds,
+        batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        shard_index=shard_index,
+        shard_count=shard_count,
+        drop_remainder=drop_remainder,
+        pad_remainder=pad_remainder,
+        first_epoch=epoch,
+        readahead=readahead,
+    )
+    if num_parallel_calls < 1:
+        raise InvalidArgumentError(f"num_parallel_calls must be >= 1, got {num_parallel_calls}")
+    features = ds.features or {}
+    static = batch_size if (drop_remainder or pad_remainder) else None
+    specs = element_spec(tf, features, static)
+    if pad_remainder:
+        specs[MASK_KEY] = tf.TensorSpec([batch_size], tf.bool)
+    layout = Layout(tf, specs)
+    num_batches = source.num_batches
+
+    def next_epoch() -> np.int64:
+        return np.int64(source.next_epoch())
+
+    def fetch(e: np.int64, k: np.int64) -> list[np.ndarray[Any, Any]]:
+        return layout.flatten(source.get(int(e), int(k)))
+
+    def epoch_number(_: Any) -> Any:
+        # Stateful: drawn once per iteration, never folded into a constant.
+        e = tf.numpy_function(next_epoch, [], tf.int64, stateful=True, name="tfe_next_epoch")
+        e.set_shape([])
+        return e
+
+    def batch_numbers(e: Any) -> Any:
+        return tf.data.Dataset.range(num_batches).map(lambda k: (e, k))
+
+    def parsed_batch(e: Any, k: Any) -> Any:
+        # A pure function of (e, k): marked stateless so checkpoints need no Python state.
+        flat = tf.numpy_function(fetch, [e, k], layout.dtypes, stateful=False, name="tfe_batch")
+        return layout.rebuild(list(flat))
+
+    out = (
+        tf.data.Dataset.range(1)
+        .map(epoch_number)
+        .flat_map(batch_numbers)
+        .map(parsed_batch, num_parallel_calls=num_parallel_calls, deterministic=True)
+        .apply(tf.data.experimental.assert_cardinality(num_batches))
+    )
+    options = tf.data.Options()
+    # The epoch counter is Python state; what a checkpoint needs of it, the epoch of the
+    # current iteration, is saved by flat_map as its input element.
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    out = out.with_options(options)
+    out = out.prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
+    if device is not None:
+        # Must be the last transformation (TensorFlow's rule).
+        out = out.apply(tf.data.experimental.prefetch_to_device(device))
+    return out

@@ -1,0 +1,193 @@
+"""Feature specs -> ``tf.io`` specs, the static element spec, and flat component lists.
+
+The element spec of the bridge is, by construction, the element spec of TensorFlow's
+own pipeline (``TFRecordDataset -> batch -> parse_example``) for the same specs: it is
+read off a trace of ``tf.io.parse_example`` on a string vector of the batch size
+(fixed when every batch is full, ``None`` otherwise). Batches cross the
+``tf.numpy_function`` boundary as a flat list of arrays (:class:`Layout`): one per dense
+feature, ``indices, values, dense_shape`` per sparse feature, ``flat_values`` then the
+row splits (outermost first) per ragged feature; TensorFlow composites are rebuilt from
+them after the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import tfrecord_engine as tfe
+from tfrecord_engine.example import specs as S
+
+__all__ = ["Layout", "Slot", "element_spec", "tf_feature_spec"]
+
+# TensorFlow ships no complete type stubs: every TF object is ``Any`` at this boundary.
+TF = Any
+
+
+def _tf_dtype(tf: TF, name: str) -> Any:
+    return {"int64": tf.int64, "float32": tf.float32, "string": tf.string}[name]
+
+
+def _tf_partition(tf: TF, part: Any) -> Any:
+    R = tf.io.RaggedFeature
+    if isinstance(part, S.UniformRowLength):
+        return R.UniformRowLength(part.length)
+    kinds = {
+        S.RowSplits: R.RowSplits,
+        S.RowLengths: R.RowLengths,
+        S.RowStarts: R.RowStarts,
+        S.RowLimits: R.RowLimits,
+        S.ValueRowIds: R.ValueRowIds,
+    }
+    return kinds[type(part)](part.key)
+
+
+def tf_feature_spec(tf: TF, spec: Any) -> Any:
+    """The ``tf.io`` feature spec with the same meaning as one of ours.
+
+    Raises:
+        InvalidArgumentError: ``spec`` is not one of the engine's feature specs.
+    """
+    dt = _tf_dtype(tf, spec.dtype) if hasattr(spec, "dtype") else None
+    if isinstance(spec, S.FixedLenFeature):
+        default = None
+        if spec.default_value is not None:
+            np_dtype = {"int64": np.int64, "float32": np.float32, "string": object}[spec.dtype]
+            default = np.array(spec.default_value, dtype=np_dtype).reshape(spec.shape)
+        return tf.io.FixedLenFeature(list(spec.shape), dt, default_value=default)
+    if isinstance(spec, S.VarLenFeature):
+        return tf.io.VarLenFeature(dt)
+    if isinstance(spec, S.FixedLenSequenceFeature):
+        return tf.io.FixedLenSequenceFeature(
+            list(spec.shape), dt, allow_missing=spec.allow_missing, default_value=spec.default_value
+        )
+    if isinstance(spec, S.SparseFeature):
+        return tf.io.SparseFeature(
+            list(spec.index_key), spec.value_key, dt, list(spec.size), spec.already_sorted
+        )
+    if isinstance(spec, S.RaggedFeature):
+        return tf.io.RaggedFeature(
+            dt,
+            value_key=spec.value_key,
+            partitions=[_tf_partition(tf, p) for p in spec.partitions],
+            row_splits_dtype=tf.int64 if spec.row_splits_dtype == "int64" else tf.int32,
+            validate=spec.validate,
+        )
+    raise tfe.InvalidArgumentError(f"not a tfrecord_engine feature spec: {spec!r}")
+
+
+def element_spec(
+    tf: TF, features: Mapping[str, Any], batch_size: int | None
+) -> dict[str, Any]:
+    """TensorFlow's own element spec for ``parse_example`` of batches of ``batch_size``.
+
+    ``batch_size=None`` leaves the batch dimension unknown (a partial last batch).
+    """
+    tf_specs = {k: tf_feature_spec(tf, v) for k, v in features.items()}
+    traced = tf.function(lambda s: tf.io.parse_example(s, tf_specs), autograph=False)
+    outputs = traced.get_concrete_function(tf.TensorSpec([batch_size], tf.string))
+    return {k: tf.type_spec_from_value(v) for k, v in outputs.structured_outputs.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One output key: its kind (``dense``/``sparse``/``ragged``) and TF type spec."""
+
+    key: str
+    kind: str
+    spec: Any
+    ragged_rank: int = 0
+
+
+class Layout:
+    """Flattens engine batches into arrays for ``numpy_function`` and rebuilds them in TF.
+
+    Args:
+        tf: the TensorFlow module.
+        specs: output key -> TF type spec (``TensorSpec``, ``SparseTensorSpec`` or
+            ``RaggedTensorSpec``), e.g. from :func:`element_spec`.
+    """
+
+    def __init__(self, tf: TF, specs: Mapping[str, Any]) -> None:
+        self._tf = tf
+        self.slots: list[Slot] = []
+        for key, spec in specs.items():
+            if isinstance(spec, tf.SparseTensorSpec):
+                self.slots.append(Slot(key, "sparse", spec))
+            elif isinstance(spec, tf.RaggedTensorSpec):
+                self.slots.append(Slot(key, "ragged", spec, spec.ragged_rank))
+            else:
+                self.slots.append(Slot(key, "dense", spec))
+
+    def _components(self, slot: Slot) -> list[tuple[Any, list[int | None]]]:
+        """``(tf dtype, static shape)`` of each flat component of ``slot``."""
+        tf = self._tf
+        spec = slot.spec
+        if slot.kind == "dense":
+            return [(spec.dtype, spec.shape.as_list())]
+        if slot.kind == "sparse":
+            rank = spec.shape.rank
+            return [(tf.int64, [None, rank]), (spec.dtype, [None]), (tf.int64, [rank])]
+        inner = spec.shape.as_list()[slot.ragged_rank + 1 :]
+        batch = spec.shape.as_list()[0]
+        outer = [None if batch is None else batch + 1]
+        splits = [(spec.row_splits_dtype, outer)] + [
+            (spec.row_splits_dtype, [None]) for _ in range(slot.ragged_rank - 1)
+        ]
+        return [(spec.dtype, [None, *inner]), *splits]
+
+    @property
+    def dtypes(self) -> list[Any]:
+        """The TF dtype of every flat component, in order (``numpy_function``'s ``Tout``)."""
+        return [dt for slot in self.slots for dt, _ in self._components(slot)]
+
+    def flatten(self, batch: Mapping[str, Any]) -> list[np.ndarray[Any, Any]]:
+        """An engine batch (numpy, ``SparseValue``, ``RaggedValue``) as flat arrays."""
+        out: list[np.ndarray[Any, Any]] = []
+        for slot in self.slots:
+            value = batch[slot.key]
+            comps = self._components(slot)
+            if slot.kind == "dense":
+                arrays = [value]
+            elif slot.kind == "sparse":
+                arrays = [value.indices, value.values, value.dense_shape]
+            else:
+                splits = []
+                while isinstance(value, tfe.RaggedValue):
+                    splits.append(value.row_splits)
+                    value = value.values
+                if len(splits) != slot.ragged_rank:
+                    raise tfe.InvalidArgumentError(
+                        f"feature {slot.key!r}: the engine returned {len(splits)} ragged "
+                        f"dimensions where TensorFlow has {slot.ragged_rank}"
+                    )
+                arrays = [value, *splits]
+            for arr, (dt, _) in zip(arrays, comps, strict=True):
+                np_dtype = object if dt == self._tf.string else dt.as_numpy_dtype
+                out.append(np.asarray(arr).astype(np_dtype, copy=False))
+        return out
+
+    def rebuild(self, flat: list[Any]) -> dict[str, Any]:
+        """TF tensors and composites from the flat components (inside a ``map``)."""
+        tf = self._tf
+        out: dict[str, Any] = {}
+        pos = 0
+        for slot in self.slots:
+            comps = self._components(slot)
+            parts = flat[pos : pos + len(comps)]
+            pos += len(comps)
+            for tensor, (_, shape) in zip(parts, comps, strict=True):
+                tensor.set_shape(shape)
+            if slot.kind == "dense":
+                out[slot.key] = parts[0]
+            elif slot.kind == "sparse":
+                out[slot.key] = tf.SparseTensor(*parts)
+                out[slot.key].set_shape(slot.spec.shape)
+            else:
+                out[slot.key] = tf.RaggedTensor.from_nested_row_splits(
+                    parts[0], parts[1:], validate=False
+                )
+        return out
