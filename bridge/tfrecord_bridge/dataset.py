@@ -2,16 +2,19 @@
 
 The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
 
-    range(1).map(numpy_function(next_epoch))          # one epoch number per iteration
-      .flat_map(e -> range(num_batches).map(k -> (e, k)))
+    range(num_batches)
+      .scan(e = next_epoch() at k == 0, else the state e -> (e, k))
       .map(numpy_function(batch k of epoch e) -> rebuild SparseTensor/RaggedTensor)
-      .assert_cardinality(num_batches).prefetch(...)
+      .prefetch(...).map(tell the source epoch e was delivered; drop e)
+      .assert_cardinality(num_batches)
       [.apply(prefetch_to_device(device))]
 
-Each iteration (each Keras epoch) draws the next epoch number once, when it starts.
-``flat_map`` stores that number with its position, so ``tf.train.Checkpoint`` of an
-iterator saves ``(epoch, batch)`` and a restored iterator continues the same epoch
-exactly. The batch function is a pure function of ``(epoch, batch)``
+Each iteration (each Keras epoch) draws the next epoch number once, at its first batch,
+and carries it as ``scan`` state. ``tf.train.Checkpoint`` of an iterator saves the scan
+state as a tensor next to the range position, i.e. ``(epoch, batch)``, so a restored
+iterator continues the same epoch exactly, in any process. (Carrying the epoch as a
+``flat_map`` input element does not work: TensorFlow 2.21 restores ``flat_map`` by
+re-running its input, which would draw a new epoch.) The batch function is a pure function of ``(epoch, batch)``
 (:class:`~tfrecord_bridge.source.EpochBatches`), served by the engine's chunked batch
 decoder running ahead on a worker thread.
 """
@@ -137,33 +140,49 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     def fetch(e: np.int64, k: np.int64) -> list[np.ndarray[Any, Any]]:
         return layout.flatten(source.get(int(e), int(k)))
 
-    def epoch_number(_: Any) -> Any:
+    def draw_epoch() -> Any:
         # Stateful: drawn once per iteration, never folded into a constant.
         e = tf.numpy_function(next_epoch, [], tf.int64, stateful=True, name="tfe_next_epoch")
         e.set_shape([])
         return e
 
-    def batch_numbers(e: Any) -> Any:
-        return tf.data.Dataset.range(num_batches).map(lambda k: (e, k))
+    def with_epoch(state: Any, k: Any) -> Any:
+        # The epoch is drawn at the first batch and then carried as scan state, which a
+        # checkpoint saves as a tensor (flat_map would not do: it re-runs its input).
+        e = tf.cond(tf.equal(k, 0), draw_epoch, lambda: state)
+        return e, (e, k)
 
     def parsed_batch(e: Any, k: Any) -> Any:
         # A pure function of (e, k): marked stateless so checkpoints need no Python state.
         flat = tf.numpy_function(fetch, [e, k], layout.dtypes, stateful=False, name="tfe_batch")
-        return layout.rebuild(list(flat))
+        return e, layout.rebuild(list(flat))
+
+    def seen(e: np.int64) -> np.int64:
+        source.saw_epoch(int(e))
+        return e
+
+    def delivered(e: Any, batch: Any) -> Any:
+        # Batches restored from a checkpoint's buffers never reach ``fetch``: telling the
+        # source their epoch here keeps the next iteration on the next epoch.
+        note = tf.numpy_function(seen, [e], tf.int64, stateful=True, name="tfe_seen")
+        with tf.control_dependencies([note]):
+            return tf.nest.map_structure(tf.identity, batch, expand_composites=True)
 
     out = (
-        tf.data.Dataset.range(1)
-        .map(epoch_number)
-        .flat_map(batch_numbers)
+        tf.data.Dataset.range(num_batches)
+        .scan(tf.constant(-1, tf.int64), with_epoch)
         .map(parsed_batch, num_parallel_calls=num_parallel_calls, deterministic=True)
+        .prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
+        .map(delivered)
         .apply(tf.data.experimental.assert_cardinality(num_batches))
     )
     options = tf.data.Options()
     # The epoch counter is Python state; what a checkpoint needs of it, the epoch of the
-    # current iteration, is saved by flat_map as its input element.
+    # current iteration, is saved as the scan state.
     options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    # No buffer after ``delivered``: a batch restored from one would skip it.
+    options.experimental_optimization.inject_prefetch = False
     out = out.with_options(options)
-    out = out.prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
     if device is not None:
         # Must be the last transformation (TensorFlow's rule).
         out = out.apply(tf.data.experimental.prefetch_to_device(device))

@@ -118,6 +118,11 @@ class EpochBatches:
             self._next_epoch += 1
             return epoch
 
+    def saw_epoch(self, epoch: int) -> None:
+        """Notes that a batch of ``epoch`` was delivered: later iterations come after it."""
+        with self._lock:
+            self._next_epoch = max(self._next_epoch, epoch + 1)
+
     def get(self, epoch: int, batch: int) -> Any:
         """Parsed batch ``batch`` of ``epoch`` (a pure function of the two and the args).
 
