@@ -83,6 +83,9 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         pad_remainder: exact evaluation: every batch is full and a boolean ``"mask"``
             entry marks real records; every pipeline yields the same number of batches.
             Use the mask as the sample weight and each record counts exactly once.
+            Under ``input_context``, fully masked batches are appended so that every
+            replica has a batch at every step (``tf.distribute`` drops a last step
+            that some replica lacks).
         epoch: the epoch of the first iteration.
         num_parallel_calls: concurrent batch requests (decoding itself runs ahead on
             the engine's worker thread).
@@ -108,10 +111,12 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         [[0, 1], [2, 3], [4]]
     """
     tf = _tf()
-    shard_index, shard_count = 0, 1
+    shard_index, shard_count, multiple = 0, 1, 1
     if input_context is not None:
         shard_index = int(input_context.input_pipeline_id)
         shard_count = int(input_context.num_input_pipelines)
+        # Each step takes one batch per replica from this pipeline's share of replicas.
+        multiple = max(1, int(input_context.num_replicas_in_sync) // shard_count)
     source = EpochBatches(
         ds,
         batch_size,
@@ -123,6 +128,7 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         pad_remainder=pad_remainder,
         first_epoch=epoch,
         readahead=readahead,
+        batch_multiple=multiple,
     )
     if num_parallel_calls < 1:
         raise InvalidArgumentError(f"num_parallel_calls must be >= 1, got {num_parallel_calls}")

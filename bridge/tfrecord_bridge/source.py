@@ -20,7 +20,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from tfrecord_engine.dataset import RecordBatchIterator, RecordDataset
+import numpy as np
+
+from tfrecord_engine.dataset import MASK_KEY, RecordBatchIterator, RecordDataset
 from tfrecord_engine.errors import InvalidArgumentError
 from tfrecord_engine.sampler import IndexBatchIterator, Shuffle
 
@@ -52,6 +54,9 @@ class EpochBatches:
         drop_remainder, pad_remainder: as for ``RecordDataset.batches``.
         first_epoch: the epoch of the first iteration (see :meth:`next_epoch`).
         readahead: chunks the engine prepares ahead on its worker thread.
+        batch_multiple: with ``pad_remainder``, append fully masked batches until the
+            batch count is a multiple of this (the replicas one input pipeline feeds:
+            ``tf.distribute`` silently drops a last step that not every replica has).
 
     Example:
         >>> import os, tempfile, tfrecord_engine as tfe
@@ -78,6 +83,7 @@ class EpochBatches:
         pad_remainder: bool = False,
         first_epoch: int = 0,
         readahead: int = 2,
+        batch_multiple: int = 1,
     ) -> None:
         if dataset.features is None:
             raise InvalidArgumentError(
@@ -98,7 +104,13 @@ class EpochBatches:
         self._readahead = readahead
         # Validates every argument once, up front, and fixes the batch count: it is the
         # same for every epoch (only the order changes).
-        self.num_batches = len(self._sampler(first_epoch))
+        self.engine_batches = len(self._sampler(first_epoch))
+        if batch_multiple < 1:
+            raise InvalidArgumentError(f"batch_multiple must be >= 1, got {batch_multiple}")
+        self.num_batches = self.engine_batches
+        if pad_remainder and self.engine_batches:
+            self.num_batches = -(-self.engine_batches // batch_multiple) * batch_multiple
+        self._padding: dict[str, Any] | None = None
         self._lock = threading.Lock()
         self._cursors: collections.OrderedDict[int, _Cursor] = collections.OrderedDict()
         self._stash: dict[tuple[int, int], Any] = {}
@@ -136,6 +148,8 @@ class EpochBatches:
             )
         with self._lock:
             self._next_epoch = max(self._next_epoch, epoch + 1)
+            if batch >= self.engine_batches:
+                return self._padding_batch()
             stashed = self._stash.pop((epoch, batch), None)
             if stashed is not None:
                 return stashed
@@ -148,12 +162,23 @@ class EpochBatches:
                 cursor.next_batch += 1
             out = next(cursor.iterator)
             cursor.next_batch += 1
-            if cursor.next_batch == self.num_batches:
+            if cursor.next_batch == self.engine_batches:
                 # The epoch is over: stop the read-ahead (batches stashed for parallel
                 # calls still on their way stay).
                 self._cursors.pop(epoch)
                 cursor.iterator.close()
             return out
+
+    def _padding_batch(self) -> dict[str, Any]:
+        """A full batch in which every record is masked out (the same one every time)."""
+        if self._padding is None:
+            size = self._args["batch_size"]
+            first = self.dataset.batches(size, pad_remainder=True, readahead=0)
+            batch = dict(next(first))
+            first.close()
+            batch[MASK_KEY] = np.zeros(size, np.bool_)
+            self._padding = batch
+        return self._padding
 
     def _open(self, epoch: int, batch: int) -> _Cursor:
         self._close(epoch)

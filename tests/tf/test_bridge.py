@@ -82,12 +82,13 @@ def _index_file(tmp: str, n: int) -> tfe.RecordDataset:
 @given(st.integers(0, 40), layouts())
 def test_exactly_once_over_input_pipelines(tf: ModuleType, n: int, layout: dict[str, Any]) -> None:
     count = layout["num_pipelines"]
+    replicas = count * layout["replicas_per_pipeline"]
     with tempfile.TemporaryDirectory() as d:
         ds = _index_file(d, n)
         per_pipeline = []
         for i in range(count):
             ctx = tf.distribute.InputContext(
-                num_input_pipelines=count, input_pipeline_id=i, num_replicas_in_sync=count
+                num_input_pipelines=count, input_pipeline_id=i, num_replicas_in_sync=replicas
             )
             tf_ds = to_tf_dataset(
                 ds,
@@ -110,7 +111,9 @@ def test_exactly_once_over_input_pipelines(tf: ModuleType, n: int, layout: dict[
             assert seen == Counter(range(n)), "every record in exactly one pipeline"
             assert max(sizes) - min(sizes) <= 1, "pipeline sizes within one record"
         if layout["pad_remainder"]:
-            assert len({len(p) for p in per_pipeline}) == 1, "same batch count everywhere"
+            counts = {len(p) for p in per_pipeline}
+            assert len(counts) == 1, "same batch count everywhere"
+            assert counts.pop() % layout["replicas_per_pipeline"] == 0, "a batch per replica"
         ds.close()
 
 

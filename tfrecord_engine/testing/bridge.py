@@ -115,13 +115,14 @@ def bridge_cases(
 
 @st.composite
 def layouts(draw: st.DrawFn, *, max_pipelines: int = 4) -> dict[str, Any]:
-    """Batching arguments of ``to_tf_dataset``: batch size, shuffle, remainder mode."""
+    """Batching and ``tf.distribute`` layout: batch size, shuffle, remainder, pipelines."""
     remainder = draw(st.sampled_from(["keep", "drop", "pad"]))
     return {
         "batch_size": draw(st.integers(1, 7)),
         "shuffle": draw(st.booleans()),
         "seed": draw(st.integers(0, 2**16)),
         "num_pipelines": draw(st.integers(1, max_pipelines)),
+        "replicas_per_pipeline": draw(st.integers(1, 3)),
         "drop_remainder": remainder == "drop",
         "pad_remainder": remainder == "pad",
     }
