@@ -1,4 +1,4 @@
-"""``to_tf_dataset``: a :class:`~tfrecord_engine.RecordDataset` as a checkpointable ``tf.data`` source.
+"""``to_tf_dataset``: a ``RecordDataset`` as a checkpointable ``tf.data`` source.
 
 The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
 
@@ -14,9 +14,9 @@ and carries it as ``scan`` state. ``tf.train.Checkpoint`` of an iterator saves t
 state as a tensor next to the range position, i.e. ``(epoch, batch)``, so a restored
 iterator continues the same epoch exactly, in any process. (Carrying the epoch as a
 ``flat_map`` input element does not work: TensorFlow 2.21 restores ``flat_map`` by
-re-running its input, which would draw a new epoch.) The batch function is a pure function of ``(epoch, batch)``
-(:class:`~tfrecord_bridge.source.EpochBatches`), served by the engine's chunked batch
-decoder running ahead on a worker thread.
+re-running its input, which would draw a new epoch.) The batch function is a pure
+function of ``(epoch, batch)`` (:class:`~tfrecord_bridge.source.EpochBatches`), served
+by the engine's chunked batch decoder running ahead on a worker thread.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tfrecord_engine.dataset import MASK_KEY, RecordDataset
 from tfrecord_engine.errors import InvalidArgumentError
@@ -140,8 +141,8 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     layout = Layout(tf, specs)
     num_batches = source.num_batches
 
-    def next_epoch() -> np.int64:
-        return np.int64(source.next_epoch())
+    def next_epoch() -> npt.NDArray[np.int64]:
+        return np.array(source.next_epoch(), np.int64)
 
     def fetch(e: np.int64, k: np.int64) -> list[np.ndarray[Any, Any]]:
         return layout.flatten(source.get(int(e), int(k)))
@@ -163,9 +164,9 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         flat = tf.numpy_function(fetch, [e, k], layout.dtypes, stateful=False, name="tfe_batch")
         return e, layout.rebuild(list(flat))
 
-    def seen(e: np.int64) -> np.int64:
+    def seen(e: np.int64) -> npt.NDArray[np.int64]:
         source.saw_epoch(int(e))
-        return e
+        return np.array(e, np.int64)
 
     def delivered(e: Any, batch: Any) -> Any:
         # Batches restored from a checkpoint's buffers never reach ``fetch``: telling the

@@ -79,9 +79,7 @@ def tf_feature_spec(tf: TF, spec: Any) -> Any:
     raise tfe.InvalidArgumentError(f"not a tfrecord_engine feature spec: {spec!r}")
 
 
-def element_spec(
-    tf: TF, features: Mapping[str, Any], batch_size: int | None
-) -> dict[str, Any]:
+def element_spec(tf: TF, features: Mapping[str, Any], batch_size: int | None) -> dict[str, Any]:
     """TensorFlow's own element spec for ``parse_example`` of batches of ``batch_size``.
 
     ``batch_size=None`` leaves the batch dimension unknown (a partial last batch).

@@ -168,6 +168,6 @@ def test_damage_surfaces_as_a_tensorflow_error(tf: ModuleType, tmp_path: Any) ->
     ds = tfe.RecordDataset(path, features=ds.features)
     it = iter(to_tf_dataset(ds, 4))
     assert next(it)["index"].numpy().tolist() == [0, 1, 2, 3]
-    with pytest.raises(tf.errors.OpError, match="CorruptedRecordError|corrupt|CRC"):
+    with pytest.raises(tf.errors.OpError, match=r"CorruptedRecordError|corrupt|CRC"):
         for _ in it:
             pass

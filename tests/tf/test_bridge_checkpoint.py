@@ -23,7 +23,9 @@ BATCH = 4
 
 def _dataset(tmp: str) -> tfe.RecordDataset:
     features = {"index": tfe.FixedLenFeature([], "int64"), "v": tfe.VarLenFeature("int64")}
-    records = [tfe.encode_example({"index": [i], "v": np.arange(i % 4, dtype=np.int64)}) for i in range(N)]
+    records = [
+        tfe.encode_example({"index": [i], "v": np.arange(i % 4, dtype=np.int64)}) for i in range(N)
+    ]
     return tfe.RecordDataset(write_file(tmp, records), features=features)
 
 

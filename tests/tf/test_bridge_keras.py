@@ -39,7 +39,7 @@ def test_fit_sees_every_record_once_per_epoch_in_new_orders(tf: ModuleType, tmp_
     ds = _dataset(str(tmp_path))
     log: list[list[int]] = []
 
-    class Logged(keras.Model):  # type: ignore[misc]
+    class Logged(keras.Model):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
             self.dense = keras.layers.Dense(1)
@@ -56,9 +56,7 @@ def test_fit_sees_every_record_once_per_epoch_in_new_orders(tf: ModuleType, tmp_
     marker = keras.callbacks.LambdaCallback(on_epoch_end=lambda *_: boundaries.append(len(log)))
     model = Logged()
     model.compile(optimizer="sgd", loss="mse", run_eagerly=True)
-    train = to_tf_dataset(ds, 16, shuffle=True, seed=9).map(
-        lambda b: (b["x"], b["y"], b["index"])
-    )
+    train = to_tf_dataset(ds, 16, shuffle=True, seed=9).map(lambda b: (b["x"], b["y"], b["index"]))
     model.fit(train, epochs=2, verbose=0, callbacks=[marker], shuffle=False)
     epochs = [log[: boundaries[0]], log[boundaries[0] : boundaries[1]]]
     orders = [[i for batch in e for i in batch] for e in epochs]

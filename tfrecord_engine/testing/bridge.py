@@ -24,7 +24,7 @@ from ..example.specs import (
     VarLenFeature,
 )
 
-__all__ = ["BridgeCase", "INDEX_KEY", "bridge_cases", "layouts"]
+__all__ = ["INDEX_KEY", "BridgeCase", "bridge_cases", "layouts"]
 
 #: The feature holding each record's position in the file.
 INDEX_KEY = "index"
