@@ -2,21 +2,26 @@
 
 The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
 
-    range(num_batches)
-      .scan(e = next_epoch() at k == 0, else the state e -> (e, k))
-      .map(numpy_function(batch k of epoch e) -> rebuild SparseTensor/RaggedTensor)
-      .prefetch(...).map(tell the source epoch e was delivered; drop e)
-      .assert_cardinality(num_batches)
+    range(num_chunks)
+      .scan(e = next_epoch() at chunk 0, else the state e -> (e, c))
+      .map(numpy_function(batches of chunk c of epoch e, as ragged rows))
+      .unbatch()                                   # one element per batch
+      .map(rebuild tensors, SparseTensor, RaggedTensor with static shapes)
+      .assert_cardinality(num_batches).prefetch(...)
       [.apply(prefetch_to_device(device))]
 
-Each iteration (each Keras epoch) draws the next epoch number once, at its first batch,
+Each iteration (each Keras epoch) draws the next epoch number once, at its first chunk,
 and carries it as ``scan`` state. ``tf.train.Checkpoint`` of an iterator saves the scan
-state as a tensor next to the range position, i.e. ``(epoch, batch)``, so a restored
-iterator continues the same epoch exactly, in any process. (Carrying the epoch as a
-``flat_map`` input element does not work: TensorFlow 2.21 restores ``flat_map`` by
-re-running its input, which would draw a new epoch.) The batch function is a pure
-function of ``(epoch, batch)`` (:class:`~tfrecord_bridge.source.EpochBatches`), served
-by the engine's chunked batch decoder running ahead on a worker thread.
+state as a tensor next to the range position, and ``unbatch`` saves the chunk it is in
+and its position, so a restored iterator continues the same epoch exactly, in any
+process. (Carrying the epoch as a ``flat_map`` input element does not work: TensorFlow
+2.21 restores ``flat_map`` by re-running its input, which would draw a new epoch.)
+
+Batches cross into TensorFlow a chunk (~4,096 records) per ``numpy_function`` call: a
+call costs about as much as decoding a few hundred records, so one per batch would cap
+the bridge well below the engine. The chunk function is a pure function of
+``(epoch, chunk)`` (:class:`~tfrecord_bridge.source.EpochBatches`), served by the
+engine's chunked batch decoder running ahead on a worker thread.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tfrecord_engine.dataset import MASK_KEY, RecordDataset
+from tfrecord_engine.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
 from tfrecord_engine.errors import InvalidArgumentError
 from tfrecord_engine.sampler import Shuffle
 
@@ -56,9 +61,10 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     *,
     pad_remainder: bool = False,
     epoch: int = 0,
-    num_parallel_calls: int = 2,
+    num_parallel_calls: int = 1,
     prefetch: int | None = None,
     readahead: int = 2,
+    chunk_batches: int | None = None,
 ) -> TFDataset:
     """A ``tf.data.Dataset`` of parsed batches of ``ds``, from the engine's batch decoder.
 
@@ -87,11 +93,17 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
             Under ``input_context``, fully masked batches are appended so that every
             replica has a batch at every step (``tf.distribute`` drops a last step
             that some replica lacks).
-        epoch: the epoch of the first iteration.
-        num_parallel_calls: concurrent batch requests (decoding itself runs ahead on
-            the engine's worker thread).
+        epoch: the epoch of the first iteration; later iterations take the next ones.
+            A restored iterator keeps the epoch it saved; when restoring in a new
+            process, pass the epoch the following iteration should use (as Keras's
+            ``fit(initial_epoch=...)``).
+        num_parallel_calls: concurrent chunk requests (decoding itself runs ahead on
+            the engine's worker thread, so one is usually enough).
         prefetch: batches buffered at the end (default ``tf.data.AUTOTUNE``).
         readahead: chunks of ~4,096 records the engine prepares ahead.
+        chunk_batches: batches handed to TensorFlow per ``numpy_function`` call
+            (default: about 4,096 records' worth). A call costs ~0.1-1 ms whatever
+            its size, so one per batch would cap small batches well below the engine.
 
     Returns:
         a ``tf.data.Dataset`` with a known cardinality (batches per epoch); its
@@ -141,11 +153,18 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     layout = Layout(tf, specs)
     num_batches = source.num_batches
 
+    per_chunk = chunk_batches or max(1, DEFAULT_CHUNK_RECORDS // batch_size)
+    if per_chunk < 1:
+        raise InvalidArgumentError(f"chunk_batches must be >= 1, got {chunk_batches}")
+    num_chunks = -(-num_batches // per_chunk)
+
     def next_epoch() -> npt.NDArray[np.int64]:
         return np.array(source.next_epoch(), np.int64)
 
-    def fetch(e: np.int64, k: np.int64) -> list[np.ndarray[Any, Any]]:
-        return layout.flatten(source.get(int(e), int(k)))
+    def fetch(e: np.int64, c: np.int64) -> list[npt.NDArray[Any]]:
+        first = int(c) * per_chunk
+        stop = min(first + per_chunk, num_batches)
+        return layout.pack([source.get(int(e), k) for k in range(first, stop)])
 
     def draw_epoch() -> Any:
         # Stateful: drawn once per iteration, never folded into a constant.
@@ -153,42 +172,31 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         e.set_shape([])
         return e
 
-    def with_epoch(state: Any, k: Any) -> Any:
-        # The epoch is drawn at the first batch and then carried as scan state, which a
+    def with_epoch(state: Any, c: Any) -> Any:
+        # The epoch is drawn at the first chunk and then carried as scan state, which a
         # checkpoint saves as a tensor (flat_map would not do: it re-runs its input).
-        e = tf.cond(tf.equal(k, 0), draw_epoch, lambda: state)
-        return e, (e, k)
+        e = tf.cond(tf.equal(c, 0), draw_epoch, lambda: state)
+        return e, (e, c)
 
-    def parsed_batch(e: Any, k: Any) -> Any:
-        # A pure function of (e, k): marked stateless so checkpoints need no Python state.
-        flat = tf.numpy_function(fetch, [e, k], layout.dtypes, stateful=False, name="tfe_batch")
-        return e, layout.rebuild(list(flat))
-
-    def seen(e: np.int64) -> npt.NDArray[np.int64]:
-        source.saw_epoch(int(e))
-        return np.array(e, np.int64)
-
-    def delivered(e: Any, batch: Any) -> Any:
-        # Batches restored from a checkpoint's buffers never reach ``fetch``: telling the
-        # source their epoch here keeps the next iteration on the next epoch.
-        note = tf.numpy_function(seen, [e], tf.int64, stateful=True, name="tfe_seen")
-        with tf.control_dependencies([note]):
-            return tf.nest.map_structure(tf.identity, batch, expand_composites=True)
+    def chunk(e: Any, c: Any) -> Any:
+        # A pure function of (e, c): marked stateless so checkpoints need no Python state.
+        flat = tf.numpy_function(fetch, [e, c], layout.packed_dtypes, stateful=False)
+        return layout.unpack_chunk(list(flat))
 
     out = (
-        tf.data.Dataset.range(num_batches)
+        tf.data.Dataset.range(num_chunks)
         .scan(tf.constant(-1, tf.int64), with_epoch)
-        .map(parsed_batch, num_parallel_calls=num_parallel_calls, deterministic=True)
-        .prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
-        .map(delivered)
+        .map(chunk, num_parallel_calls=num_parallel_calls, deterministic=True)
+        # One element per batch; a checkpoint saves the current chunk and the position.
+        .unbatch()
+        .map(layout.rebuild_packed)
         .apply(tf.data.experimental.assert_cardinality(num_batches))
+        .prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
     )
     options = tf.data.Options()
     # The epoch counter is Python state; what a checkpoint needs of it, the epoch of the
     # current iteration, is saved as the scan state.
     options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
-    # No buffer after ``delivered``: a batch restored from one would skip it.
-    options.experimental_optimization.inject_prefetch = False
     out = out.with_options(options)
     if device is not None:
         # Must be the last transformation (TensorFlow's rule).

@@ -30,7 +30,7 @@ __all__ = ["EpochBatches"]
 
 # Batches a cursor may run ahead of a request to reach it (parallel map calls arrive
 # slightly out of order); further away, re-opening at the batch is cheaper.
-_MAX_SKIP = 16
+_MAX_SKIP = 64
 # Cursors kept open: the epoch being consumed and the next one (prefetched early).
 _MAX_CURSORS = 2
 
@@ -129,11 +129,6 @@ class EpochBatches:
             epoch = self._next_epoch
             self._next_epoch += 1
             return epoch
-
-    def saw_epoch(self, epoch: int) -> None:
-        """Notes that a batch of ``epoch`` was delivered: later iterations come after it."""
-        with self._lock:
-            self._next_epoch = max(self._next_epoch, epoch + 1)
 
     def get(self, epoch: int, batch: int) -> Any:
         """Parsed batch ``batch`` of ``epoch`` (a pure function of the two and the args).

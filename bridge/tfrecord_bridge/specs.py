@@ -168,6 +168,39 @@ class Layout:
                 out.append(np.asarray(arr).astype(np_dtype, copy=False))
         return out
 
+    @property
+    def packed_dtypes(self) -> list[Any]:
+        """``Tout`` of a packed chunk: each component's values, then its int64 row splits."""
+        return [dt for d in self.dtypes for dt in (d, self._tf.int64)]
+
+    def pack(self, batches: list[Mapping[str, Any]]) -> list[np.ndarray[Any, Any]]:
+        """Several batches as one chunk: per component, the batches' arrays back to back
+        (``values``) and where each batch starts (``row_splits``), i.e. ragged rows."""
+        flats = [self.flatten(b) for b in batches]
+        out: list[np.ndarray[Any, Any]] = []
+        for parts in zip(*flats, strict=True):
+            lengths = [p.shape[0] for p in parts]
+            splits = np.zeros(len(parts) + 1, np.int64)
+            np.cumsum(lengths, out=splits[1:])
+            out += [parts[0] if len(parts) == 1 else np.concatenate(parts), splits]
+        return out
+
+    def unpack_chunk(self, flat: list[Any]) -> tuple[Any, ...]:
+        """The packed chunk as one ``RaggedTensor`` per component (rows = batches)."""
+        tf = self._tf
+        shapes = [shape for slot in self.slots for _, shape in self._components(slot)]
+        out = []
+        for i, shape in enumerate(shapes):
+            values, splits = flat[2 * i], flat[2 * i + 1]
+            values.set_shape([None, *shape[1:]])
+            splits.set_shape([None])
+            out.append(tf.RaggedTensor.from_row_splits(values, splits, validate=False))
+        return tuple(out)
+
+    def rebuild_packed(self, *components: Any) -> dict[str, Any]:
+        """One unbatched row of :meth:`unpack_chunk` as the batch's tensors."""
+        return self.rebuild(list(components))
+
     def rebuild(self, flat: list[Any]) -> dict[str, Any]:
         """TF tensors and composites from the flat components (inside a ``map``)."""
         tf = self._tf

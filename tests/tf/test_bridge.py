@@ -166,8 +166,11 @@ def test_damage_surfaces_as_a_tensorflow_error(tf: ModuleType, tmp_path: Any) ->
         f.seek(0)
         f.write(data)
     ds = tfe.RecordDataset(path, features=ds.features)
-    it = iter(to_tf_dataset(ds, 4))
-    assert next(it)["index"].numpy().tolist() == [0, 1, 2, 3]
-    with pytest.raises(tf.errors.OpError, match=r"CorruptedRecordError|corrupt|CRC"):
-        for _ in it:
-            pass
+    # One batch per call: the error surfaces at the batch that holds the bad record.
+    it = iter(to_tf_dataset(ds, 4, chunk_batches=1))
+    assert [next(it)["index"].numpy().tolist() for _ in range(4)][0] == [0, 1, 2, 3]
+    with pytest.raises(tf.errors.OpError, match=r"CorruptedRecordError: .*record 19"):
+        next(it)
+    # Chunked: the chunk that holds it fails as a whole (nothing is skipped silently).
+    with pytest.raises(tf.errors.OpError, match=r"CorruptedRecordError: .*record 19"):
+        list(to_tf_dataset(ds, 4))

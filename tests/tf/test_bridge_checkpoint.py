@@ -40,12 +40,12 @@ def _engine_epoch(ds: tfe.RecordDataset, epoch: int) -> list[list[int]]:
     ]
 
 
-@pytest.mark.parametrize("head", [1, 5, 11, 12])
+@pytest.mark.parametrize(("head", "chunk"), [(1, None), (5, None), (11, None), (12, None), (5, 2)])
 def test_restore_mid_epoch_continues_the_same_epoch(
-    tf: ModuleType, tmp_path: Any, head: int
+    tf: ModuleType, tmp_path: Any, head: int, chunk: int | None
 ) -> None:
     ds = _dataset(str(tmp_path))
-    tf_ds = _make(ds)
+    tf_ds = _make(ds, chunk_batches=chunk)
     epoch0, epoch1, epoch2 = (_engine_epoch(ds, e) for e in range(3))
     assert epoch0 != epoch1
     assert epoch_indices(tf_ds) == epoch0
@@ -56,15 +56,15 @@ def test_restore_mid_epoch_continues_the_same_epoch(
     path = tf.train.Checkpoint(iterator=it).save(prefix)
     rest_same = epoch_indices(it)
     assert got + rest_same == epoch1
-    # Restore into an iterator of a brand-new pipeline (fresh Python state).
-    fresh = _make(_dataset(str(tmp_path)))
+    # Restore into an iterator of a brand-new pipeline (fresh Python state) that is set
+    # to start epoch 2 next, as after `fit(initial_epoch=2)`.
+    fresh = _make(_dataset(str(tmp_path)), epoch=2, chunk_batches=chunk)
     it2 = iter(fresh)
     tf.train.Checkpoint(iterator=it2).restore(path).assert_consumed()
     rest = epoch_indices(it2)
     assert got + rest == epoch1, "head + rest == the uninterrupted epoch"
-    # The next iteration of the restored pipeline moves on to epoch 2 (when the restored
-    # iterator had a batch left to deliver; an exhausted one carries no epoch).
-    assert epoch_indices(fresh) == (epoch2 if rest else epoch0)
+    # The restored iterator kept its own epoch; the pipeline's next iteration is epoch 2.
+    assert epoch_indices(fresh) == epoch2
 
 
 def test_restore_before_the_first_batch_starts_the_next_epoch(
