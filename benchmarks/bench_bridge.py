@@ -32,6 +32,7 @@ def _cases(
     path: str, name: str, shuffle: bool, device: str | None
 ) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
     import tensorflow as tf
+
     from tfrecord_bridge import to_tf_dataset
 
     ours_spec, tf_spec = _specs(name)

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         padded = to_tf_dataset(ds, per_replica, pad_remainder=True, input_context=ctx)
         return padded.map(lambda b: (*to_xy(b), tf.cast(b["mask"], tf.float32)))
 
-    class Counted(tf.keras.metrics.Metric):  # type: ignore[misc,name-defined]
+    class Counted(tf.keras.metrics.Metric):  # type: ignore[misc]
         """Sums the sample weights: the number of real records evaluated."""
 
         def __init__(self) -> None:
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             self.total.assign_add(tf.reduce_sum(tf.cast(sample_weight, tf.float32)))
 
         def result(self) -> Any:
-            return self.total.value
+            return tf.identity(self.total)
 
     with strategy.scope():
         eval_inputs = tf.keras.Input((PIXELS,))
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         strategy.distribute_datasets_from_function(eval_pipeline), verbose=0, return_dict=True
     )
     summary["eval_replicas"] = strategy.num_replicas_in_sync
-    summary["eval_records"] = round(float(np.asarray(result["records"])))
+    summary["eval_records"] = round(float(result["records"]))
     summary["eval_accuracy"] = float(result["accuracy"])
     if args.json:
         print(json.dumps(summary))

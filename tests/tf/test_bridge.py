@@ -168,7 +168,8 @@ def test_damage_surfaces_as_a_tensorflow_error(tf: ModuleType, tmp_path: Any) ->
     ds = tfe.RecordDataset(path, features=ds.features)
     # One batch per call: the error surfaces at the batch that holds the bad record.
     it = iter(to_tf_dataset(ds, 4, chunk_batches=1))
-    assert [next(it)["index"].numpy().tolist() for _ in range(4)][0] == [0, 1, 2, 3]
+    head = [next(it)["index"].numpy().tolist() for _ in range(4)]
+    assert head == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
     with pytest.raises(tf.errors.OpError, match=r"CorruptedRecordError: .*record 19"):
         next(it)
     # Chunked: the chunk that holds it fails as a whole (nothing is skipped silently).
