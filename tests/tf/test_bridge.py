@@ -142,6 +142,14 @@ def test_device_path_on_cpu(tf: ModuleType, tmp_path: Any, parallel: int) -> Non
     assert epoch_indices(batches) == plain
 
 
+def test_device_path_cannot_be_checkpointed(tf: ModuleType, tmp_path: Any) -> None:
+    # TensorFlow's prefetch_to_device is built on a GeneratorDataset (documented limit).
+    it = iter(to_tf_dataset(_index_file(str(tmp_path), 9), 4, device="/CPU:0"))
+    next(it)
+    with pytest.raises(tf.errors.UnimplementedError, match="does not support checkpointing"):
+        tf.train.Checkpoint(iterator=it).save(str(tmp_path / "ckpt"))
+
+
 def test_rejects_raw_datasets_and_bad_arguments(tmp_path: Any) -> None:
     path = write_file(str(tmp_path), [b"raw"])
     with pytest.raises(tfe.InvalidArgumentError, match="features="):
