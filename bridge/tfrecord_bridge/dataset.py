@@ -153,7 +153,8 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     layout = Layout(tf, specs)
     num_batches = source.num_batches
 
-    per_chunk = chunk_batches or max(1, DEFAULT_CHUNK_RECORDS // batch_size)
+    default_chunk = max(1, DEFAULT_CHUNK_RECORDS // batch_size)
+    per_chunk = default_chunk if chunk_batches is None else chunk_batches
     if per_chunk < 1:
         raise InvalidArgumentError(f"chunk_batches must be >= 1, got {chunk_batches}")
     num_chunks = -(-num_batches // per_chunk)

@@ -162,6 +162,8 @@ def test_rejects_raw_datasets_and_bad_arguments(tmp_path: Any) -> None:
         to_tf_dataset(ds, 2, drop_remainder=True, pad_remainder=True)
     with pytest.raises(tfe.InvalidArgumentError, match="num_parallel_calls"):
         to_tf_dataset(ds, 2, num_parallel_calls=0)
+    with pytest.raises(tfe.InvalidArgumentError, match="chunk_batches"):
+        to_tf_dataset(ds, 2, chunk_batches=0)
 
 
 def test_damage_surfaces_as_a_tensorflow_error(tf: ModuleType, tmp_path: Any) -> None:
