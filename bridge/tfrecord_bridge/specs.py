@@ -169,37 +169,73 @@ class Layout:
         return out
 
     @property
+    def _shapes(self) -> list[list[int | None]]:
+        return [shape for slot in self.slots for _, shape in self._components(slot)]
+
+    @staticmethod
+    def _uneven(shape: list[int | None]) -> bool:
+        """Whether batches may differ beyond their first dimension (padded per batch)."""
+        return None in shape[1:]
+
+    @property
     def packed_dtypes(self) -> list[Any]:
-        """``Tout`` of a packed chunk: each component's values, then its int64 row splits."""
-        return [dt for d in self.dtypes for dt in (d, self._tf.int64)]
+        """``Tout`` of a packed chunk (see :meth:`pack`)."""
+        i64 = self._tf.int64
+        out = []
+        for dt, shape in zip(self.dtypes, self._shapes, strict=True):
+            out += [dt, i64, i64] if self._uneven(shape) else [dt, i64]
+        return out
 
     def pack(self, batches: list[Mapping[str, Any]]) -> list[np.ndarray[Any, Any]]:
-        """Several batches as one chunk: per component, the batches' arrays back to back
-        (``values``) and where each batch starts (``row_splits``), i.e. ragged rows."""
+        """Several batches as one chunk of ragged rows (one row per batch).
+
+        Per component: the batches' arrays back to back (``values``) and where each
+        batch starts (``row_splits``). A component whose inner dimensions differ from
+        batch to batch (``FixedLenSequenceFeature``, padded per batch) travels flattened,
+        with each batch's shape as a third array.
+        """
         flats = [self.flatten(b) for b in batches]
         out: list[np.ndarray[Any, Any]] = []
-        for parts in zip(*flats, strict=True):
-            lengths = [p.shape[0] for p in parts]
-            splits = np.zeros(len(parts) + 1, np.int64)
-            np.cumsum(lengths, out=splits[1:])
-            out += [parts[0] if len(parts) == 1 else np.concatenate(parts), splits]
+        for parts, shape in zip(zip(*flats, strict=True), self._shapes, strict=True):
+            uneven = self._uneven(shape)
+            rows = [p.reshape(-1) for p in parts] if uneven else list(parts)
+            splits = np.zeros(len(rows) + 1, np.int64)
+            np.cumsum([r.shape[0] for r in rows], out=splits[1:])
+            out += [rows[0] if len(rows) == 1 else np.concatenate(rows), splits]
+            if uneven:
+                out.append(np.array([p.shape for p in parts], np.int64).reshape(len(parts), -1))
         return out
 
     def unpack_chunk(self, flat: list[Any]) -> tuple[Any, ...]:
-        """The packed chunk as one ``RaggedTensor`` per component (rows = batches)."""
+        """The packed chunk as ``RaggedTensor`` rows (and shapes) to ``unbatch``."""
         tf = self._tf
-        shapes = [shape for slot in self.slots for _, shape in self._components(slot)]
         out = []
-        for i, shape in enumerate(shapes):
-            values, splits = flat[2 * i], flat[2 * i + 1]
-            values.set_shape([None, *shape[1:]])
+        pos = 0
+        for shape in self._shapes:
+            values, splits = flat[pos], flat[pos + 1]
+            uneven = self._uneven(shape)
+            values.set_shape([None] if uneven else [None, *shape[1:]])
             splits.set_shape([None])
             out.append(tf.RaggedTensor.from_row_splits(values, splits, validate=False))
+            pos += 2
+            if uneven:
+                flat[pos].set_shape([None, len(shape)])
+                out.append(flat[pos])
+                pos += 1
         return tuple(out)
 
-    def rebuild_packed(self, *components: Any) -> dict[str, Any]:
+    def rebuild_packed(self, *row: Any) -> dict[str, Any]:
         """One unbatched row of :meth:`unpack_chunk` as the batch's tensors."""
-        return self.rebuild(list(components))
+        flat = []
+        pos = 0
+        for shape in self._shapes:
+            if self._uneven(shape):
+                flat.append(self._tf.reshape(row[pos], row[pos + 1]))
+                pos += 2
+            else:
+                flat.append(row[pos])
+                pos += 1
+        return self.rebuild(flat)
 
     def rebuild(self, flat: list[Any]) -> dict[str, Any]:
         """TF tensors and composites from the flat components (inside a ``map``)."""

@@ -18,8 +18,10 @@ from ..example.encode import encode_example
 from ..example.specs import (
     FeatureSpec,
     FixedLenFeature,
+    FixedLenSequenceFeature,
     RaggedFeature,
     RowLengths,
+    SparseFeature,
     UniformRowLength,
     VarLenFeature,
 )
@@ -59,7 +61,13 @@ def _values(dtype: str, n: int) -> st.SearchStrategy[list[Any]]:
 @st.composite
 def _spec(draw: st.DrawFn, name: str) -> FeatureSpec:
     dtype = draw(st.sampled_from(_DTYPES))
-    kind = draw(st.sampled_from(["fixed", "varlen", "ragged", "ragged_lengths", "ragged_uniform"]))
+    kinds = ["fixed", "varlen", "seq", "sparse", "ragged", "ragged_lengths", "ragged_uniform"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "seq":
+        shape = draw(st.lists(st.integers(1, 2), max_size=1))
+        return FixedLenSequenceFeature(shape, dtype, allow_missing=True)
+    if kind == "sparse":
+        return SparseFeature(f"{name}_i", f"{name}_v", dtype, draw(st.integers(1, 4)))
     if kind == "fixed":
         return FixedLenFeature(draw(st.lists(st.integers(1, 3), max_size=2)), dtype)
     if kind == "varlen":
@@ -80,6 +88,16 @@ def _record(draw: st.DrawFn, index: int, features: dict[str, FeatureSpec]) -> by
         if isinstance(spec, FixedLenFeature):
             n = int(np.prod(spec.shape))
             fields[name] = _array(spec.dtype, draw(_values(spec.dtype, n)))
+        elif isinstance(spec, FixedLenSequenceFeature):
+            n = int(np.prod(spec.shape)) * draw(st.integers(0, 3))
+            fields[name] = _array(spec.dtype, draw(_values(spec.dtype, n)))
+        elif isinstance(spec, SparseFeature):
+            n = draw(st.integers(0, 3))
+            size = spec.size[0]
+            fields[f"{name}_i"] = np.array(
+                draw(st.lists(st.integers(0, size - 1), min_size=n, max_size=n)), np.int64
+            )
+            fields[f"{name}_v"] = _array(spec.dtype, draw(_values(spec.dtype, n)))
         elif isinstance(spec, VarLenFeature):
             n = draw(st.integers(0, 3))
             fields[name] = _array(spec.dtype, draw(_values(spec.dtype, n)))
@@ -105,7 +123,7 @@ def _record(draw: st.DrawFn, index: int, features: dict[str, FeatureSpec]) -> by
 def bridge_cases(
     draw: st.DrawFn, *, min_records: int = 1, max_records: int = 30, max_features: int = 3
 ) -> BridgeCase:
-    """A feature spec (dense, VarLen and Ragged features) and records that all parse."""
+    """A feature spec (all five kinds of features) and records that all parse."""
     names = draw(st.lists(st.sampled_from("abcdef"), max_size=max_features, unique=True))
     features: dict[str, FeatureSpec] = {INDEX_KEY: FixedLenFeature([], "int64")}
     features.update({name: draw(_spec(name)) for name in names})
