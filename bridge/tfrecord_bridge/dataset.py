@@ -4,7 +4,7 @@ The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
 
     range(num_chunks)
       .scan(e = next_epoch() at chunk 0, else the state e -> (e, c))
-      .map(numpy_function(batches of chunk c of epoch e, as ragged rows))
+      .map(numpy_function(batches of chunk c of epoch e, one row per batch))
       .unbatch()                                   # one element per batch
       .map(rebuild tensors, SparseTensor, RaggedTensor with static shapes)
       .assert_cardinality(num_batches).prefetch(...)
@@ -157,14 +157,14 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     per_chunk = default_chunk if chunk_batches is None else chunk_batches
     if per_chunk < 1:
         raise InvalidArgumentError(f"chunk_batches must be >= 1, got {chunk_batches}")
-    num_chunks = -(-num_batches // per_chunk)
+    bounds = source.chunks(per_chunk)
+    num_chunks = len(bounds) - 1
 
     def next_epoch() -> npt.NDArray[np.int64]:
         return np.array(source.next_epoch(), np.int64)
 
     def fetch(e: np.int64, c: np.int64) -> list[npt.NDArray[Any]]:
-        first = int(c) * per_chunk
-        stop = min(first + per_chunk, num_batches)
+        first, stop = bounds[int(c)], bounds[int(c) + 1]
         return layout.pack([source.get(int(e), k) for k in range(first, stop)])
 
     def draw_epoch() -> Any:

@@ -24,7 +24,7 @@ import numpy as np
 
 from tfrecord_engine.dataset import MASK_KEY, RecordBatchIterator, RecordDataset
 from tfrecord_engine.errors import InvalidArgumentError
-from tfrecord_engine.sampler import IndexBatchIterator, Shuffle
+from tfrecord_engine.sampler import IndexBatchIterator, ShardLayout, Shuffle
 
 __all__ = ["EpochBatches"]
 
@@ -115,6 +115,23 @@ class EpochBatches:
         self._cursors: collections.OrderedDict[int, _Cursor] = collections.OrderedDict()
         self._stash: dict[tuple[int, int], Any] = {}
         self._next_epoch = first_epoch
+
+    def chunks(self, per_chunk: int) -> list[int]:
+        """Boundaries of chunks of at most ``per_chunk`` batches, each of one batch size.
+
+        A partial last batch gets a chunk of its own, so every chunk stacks evenly.
+        """
+        bounds = [*range(0, self.num_batches, per_chunk), self.num_batches]
+        size, count = self._args["batch_size"], self._args["shard_count"]
+        start, stop = ShardLayout(self._args["shard_index"], count).span(len(self.dataset))
+        partial = (
+            self.engine_batches
+            and (stop - start) % size
+            and not (self._args["drop_remainder"] or self._args["pad_remainder"])
+        )
+        if partial and bounds[-2] != self.num_batches - 1:
+            bounds.insert(-1, self.num_batches - 1)
+        return bounds
 
     def _sampler(self, epoch: int) -> IndexBatchIterator:
         return IndexBatchIterator(len(self.dataset), epoch=epoch, **self._args)

@@ -169,56 +169,73 @@ class Layout:
         return out
 
     @property
-    def _shapes(self) -> list[list[int | None]]:
-        return [shape for slot in self.slots for _, shape in self._components(slot)]
+    def _packing(self) -> list[tuple[str, list[int | None]]]:
+        """How each flat component travels in a chunk, with its static shape.
 
-    @staticmethod
-    def _uneven(shape: list[int | None]) -> bool:
-        """Whether batches may differ beyond their first dimension (padded per batch)."""
-        return None in shape[1:]
+        ``"stack"``: a dense component whose inner shape is fixed; a chunk's batches
+        (all of one size) are stacked into one array. ``"rows"``: batches differ in
+        their first dimension (sparse and ragged parts): ragged rows. ``"shaped"``:
+        batches also differ beyond it (``FixedLenSequenceFeature``): flattened rows
+        plus each batch's shape.
+        """
+        out = []
+        for slot in self.slots:
+            for _, shape in self._components(slot):
+                if None in shape[1:]:
+                    out.append(("shaped", shape))
+                elif slot.kind == "dense":
+                    out.append(("stack", shape))
+                else:
+                    out.append(("rows", shape))
+        return out
 
     @property
     def packed_dtypes(self) -> list[Any]:
         """``Tout`` of a packed chunk (see :meth:`pack`)."""
         i64 = self._tf.int64
         out = []
-        for dt, shape in zip(self.dtypes, self._shapes, strict=True):
-            out += [dt, i64, i64] if self._uneven(shape) else [dt, i64]
+        for dt, (how, _) in zip(self.dtypes, self._packing, strict=True):
+            out += {"stack": [dt], "rows": [dt, i64], "shaped": [dt, i64, i64]}[how]
         return out
 
     def pack(self, batches: list[Mapping[str, Any]]) -> list[np.ndarray[Any, Any]]:
-        """Several batches as one chunk of ragged rows (one row per batch).
+        """Several batches of one size as one chunk, one row per batch (see ``_packing``).
 
-        Per component: the batches' arrays back to back (``values``) and where each
-        batch starts (``row_splits``). A component whose inner dimensions differ from
-        batch to batch (``FixedLenSequenceFeature``, padded per batch) travels flattened,
-        with each batch's shape as a third array.
+        ``"rows"`` components travel as the batches' arrays back to back (``values``)
+        and where each batch starts (``row_splits``); ``"stack"`` components as one
+        stacked array (cheaper for TensorFlow to split again).
         """
         flats = [self.flatten(b) for b in batches]
         out: list[np.ndarray[Any, Any]] = []
-        for parts, shape in zip(zip(*flats, strict=True), self._shapes, strict=True):
-            uneven = self._uneven(shape)
-            rows = [p.reshape(-1) for p in parts] if uneven else list(parts)
+        for parts, (how, _) in zip(zip(*flats, strict=True), self._packing, strict=True):
+            if how == "stack":
+                out.append(np.stack(parts))
+                continue
+            rows = [p.reshape(-1) for p in parts] if how == "shaped" else list(parts)
             splits = np.zeros(len(rows) + 1, np.int64)
             np.cumsum([r.shape[0] for r in rows], out=splits[1:])
             out += [rows[0] if len(rows) == 1 else np.concatenate(rows), splits]
-            if uneven:
+            if how == "shaped":
                 out.append(np.array([p.shape for p in parts], np.int64).reshape(len(parts), -1))
         return out
 
     def unpack_chunk(self, flat: list[Any]) -> tuple[Any, ...]:
-        """The packed chunk as ``RaggedTensor`` rows (and shapes) to ``unbatch``."""
+        """The packed chunk as tensors with one row per batch, ready to ``unbatch``."""
         tf = self._tf
         out = []
         pos = 0
-        for shape in self._shapes:
+        for how, shape in self._packing:
+            if how == "stack":
+                flat[pos].set_shape([None, *shape])
+                out.append(flat[pos])
+                pos += 1
+                continue
             values, splits = flat[pos], flat[pos + 1]
-            uneven = self._uneven(shape)
-            values.set_shape([None] if uneven else [None, *shape[1:]])
+            values.set_shape([None] if how == "shaped" else [None, *shape[1:]])
             splits.set_shape([None])
             out.append(tf.RaggedTensor.from_row_splits(values, splits, validate=False))
             pos += 2
-            if uneven:
+            if how == "shaped":
                 flat[pos].set_shape([None, len(shape)])
                 out.append(flat[pos])
                 pos += 1
@@ -228,8 +245,8 @@ class Layout:
         """One unbatched row of :meth:`unpack_chunk` as the batch's tensors."""
         flat = []
         pos = 0
-        for shape in self._shapes:
-            if self._uneven(shape):
+        for how, _ in self._packing:
+            if how == "shaped":
                 flat.append(self._tf.reshape(row[pos], row[pos + 1]))
                 pos += 2
             else:

@@ -22,14 +22,14 @@ TF_EXAMPLES = 20
 
 
 @settings(max_examples=TF_EXAMPLES)
-@given(bridge_cases(), st.integers(1, 8), st.booleans())
+@given(bridge_cases(), st.integers(1, 8), st.booleans(), st.sampled_from([None, 1, 3]))
 def test_same_values_and_order_as_native(
-    tf: ModuleType, case: BridgeCase, batch_size: int, drop_remainder: bool
+    tf: ModuleType, case: BridgeCase, batch_size: int, drop_remainder: bool, chunk: int | None
 ) -> None:
     with tempfile.TemporaryDirectory() as d:
         path = write_file(d, case.records)
         ds = tfe.RecordDataset(path, features=case.features)
-        ours = to_tf_dataset(ds, batch_size, drop_remainder=drop_remainder)
+        ours = to_tf_dataset(ds, batch_size, drop_remainder=drop_remainder, chunk_batches=chunk)
         theirs = native(tf, path, case.features, batch_size, drop_remainder)
         assert ours.element_spec == theirs.element_spec
         ours_batches, their_batches = list(ours), list(theirs)

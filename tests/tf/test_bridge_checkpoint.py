@@ -40,7 +40,9 @@ def _engine_epoch(ds: tfe.RecordDataset, epoch: int) -> list[list[int]]:
     ]
 
 
-@pytest.mark.parametrize(("head", "chunk"), [(1, None), (5, None), (11, None), (12, None), (5, 2)])
+@pytest.mark.parametrize(
+    ("head", "chunk"), [(1, None), (5, None), (11, None), (12, None), (5, 2), (7, 3)]
+)
 def test_restore_mid_epoch_continues_the_same_epoch(
     tf: ModuleType, tmp_path: Any, head: int, chunk: int | None
 ) -> None:
