@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 from typing import Any
@@ -78,3 +79,24 @@ def test_epochs_advance_per_iteration_and_after_served_batches(tmp_path: Any) ->
     with pytest.raises(tfe.InvalidArgumentError, match="features"):
         EpochBatches(tfe.RecordDataset(src.dataset.paths), 2)
     assert np.array_equal(src.get(3, 0)["index"], src.get(3, 0)["index"])
+
+
+@given(st.integers(0, 40), layouts(), st.integers(1, 5))
+def test_chunks_hold_batches_of_one_size(n: int, layout: dict[str, Any], per_chunk: int) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        ds = _dataset(d, n)
+        src = EpochBatches(
+            ds,
+            layout["batch_size"],
+            shard_index=layout["num_pipelines"] - 1,
+            shard_count=layout["num_pipelines"],
+            drop_remainder=layout["drop_remainder"],
+            pad_remainder=layout["pad_remainder"],
+        )
+        bounds = src.chunks(per_chunk)
+        assert bounds[0] == 0
+        assert bounds[-1] == src.num_batches
+        for a, b in itertools.pairwise(bounds):
+            assert 0 < b - a <= per_chunk
+            assert len({len(src.get(0, k)["index"]) for k in range(a, b)}) == 1
+        ds.close()
