@@ -35,8 +35,9 @@ from tfrecord_engine.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDatas
 from tfrecord_engine.errors import InvalidArgumentError
 from tfrecord_engine.sampler import Shuffle
 
+from .layout import Layout
 from .source import EpochBatches
-from .specs import Layout, element_spec
+from .specs import element_spec
 
 __all__ = ["to_tf_dataset"]
 
