@@ -22,6 +22,7 @@ from .wire import (
     KIND_FLOAT,
     KIND_INT64,
     KIND_NONE,
+    PARSE_FAILED,
     Duplicates,
     FeatureMap,
     RawValues,
@@ -35,6 +36,7 @@ __all__ = [
     "Request",
     "decode_requests",
     "error_prefix",
+    "list_failure",
     "object_array",
     "to_records",
 ]
@@ -163,12 +165,36 @@ def decode_requests(
                 raise ExampleParseError(
                     error_prefix(key, index) + _type_message(kind, req), key=key, index=index
                 )
-            out[key] = decode_feature(buf, span, kind)
         except MalformedExampleError as exc:
             raise MalformedExampleError(
                 f"{exc} (feature {key!r})", offset=exc.offset, key=key, index=index
             ) from None
+        try:
+            out[key] = decode_feature(buf, span, kind)
+        except MalformedExampleError as exc:
+            message = error_prefix(key, index) + _list_message(kind, req, index is None)
+            raise MalformedExampleError(
+                f"{message} ({list_failure(exc)})", offset=exc.offset, key=key, index=index
+            ) from None
     return out
+
+
+def list_failure(exc: MalformedExampleError) -> str:
+    """What :func:`~.wire.decode_feature` found wrong, without its generic prefix."""
+    return str(exc).removeprefix(PARSE_FAILED)
+
+
+def _list_message(kind: int, req: Request, single: bool) -> str:
+    """TensorFlow's text for a list it could not parse (batch vs single wording)."""
+    if not single:
+        return "Can't parse serialized Example."
+    if kind == KIND_BYTES and req.role != "dense":
+        # Sparse and ragged byte lists are counted before they are read.
+        return "Can't parse serialized Example: Could not get num elements in bytes_list."
+    return f"Can't parse serialized Example: Parsing {_LIST_NAME[kind]} failed."
+
+
+_LIST_NAME = {KIND_INT64: "int64_list", KIND_FLOAT: "float_list", KIND_BYTES: "bytes_list"}
 
 
 def _type_message(kind: int, req: Request) -> str:

@@ -33,6 +33,7 @@ from .records import (
     Request,
     add_request,
     concat_values,
+    list_failure,
     object_array,
     to_records,
 )
@@ -49,6 +50,7 @@ from .wire import (
     KIND_BYTES,
     KIND_FLOAT,
     KIND_NONE,
+    MIXED_IN_FEATURE_LIST,
     RawValues,
     decode_feature,
     feature_kind,
@@ -120,13 +122,34 @@ def _ragged_requests(requests: dict[str, Request], name: str, spec: RaggedFeatur
 def _kind_or_fail(buf: bytes, span: tuple[int, int], req: Request, where: str, index: int) -> int:
     kind = feature_kind(buf, span)
     if kind not in (KIND_NONE, req.kind):
-        raise ExampleParseError(
-            f"Name: <unknown>, {where}.  Data types don't match. Expected type: "
-            f"{TF_NAME[req.kind]}",
-            key=req.key,
-            index=index,
-        )
+        raise ExampleParseError(_mismatch(where, req), key=req.key, index=index)
     return kind
+
+
+def _mismatch(where: str, req: Request) -> str:
+    return f"Name: <unknown>, {where}.  Data types don't match. Expected type: {TF_NAME[req.kind]}"
+
+
+def _decode_or_fail(
+    buf: bytes, span: tuple[int, int], kind: int, req: Request, *, where: str, index: int
+) -> RawValues:
+    """Decodes one Feature; a malformed list fails with TensorFlow's text for ``where``.
+
+    TensorFlow reports a list it cannot read as a type mismatch, except that a
+    feature_list's packed run followed by anything is "Error in sequence feature".
+    """
+    steps = where.startswith("Feature list")
+    try:
+        return decode_feature(buf, span, kind, strict=True, whole=steps)
+    except MalformedExampleError as exc:
+        reason = list_failure(exc)
+        if steps and reason.startswith(MIXED_IN_FEATURE_LIST):
+            message = f"Error in sequence feature {req.key} in example <unknown>"
+        else:
+            message = _mismatch(where, req)
+        raise MalformedExampleError(
+            f"{message} ({reason})", offset=exc.offset, key=req.key, index=index
+        ) from None
 
 
 def _decode_record(
@@ -144,7 +167,9 @@ def _decode_record(
             # Present but empty: no values (not missing) for a dense context feature.
             row[key] = _empty(req.kind) if req.role == "dense" else None
         else:
-            row[key] = decode_feature(buf, span, kind, strict=True)
+            row[key] = _decode_or_fail(
+                buf, span, kind, req, where=f"Context feature: {key}", index=index
+            )
     seq: SeqRow = {}
     for key, req in seq_req.items():
         list_span = list_map.get(req.raw_key)
@@ -152,12 +177,14 @@ def _decode_record(
             seq[key] = None
             continue
         steps: Steps = []
-        for span in feature_list_spans(buf, list_span):
-            kind = _kind_or_fail(buf, span, req, f"Feature list: {key}", index)
+        for step, span in enumerate(feature_list_spans(buf, list_span)):
+            # TensorFlow's "Index" here is the step, not the record.
+            where = f"Feature list: {key}, Index: {step}"
+            kind = _kind_or_fail(buf, span, req, where, index)
             steps.append(
                 _empty(req.kind)
                 if kind == KIND_NONE
-                else decode_feature(buf, span, kind, strict=True)
+                else _decode_or_fail(buf, span, kind, req, where=where, index=index)
             )
         seq[key] = steps
     return row, seq

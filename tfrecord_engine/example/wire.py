@@ -18,7 +18,8 @@ generic protobuf, because parsing parity is the point:
 - inside ``Features`` only map entries are allowed; an entry holds exactly two fields,
   key and value, in either order; a later duplicate key replaces an earlier one;
 - a Feature's kind is read from its first byte; an empty Feature has no kind and is
-  treated as missing; Int64List/FloatList accept packed and unpacked values.
+  treated as missing; Int64List/FloatList accept packed and unpacked values,
+  read from the first element's tag (see :func:`decode_feature`).
 
 - a nested message (Features, map entry, list, packed int64s) is read under a protobuf
   ``PushLimit`` that never reaches past the enclosing one, so a length that overruns it
@@ -45,6 +46,8 @@ __all__ = [
     "KIND_FLOAT",
     "KIND_INT64",
     "KIND_NONE",
+    "MIXED_IN_FEATURE_LIST",
+    "PARSE_FAILED",
     "Duplicates",
     "FeatureMap",
     "RawValues",
@@ -73,10 +76,12 @@ _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
 
 
+#: The start of every message :func:`_fail` builds.
+PARSE_FAILED = "Could not parse example input: "
+
+
 def _fail(reason: str, offset: int) -> MalformedExampleError:
-    return MalformedExampleError(
-        f"Could not parse example input: {reason} at byte {offset}", offset=offset
-    )
+    return MalformedExampleError(f"{PARSE_FAILED}{reason} at byte {offset}", offset=offset)
 
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -362,58 +367,76 @@ def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int
     return values
 
 
-def _decode_int64(
-    buf: bytes, pos: int, end: int, strict: bool
-) -> npt.NDArray[np.int64] | list[int]:
-    chunks: list[npt.NDArray[np.int64] | list[int]] = []
-    singles: list[int] = []
-    while pos < end:
-        tag = buf[pos]
-        if tag == 0x0A:  # packed
-            if strict:
-                n, pos = _length(buf, pos + 1, end)
-                packed_end = pos + n
-            else:
-                packed_end, pos = _limit(buf, pos + 1, end)
-            if singles:
-                chunks.append(singles)
-                singles = []
-            chunks.append(_varints(buf, pos, packed_end))
-            pos = packed_end
-        elif tag == 0x08:  # unpacked
-            v, pos = _varint(buf, pos + 1, end)
-            singles.append(v - (1 << 64) if v >> 63 else v)
-        else:
-            raise _fail(f"unexpected tag {tag} in an Int64List", pos)
-    if singles:
-        chunks.append(singles)
-    if len(chunks) == 1:
-        return chunks[0]
-    if not chunks:
+# TensorFlow reads the first element's tag: a packed run is read alone and whatever
+# follows it in the list is never parsed; an unpacked element means all must be unpacked.
+# A SequenceExample's feature_lists reject anything after the packed run instead.
+MIXED_IN_FEATURE_LIST = "a packed run must be the only element of a list in a feature_list"
+
+
+def _packed_run(buf: bytes, pos: int, end: int, whole: bool) -> tuple[int, int]:
+    """Reads the length of the packed run starting at ``buf[pos]`` (its tag).
+
+    Returns ``(start, end)`` of the run. TensorFlow reads one packed run under a
+    ``PushLimit`` (a length past the list means "to the end of the list"; only its
+    Example parser checks a packed FloatList's length strictly, in the caller).
+    ``whole``: the run must end the list (SequenceExample feature_lists).
+    """
+    run_end, pos = _limit(buf, pos + 1, end)
+    if whole and run_end != end:
+        raise _fail(MIXED_IN_FEATURE_LIST, run_end)
+    return pos, run_end
+
+
+def _decode_int64(buf: bytes, pos: int, end: int, whole: bool) -> npt.NDArray[np.int64] | list[int]:
+    if pos >= end:
         return []
-    return np.concatenate([np.asarray(c, dtype=np.int64) for c in chunks])
-
-
-def _decode_float(buf: bytes, pos: int, end: int) -> npt.NDArray[np.float32]:
-    chunks: list[npt.NDArray[np.float32]] = []
+    if buf[pos] == 0x0A:  # packed: one run, the rest is ignored (or rejected if whole)
+        run_start, run_end = _packed_run(buf, pos, end, whole)
+        return _varints(buf, run_start, run_end)
+    values: list[int] = []
     while pos < end:
         tag = buf[pos]
-        if tag == 0x0A:  # packed
-            n, pos = _length(buf, pos + 1, end)
-            # As TensorFlow: n // 4 floats; trailing bytes of a ragged length are skipped.
-            chunks.append(np.frombuffer(buf, dtype="<f4", count=n // 4, offset=pos))
-            pos += n
-        elif tag == 0x0D:  # unpacked fixed32
-            if end - pos < 5:
-                raise _fail("truncated float", pos)
-            chunks.append(np.frombuffer(buf, dtype="<f4", count=1, offset=pos + 1))
-            pos += 5
-        else:
-            raise _fail(f"unexpected tag {tag} in a FloatList", pos)
-    if not chunks:
+        if tag != 0x08:
+            if tag == 0x0A:
+                raise _fail("a packed run after unpacked values in an Int64List", pos)
+            raise _fail(f"unexpected tag {tag} in an Int64List", pos)
+        v, pos = _varint(buf, pos + 1, end)
+        values.append(v - (1 << 64) if v >> 63 else v)
+    return values
+
+
+def _decode_float(
+    buf: bytes, pos: int, end: int, strict: bool, whole: bool
+) -> npt.NDArray[np.float32]:
+    if pos >= end:
         return np.zeros(0, dtype=np.float32)
-    out = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
-    return out.astype(np.float32, copy=False)
+    if buf[pos] == 0x0A:  # packed: one run, the rest is ignored (or rejected if whole)
+        if strict:
+            # SequenceExample: the run is read under a limit, 4 bytes a value.
+            run_start, run_end = _packed_run(buf, pos, end, whole)
+            n = run_end - run_start
+            if n % 4:
+                raise _fail(f"a packed FloatList of {n} bytes (not a multiple of 4)", run_start)
+        else:
+            # Example: the length is checked strictly; a ragged tail of a run is skipped.
+            n, run_start = _length(buf, pos + 1, end)
+        out = np.frombuffer(buf, dtype="<f4", count=n // 4, offset=run_start)
+        return out.astype(np.float32, copy=False)
+    count = 0
+    start = pos
+    while pos < end:
+        tag = buf[pos]
+        if tag != 0x0D:
+            if tag == 0x0A:
+                raise _fail("a packed run after unpacked values in a FloatList", pos)
+            raise _fail(f"unexpected tag {tag} in a FloatList", pos)
+        if end - pos < 5:
+            raise _fail("truncated float", pos)
+        pos += 5
+        count += 1
+    # Unpacked floats sit every 5 bytes after their tag: one strided view reads them all.
+    raw = np.frombuffer(buf, dtype=np.uint8, count=5 * count, offset=start).reshape(count, 5)
+    return raw[:, 1:].copy().view("<f4").reshape(count).astype(np.float32, copy=False)
 
 
 def _decode_bytes(buf: bytes, pos: int, end: int) -> list[bytes]:
@@ -446,13 +469,20 @@ def feature_kind(buf: bytes, span: Span) -> int:
     raise MalformedExampleError("Unsupported datatype.", offset=start)
 
 
-def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -> RawValues:
+def decode_feature(
+    buf: bytes, span: Span, kind: int, *, strict: bool = False, whole: bool = False
+) -> RawValues:
     """Decodes the values of the ``Feature`` at ``span`` whose kind is ``kind``.
 
     Only the first list is read (TensorFlow reads the kind from the first byte and ignores
     what follows the list). ``kind`` must come from :func:`feature_kind` and not be
     ``KIND_NONE``. ``strict`` rejects list lengths that overrun the Feature (TensorFlow's
     SequenceExample parser does; its Example parser reads to the end instead).
+
+    An Int64List/FloatList is read as TensorFlow does, from its first element's tag: a
+    packed first element is read alone and the rest of the list is ignored unparsed
+    (``whole`` rejects any rest instead, as for SequenceExample ``feature_lists``); an
+    unpacked first element requires every element to be unpacked.
 
     Returns:
         int64 values (array, or list for short lists), float32 array (a read-only view of
@@ -476,7 +506,7 @@ def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -
         # Fast path: one packed run filling the list (what every writer emits).
         if pos + 1 < list_end and buf[pos] == 0x0A and pos + 2 + buf[pos + 1] == list_end:
             return _varints(buf, pos + 2, list_end)
-        return _decode_int64(buf, pos, list_end, strict)
+        return _decode_int64(buf, pos, list_end, whole)
     if kind == KIND_FLOAT:
-        return _decode_float(buf, pos, list_end)
+        return _decode_float(buf, pos, list_end, strict, whole)
     return _decode_bytes(buf, pos, list_end)
