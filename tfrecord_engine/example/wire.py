@@ -436,7 +436,8 @@ def _decode_float(
         count += 1
     # Unpacked floats sit every 5 bytes after their tag: one strided view reads them all.
     raw = np.frombuffer(buf, dtype=np.uint8, count=5 * count, offset=start).reshape(count, 5)
-    return raw[:, 1:].copy().view("<f4").reshape(count).astype(np.float32, copy=False)
+    values: npt.NDArray[np.float32] = raw[:, 1:].copy().view("<f4").reshape(count)
+    return values.astype(np.float32, copy=False)
 
 
 def _decode_bytes(buf: bytes, pos: int, end: int) -> list[bytes]:
