@@ -62,6 +62,9 @@ class Request:
     raw_key: bytes
     kind: int
     role: Role
+    #: TensorFlow counts this feature's values before reading them (every feature but a
+    #: FixedLenFeature), which words a bad BytesList differently.
+    counted: bool = True
 
 
 def error_prefix(key: str, index: int | None) -> str:
@@ -104,7 +107,9 @@ def object_array(values: Sequence[bytes]) -> npt.NDArray[np.object_]:
     return out
 
 
-def add_request(requests: dict[str, Request], key: str, dtype: DType, role: Role) -> None:
+def add_request(
+    requests: dict[str, Request], key: str, dtype: DType, role: Role, *, counted: bool = True
+) -> None:
     """Registers ``key``; a key requested twice must be requested with one dtype."""
     kind = KIND_OF[dtype]
     prior = requests.get(key)
@@ -119,7 +124,7 @@ def add_request(requests: dict[str, Request], key: str, dtype: DType, role: Role
             f"{TF_NAME[prior.kind]} and {TF_NAME[kind]}"
         )
     if prior is None:
-        requests[key] = Request(key, key.encode("utf-8"), kind, role)
+        requests[key] = Request(key, key.encode("utf-8"), kind, role, counted)
 
 
 def decode_requests(
@@ -188,8 +193,7 @@ def _list_message(kind: int, req: Request, single: bool) -> str:
     """TensorFlow's text for a list it could not parse (batch vs single wording)."""
     if not single:
         return "Can't parse serialized Example."
-    if kind == KIND_BYTES and req.role != "dense":
-        # Sparse and ragged byte lists are counted before they are read.
+    if kind == KIND_BYTES and req.counted:
         return "Can't parse serialized Example: Could not get num elements in bytes_list."
     return f"Can't parse serialized Example: Parsing {_LIST_NAME[kind]} failed."
 

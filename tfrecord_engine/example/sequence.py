@@ -18,7 +18,7 @@ missing one; an empty ``Feature`` as a step is a step with no values.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,11 +50,11 @@ from .wire import (
     KIND_BYTES,
     KIND_FLOAT,
     KIND_NONE,
-    MIXED_IN_FEATURE_LIST,
     RawValues,
+    Span,
     decode_feature,
     feature_kind,
-    feature_list_spans,
+    feature_list_steps,
     sequence_example_maps,
 )
 
@@ -135,20 +135,28 @@ def _decode_or_fail(
 ) -> RawValues:
     """Decodes one Feature; a malformed list fails with TensorFlow's text for ``where``.
 
-    TensorFlow reports a list it cannot read as a type mismatch, except that a
-    feature_list's packed run followed by anything is "Error in sequence feature".
+    TensorFlow's SequenceExample parser reports a list it cannot read as a type mismatch.
     """
-    steps = where.startswith("Feature list")
     try:
-        return decode_feature(buf, span, kind, strict=True, whole=steps)
+        return decode_feature(buf, span, kind, strict=True)
     except MalformedExampleError as exc:
-        reason = list_failure(exc)
-        if steps and reason.startswith(MIXED_IN_FEATURE_LIST):
-            message = f"Error in sequence feature {req.key} in example <unknown>"
-        else:
-            message = _mismatch(where, req)
         raise MalformedExampleError(
-            f"{message} ({reason})", offset=exc.offset, key=req.key, index=index
+            f"{_mismatch(where, req)} ({list_failure(exc)})",
+            offset=exc.offset,
+            key=req.key,
+            index=index,
+        ) from None
+
+
+def _steps_or_fail(buf: bytes, span: tuple[int, int], req: Request) -> Iterator[Span]:
+    """The steps of a FeatureList; a bad step tag fails as TensorFlow words it."""
+    try:
+        yield from feature_list_steps(buf, span)
+    except MalformedExampleError as exc:
+        raise MalformedExampleError(
+            f"Error in sequence feature {req.key} in example <unknown> ({list_failure(exc)})",
+            offset=exc.offset,
+            key=req.key,
         ) from None
 
 
@@ -177,7 +185,7 @@ def _decode_record(
             seq[key] = None
             continue
         steps: Steps = []
-        for step, span in enumerate(feature_list_spans(buf, list_span)):
+        for step, span in enumerate(_steps_or_fail(buf, list_span, req)):
             # TensorFlow's "Index" here is the step, not the record.
             where = f"Feature list: {key}, Index: {step}"
             kind = _kind_or_fail(buf, span, req, where, index)

@@ -35,6 +35,8 @@ malformed value under a key nobody asked for is not an error.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import numpy.typing as npt
 
@@ -46,7 +48,6 @@ __all__ = [
     "KIND_FLOAT",
     "KIND_INT64",
     "KIND_NONE",
-    "MIXED_IN_FEATURE_LIST",
     "PARSE_FAILED",
     "Duplicates",
     "FeatureMap",
@@ -55,7 +56,7 @@ __all__ = [
     "decode_feature",
     "example_feature_map",
     "feature_kind",
-    "feature_list_spans",
+    "feature_list_steps",
     "sequence_example_maps",
 ]
 
@@ -333,17 +334,42 @@ def sequence_example_maps(buf: bytes) -> tuple[FeatureMap, FeatureMap]:
     return context, lists
 
 
-def feature_list_spans(buf: bytes, span: Span) -> list[Span]:
-    """The spans of the ``Feature`` messages of one serialized ``FeatureList``."""
+def feature_list_steps(buf: bytes, span: Span) -> Iterator[Span]:
+    """The spans of the ``Feature`` messages (steps) of one serialized ``FeatureList``.
+
+    As TensorFlow's SequenceExample parser: after a step whose Int64List/FloatList
+    starts with a packed run, the FeatureList is read on from the end of that run, not
+    from the end of the step. Whatever followed the run in its list is read as further
+    steps (an empty packed run ``0a 00`` reads as an empty step; anything but a ``0x0A``
+    tag fails). Writers put nothing after the run, where both readings agree.
+
+    Raises:
+        MalformedExampleError: a step does not start with a ``Feature`` tag.
+    """
     pos, end = span
-    out: list[Span] = []
     while pos < end:
         if buf[pos] != 0x0A:
             raise _fail("expected a Feature in a FeatureList", pos)
         step_end, pos = _limit(buf, pos + 1, end)
-        out.append((pos, step_end))
-        pos = step_end
-    return out
+        yield pos, step_end
+        pos = _packed_run_end(buf, pos, step_end)
+
+
+def _packed_run_end(buf: bytes, pos: int, end: int) -> int:
+    """Where the packed run that starts the numeric list of ``buf[pos:end]`` ends.
+
+    ``end`` if the Feature is empty, a BytesList, or its list does not start with a
+    packed run (a malformed header is left to :func:`decode_feature` to report).
+    """
+    if end - pos < 3 or buf[pos] not in (0x12, 0x1A):
+        return end
+    try:
+        list_end, start = _limit(buf, pos + 1, end)
+        if start >= list_end or buf[start] != 0x0A:
+            return end
+        return _packed_run(buf, start, list_end)[1]
+    except MalformedExampleError:
+        return end
 
 
 def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int]:
@@ -367,31 +393,25 @@ def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int
     return values
 
 
-# TensorFlow reads the first element's tag: a packed run is read alone and whatever
-# follows it in the list is never parsed; an unpacked element means all must be unpacked.
-# A SequenceExample's feature_lists reject anything after the packed run instead.
-MIXED_IN_FEATURE_LIST = "a packed run must be the only element of a list in a feature_list"
+# TensorFlow reads a list from its first element's tag: a packed run is read alone and
+# whatever follows it in the list is never parsed; an unpacked element means all must be
+# unpacked.
+def _packed_run(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` of the packed run whose tag is at ``buf[pos]``.
 
-
-def _packed_run(buf: bytes, pos: int, end: int, whole: bool) -> tuple[int, int]:
-    """Reads the length of the packed run starting at ``buf[pos]`` (its tag).
-
-    Returns ``(start, end)`` of the run. TensorFlow reads one packed run under a
-    ``PushLimit`` (a length past the list means "to the end of the list"; only its
-    Example parser checks a packed FloatList's length strictly, in the caller).
-    ``whole``: the run must end the list (SequenceExample feature_lists).
+    TensorFlow reads it under a ``PushLimit``: a length past the list means "to the end
+    of the list" (only its Example parser checks a packed FloatList's length strictly,
+    which the caller does).
     """
     run_end, pos = _limit(buf, pos + 1, end)
-    if whole and run_end != end:
-        raise _fail(MIXED_IN_FEATURE_LIST, run_end)
     return pos, run_end
 
 
-def _decode_int64(buf: bytes, pos: int, end: int, whole: bool) -> npt.NDArray[np.int64] | list[int]:
+def _decode_int64(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int]:
     if pos >= end:
         return []
-    if buf[pos] == 0x0A:  # packed: one run, the rest is ignored (or rejected if whole)
-        run_start, run_end = _packed_run(buf, pos, end, whole)
+    if buf[pos] == 0x0A:  # packed: one run, the rest is ignored
+        run_start, run_end = _packed_run(buf, pos, end)
         return _varints(buf, run_start, run_end)
     values: list[int] = []
     while pos < end:
@@ -405,15 +425,13 @@ def _decode_int64(buf: bytes, pos: int, end: int, whole: bool) -> npt.NDArray[np
     return values
 
 
-def _decode_float(
-    buf: bytes, pos: int, end: int, strict: bool, whole: bool
-) -> npt.NDArray[np.float32]:
+def _decode_float(buf: bytes, pos: int, end: int, strict: bool) -> npt.NDArray[np.float32]:
     if pos >= end:
         return np.zeros(0, dtype=np.float32)
-    if buf[pos] == 0x0A:  # packed: one run, the rest is ignored (or rejected if whole)
+    if buf[pos] == 0x0A:  # packed: one run, the rest is ignored
         if strict:
             # SequenceExample: the run is read under a limit, 4 bytes a value.
-            run_start, run_end = _packed_run(buf, pos, end, whole)
+            run_start, run_end = _packed_run(buf, pos, end)
             n = run_end - run_start
             if n % 4:
                 raise _fail(f"a packed FloatList of {n} bytes (not a multiple of 4)", run_start)
@@ -470,9 +488,7 @@ def feature_kind(buf: bytes, span: Span) -> int:
     raise MalformedExampleError("Unsupported datatype.", offset=start)
 
 
-def decode_feature(
-    buf: bytes, span: Span, kind: int, *, strict: bool = False, whole: bool = False
-) -> RawValues:
+def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -> RawValues:
     """Decodes the values of the ``Feature`` at ``span`` whose kind is ``kind``.
 
     Only the first list is read (TensorFlow reads the kind from the first byte and ignores
@@ -482,8 +498,8 @@ def decode_feature(
 
     An Int64List/FloatList is read as TensorFlow does, from its first element's tag: a
     packed first element is read alone and the rest of the list is ignored unparsed
-    (``whole`` rejects any rest instead, as for SequenceExample ``feature_lists``); an
-    unpacked first element requires every element to be unpacked.
+    (but see :func:`feature_list_steps`); an unpacked first element requires every
+    element to be unpacked.
 
     Returns:
         int64 values (array, or list for short lists), float32 array (a read-only view of
@@ -507,7 +523,7 @@ def decode_feature(
         # Fast path: one packed run filling the list (what every writer emits).
         if pos + 1 < list_end and buf[pos] == 0x0A and pos + 2 + buf[pos + 1] == list_end:
             return _varints(buf, pos + 2, list_end)
-        return _decode_int64(buf, pos, list_end, whole)
+        return _decode_int64(buf, pos, list_end)
     if kind == KIND_FLOAT:
-        return _decode_float(buf, pos, list_end, strict, whole)
+        return _decode_float(buf, pos, list_end, strict)
     return _decode_bytes(buf, pos, list_end)

@@ -8,11 +8,15 @@ parsers do not (verified against TF 2.21, see ``tests/tf/test_list_encodings_tf.
   element's tag. A packed first element is read alone, whatever follows it is ignored
   without being parsed (more runs, unpacked values, garbage); an unpacked first element
   requires every element to be unpacked, or the list fails.
-- SequenceExample ``feature_lists`` accept one packed run only if it ends the list.
+- SequenceExample ``feature_lists``: after a step whose list starts with a packed run,
+  TensorFlow reads the FeatureList on from the end of that run, so what followed the
+  run in its list is read as further steps: an empty packed run (``0a 00``) is an extra
+  empty step, an unpacked value or garbage fails, a non-empty packed run is a "Feature"
+  made of its payload bytes (modelled here only as :data:`UNMODELED`).
 - A BytesList has no packed form: anything but a bytes element in it fails everywhere.
 
-:func:`encode_list` writes each :data:`Encoding`, :func:`tf_values` is the model of
-what TensorFlow returns for it, and :func:`mixed_lists` draws them.
+:func:`encode_list` writes each :data:`Encoding`, :func:`tf_values` and
+:func:`tf_steps` model what TensorFlow returns for it, and :func:`mixed_lists` draws them.
 """
 
 from __future__ import annotations
@@ -20,17 +24,19 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from hypothesis import strategies as st
 
 __all__ = [
     "ENCODINGS",
     "GARBAGE",
+    "UNMODELED",
     "Encoding",
     "MixedList",
     "encode_list",
     "mixed_lists",
+    "tf_steps",
     "tf_values",
 ]
 
@@ -52,6 +58,9 @@ ENCODINGS: tuple[Encoding, ...] = (
 )
 #: An unknown varint field (number 2): valid protobuf, never a list element.
 GARBAGE = b"\x10\x05"
+#: :func:`tf_steps` for a case whose outcome depends on TensorFlow re-reading value bytes
+#: as a Feature (compare with TensorFlow itself there).
+UNMODELED: Final = "unmodeled"
 
 
 def _varint(v: int) -> bytes:
@@ -108,35 +117,49 @@ def encode_list(dtype: str, values: Sequence[Any], encoding: Encoding, cut: int)
     return _packed(dtype, values) + GARBAGE
 
 
-def tf_values(
-    values: Sequence[Any], encoding: Encoding, cut: int, *, feature_list: bool
-) -> list[Any] | None:
-    """What TensorFlow reads from :func:`encode_list`'s bytes; ``None`` if it fails.
+def tf_values(values: Sequence[Any], encoding: Encoding, cut: int) -> list[Any] | None:
+    """TensorFlow's values for :func:`encode_list`'s bytes in an Example or context.
 
-    Args:
-        values: as given to :func:`encode_list`.
-        encoding: as given to :func:`encode_list`.
-        cut: as given to :func:`encode_list`.
-        feature_list: the list is a step of a SequenceExample ``feature_lists`` (else an
-            Example or context feature).
+    Returns ``None`` where TensorFlow fails.
 
     Example:
-        >>> tf_values([1, 2, 3], "packed+unpacked", 2, feature_list=False)
+        >>> tf_values([1, 2, 3], "packed+unpacked", 2)
         [1, 2]
-        >>> print(tf_values([1, 2, 3], "packed+unpacked", 2, feature_list=True))
+        >>> print(tf_values([1, 2, 3], "unpacked+packed", 2))
         None
     """
     head, tail = list(values[:cut]), list(values[cut:])
-    if encoding in ("packed", "unpacked"):
+    if encoding in ("packed", "unpacked", "packed+garbage"):
         return list(values)
     if encoding == "unpacked+packed":
         # With nothing unpacked first, the list is one packed run.
         return None if head else tail
-    if encoding == "packed+unpacked" and not tail:
-        return head  # nothing follows the run
-    if feature_list:
-        return None
-    return list(values) if encoding == "packed+garbage" else head
+    return head  # split, packed+unpacked: the first run alone
+
+
+def tf_steps(
+    values: Sequence[Any], encoding: Encoding, cut: int
+) -> list[list[Any]] | Literal["unmodeled"] | None:
+    """TensorFlow's steps for one ``feature_lists`` step holding :func:`encode_list`'s bytes.
+
+    Returns ``None`` where TensorFlow fails.
+
+    Example:
+        >>> tf_steps([1, 2], "split", 2)  # the empty second run reads as a step
+        [[1, 2], []]
+        >>> print(tf_steps([1, 2, 3], "packed+unpacked", 2))
+        None
+    """
+    head, tail = list(values[:cut]), list(values[cut:])
+    if encoding in ("packed", "unpacked"):
+        return [list(values)]
+    if encoding == "unpacked+packed":
+        return None if head else [tail]
+    if encoding == "packed+unpacked":
+        return None if tail else [head]
+    if encoding == "split":
+        return [head, []] if not tail else UNMODELED
+    return None  # garbage after the run
 
 
 @dataclass(frozen=True)
@@ -152,9 +175,13 @@ class MixedList:
         """The list's serialized body (see :func:`encode_list`)."""
         return encode_list(self.dtype, self.values, self.encoding, self.cut)
 
-    def expected(self, *, feature_list: bool) -> list[Any] | None:
-        """TensorFlow's values for :meth:`body`, ``None`` if it fails (:func:`tf_values`)."""
-        return tf_values(self.values, self.encoding, self.cut, feature_list=feature_list)
+    def expected(self) -> list[Any] | None:
+        """TensorFlow's values for :meth:`body` in an Example (:func:`tf_values`)."""
+        return tf_values(self.values, self.encoding, self.cut)
+
+    def expected_steps(self) -> list[list[Any]] | Literal["unmodeled"] | None:
+        """TensorFlow's steps for :meth:`body` in a feature_list (:func:`tf_steps`)."""
+        return tf_steps(self.values, self.encoding, self.cut)
 
 
 def _f32(x: float) -> float:
