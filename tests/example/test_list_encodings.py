@@ -18,6 +18,7 @@ import tfrecord_engine as tfe
 from tfrecord_engine.errors import ExampleParseError, MalformedExampleError
 from tfrecord_engine.example.batch import BatchDecoder
 from tfrecord_engine.example.encode import encode_example
+from tfrecord_engine.example.specs import FeatureSpec
 from tfrecord_engine.testing.list_encodings import (
     GARBAGE,
     UNMODELED,
@@ -103,7 +104,7 @@ def test_example_reads_the_first_elements_encoding(
     name: str, dtype: str, body: bytes, example: list[Any] | None, steps: list[list[Any]] | None
 ) -> None:
     record = _example(dtype, body)
-    spec = {"x": tfe.VarLenFeature(dtype)}  # type: ignore[arg-type]
+    spec = {"x": tfe.VarLenFeature(dtype)}
     if example is None:
         with pytest.raises(MalformedExampleError, match=r"^Key: x\.  Can't parse serialized"):
             tfe.parse_single_example(record, spec)
@@ -120,7 +121,7 @@ def test_sequence_context_reads_like_example(
     name: str, dtype: str, body: bytes, example: list[Any] | None, steps: list[list[Any]] | None
 ) -> None:
     record = _sequence(dtype, body, steps=False)
-    spec = {"x": tfe.VarLenFeature(dtype)}  # type: ignore[arg-type]
+    spec = {"x": tfe.VarLenFeature(dtype)}
     if example is None:
         text = r"^Name: <unknown>, Context feature: x\.  Data types don't match\. Expected"
         with pytest.raises(MalformedExampleError, match=text):
@@ -135,7 +136,7 @@ def test_feature_lists_read_on_after_a_packed_run(
     name: str, dtype: str, body: bytes, example: list[Any] | None, steps: list[list[Any]] | None
 ) -> None:
     record = _sequence(dtype, body, steps=True)
-    spec = {"x": tfe.VarLenFeature(dtype)}  # type: ignore[arg-type]
+    spec = {"x": tfe.VarLenFeature(dtype)}
     if steps is None:
         text = (
             r"^(Error in sequence feature x in example <unknown> \("
@@ -194,19 +195,19 @@ def test_encode_list_writes_each_encoding() -> None:
 @given(st.sampled_from(["int64", "float32"]).flatmap(mixed_lists), st.booleans())
 def test_exact_path_matches_the_model(mixed: MixedList, steps: bool) -> None:
     record = _sequence(mixed.dtype, mixed.body(), steps=steps)
-    spec = {"x": tfe.VarLenFeature(mixed.dtype)}  # type: ignore[arg-type]
+    spec = {"x": tfe.VarLenFeature(mixed.dtype)}
     expected: Any = mixed.expected_steps() if steps else mixed.expected()
     where = {"sequence_features": spec} if steps else {"context_features": spec}
     if expected == UNMODELED:
         return
     if expected is None:
         with pytest.raises(MalformedExampleError):
-            tfe.parse_sequence_example([record], **where)  # type: ignore[arg-type]
+            tfe.parse_sequence_example([record], **where)
         if not steps:
             with pytest.raises(MalformedExampleError):
                 tfe.parse_example([record], spec)
         return
-    single = tfe.parse_single_sequence_example(record, **where)  # type: ignore[arg-type]
+    single = tfe.parse_single_sequence_example(record, **where)
     if steps:
         assert _steps(single[1]["x"]) == expected
         return
@@ -245,7 +246,10 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> None:
         np.testing.assert_array_equal(getattr(a["i"], part), getattr(b["i"], part))
 
 
-SPECS = {"i": tfe.VarLenFeature("int64"), "f": tfe.FixedLenFeature([3], "float32")}
+SPECS: dict[str, FeatureSpec] = {
+    "i": tfe.VarLenFeature("int64"),
+    "f": tfe.FixedLenFeature([3], "float32"),
+}
 
 
 def test_batch_decoder_agrees_with_the_exact_path_on_mixed_lists() -> None:
@@ -276,3 +280,32 @@ def test_batch_decoder_fails_like_the_exact_path() -> None:
         BatchDecoder({"i": tfe.VarLenFeature("int64")}).decode_records(records)
     assert str(batch.value) == str(exact.value)
     assert str(exact.value).startswith("Name: <unknown>, Key: i, Index: 40.  Can't parse")
+
+
+def _feature_list(steps: bytes) -> bytes:
+    return _ld(0x12, _ld(0x0A, _ld(0x0A, b"x") + _ld(0x12, steps)))
+
+
+def test_feature_list_reads_on_from_the_end_of_a_packed_run() -> None:
+    # Step 0 is `packed(1)` + `0a 00`: TF reads the empty run as step 1, then step 2.
+    steps = _ld(0x0A, _ld(0x1A, _ld(0x0A, b"\x01") + b"\x0a\x00")) + _ld(0x0A, _ld(0x1A, b""))
+    out = tfe.parse_single_sequence_example(
+        _feature_list(steps), sequence_features={"x": tfe.RaggedFeature("int64")}
+    )[1]["x"]
+    assert out.to_list() == [[1], [], []]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        _ld(0x0A, _ld(0x1A, _ld(0x0A, b"\x01"))) + b"\x0a\x05",  # a step past the list
+        _ld(0x0A, _ld(0x1A, _ld(0x0A, b"\x01") + b"\x0a\x05")),  # the same, after a run
+    ],
+    ids=["overlong-step", "overlong-after-run"],
+)
+def test_feature_list_step_overrunning_the_list_fails(steps: bytes) -> None:
+    text = r"^Name: <unknown>, Feature list: x, Index: 1\.  Data types don't match\. Expected"
+    with pytest.raises(MalformedExampleError, match=text):
+        tfe.parse_single_sequence_example(
+            _feature_list(steps), sequence_features={"x": tfe.VarLenFeature("int64")}
+        )

@@ -74,7 +74,7 @@ _TAG = {"int64": 0x1A, "float32": 0x12}
 def test_model_and_ours_match_tensorflow(tf: ModuleType, mixed: MixedList, where: str) -> None:
     feature = _ld(_TAG[mixed.dtype], mixed.body())
     dt = tf.int64 if mixed.dtype == "int64" else tf.float32
-    ours_spec = {"x": tfe.VarLenFeature(mixed.dtype)}  # type: ignore[arg-type]
+    ours_spec = {"x": tfe.VarLenFeature(mixed.dtype)}
     tf_spec = {"x": tf.io.VarLenFeature(dt)}
     if where == "steps":
         record = _ld(0x12, _ld(0x0A, _ld(0x0A, b"x") + _ld(0x12, _ld(0x0A, feature))))

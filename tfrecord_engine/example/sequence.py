@@ -50,6 +50,7 @@ from .wire import (
     KIND_BYTES,
     KIND_FLOAT,
     KIND_NONE,
+    NOT_A_STEP,
     RawValues,
     Span,
     decode_feature,
@@ -149,14 +150,20 @@ def _decode_or_fail(
 
 
 def _steps_or_fail(buf: bytes, span: tuple[int, int], req: Request) -> Iterator[Span]:
-    """The steps of a FeatureList; a bad step tag fails as TensorFlow words it."""
+    """The steps of a FeatureList; a malformed one fails as TensorFlow words it."""
+    step = 0
     try:
-        yield from feature_list_steps(buf, span)
+        for found in feature_list_steps(buf, span):
+            yield found
+            step += 1
     except MalformedExampleError as exc:
+        reason = list_failure(exc)
+        if reason.startswith(NOT_A_STEP):
+            message = f"Error in sequence feature {req.key} in example <unknown>"
+        else:  # a step overrunning its FeatureList: reported as that step's type
+            message = _mismatch(f"Feature list: {req.key}, Index: {step}", req)
         raise MalformedExampleError(
-            f"Error in sequence feature {req.key} in example <unknown> ({list_failure(exc)})",
-            offset=exc.offset,
-            key=req.key,
+            f"{message} ({reason})", offset=exc.offset, key=req.key
         ) from None
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "KIND_FLOAT",
     "KIND_INT64",
     "KIND_NONE",
+    "NOT_A_STEP",
     "PARSE_FAILED",
     "Duplicates",
     "FeatureMap",
@@ -334,6 +335,10 @@ def sequence_example_maps(buf: bytes) -> tuple[FeatureMap, FeatureMap]:
     return context, lists
 
 
+#: :func:`feature_list_steps`'s reason for a step that is not tagged as a Feature.
+NOT_A_STEP = "expected a Feature in a FeatureList"
+
+
 def feature_list_steps(buf: bytes, span: Span) -> Iterator[Span]:
     """The spans of the ``Feature`` messages (steps) of one serialized ``FeatureList``.
 
@@ -344,13 +349,16 @@ def feature_list_steps(buf: bytes, span: Span) -> Iterator[Span]:
     tag fails). Writers put nothing after the run, where both readings agree.
 
     Raises:
-        MalformedExampleError: a step does not start with a ``Feature`` tag.
+        MalformedExampleError: a step does not start with a ``Feature`` tag
+            (:data:`NOT_A_STEP`), or its length overruns the FeatureList (TensorFlow
+            checks that strictly here).
     """
     pos, end = span
     while pos < end:
         if buf[pos] != 0x0A:
-            raise _fail("expected a Feature in a FeatureList", pos)
-        step_end, pos = _limit(buf, pos + 1, end)
+            raise _fail(NOT_A_STEP, pos)
+        n, pos = _length(buf, pos + 1, end)
+        step_end = pos + n
         yield pos, step_end
         pos = _packed_run_end(buf, pos, step_end)
 
