@@ -293,7 +293,7 @@ class RecordDataset:
         records = self.read_raw(key)
         return records if self.features is None else self._parse(records)
 
-    def salvage(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
+    def _read_salvaged(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
         """Reads ``indices`` one by one: ``None`` and a report for each damaged record.
 
         The slow path after a batch read failed a CRC check under ``"stop"``/``"skip"``.
@@ -325,7 +325,7 @@ class RecordDataset:
             except DataLossError:
                 if self.on_damage == "raise":
                     raise
-                salvaged, reports = self.salvage(indices)
+                salvaged, reports = self._read_salvaged(indices)
                 chunk = [r for r in salvaged if r is not None]
                 if self.on_damage == "stop":
                     chunk = chunk[: salvaged.index(None)]
@@ -521,7 +521,7 @@ class RecordBatchIterator(Iterator[Any]):
     def _salvage(self, batch: IndexBatch) -> _Ready:
         """Prepares a batch holding damage under ``"stop"``/``"skip"``."""
         ds = self._dataset
-        salvaged, reports = ds.salvage(batch.indices)
+        salvaged, reports = ds._read_salvaged(batch.indices)
         if ds.on_damage == "stop":
             return _Ready(batch, None, None, tuple(reports[:1]), stop=True)
         intact = [r for r in salvaged if r is not None]
