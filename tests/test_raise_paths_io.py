@@ -137,3 +137,42 @@ def test_compressed_file_cut_after_indexing(tmp_path: Path, restarts: bool) -> N
     Path(path).write_bytes(data[: len(data) // 2] + bytes(len(data) - len(data) // 2))
     with pytest.raises(tfe.DataLossError):
         ds[np.arange(len(RECORDS))]
+
+
+def _two_stream_gzip(tmp_path: Path) -> tuple[str, list[bytes]]:
+    records = [bytes([i % 256]) * (i % 50 + 1) for i in range(300)]
+    parts = []
+    for half in (records[:150], records[150:]):
+        with tfe.TFRecordWriter(str(tmp_path / "part"), "GZIP") as w:
+            w.write_many(half)
+        parts.append((tmp_path / "part").read_bytes())
+    path = tmp_path / "joined.tfrecord.gz"
+    path.write_bytes(b"".join(parts))  # two streams: read forward only
+    return str(path), records
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_forward_only_stream_damaged_after_indexing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: bool
+) -> None:
+    from tfrecord_engine import compressed_source
+
+    monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 500)
+    path, records = _two_stream_gzip(tmp_path)
+    ds = tfe.RecordDataset(path, compression="GZIP")
+    assert len(ds) == len(records)
+    data = Path(path).read_bytes()
+    if cut:
+        Path(path).write_bytes(data[: len(data) // 3])
+        error: type[tfe.DataLossError] = tfe.TruncatedRecordError
+    else:
+        Path(path).write_bytes(data[:40] + b"\xff" * 32 + data[72:])
+        error = tfe.CorruptedRecordError
+    with pytest.raises(error, match="joined"):
+        ds[np.arange(len(records))]
+
+
+def test_encoder_rejects_mixed_bytes_values() -> None:
+    mixed = np.array([b"a", 1], dtype=object)
+    with pytest.raises(tfe.InvalidArgumentError, match="cannot mix int into a bytes feature"):
+        tfe.encode_example({"s": mixed})
