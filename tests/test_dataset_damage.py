@@ -283,3 +283,25 @@ def test_many_files_and_pickling(tmp_path: Path) -> None:
     assert _flat(ds.batches(7, shuffle=True)) != []
     assert sorted(_flat(ds.batches(7, shuffle=True))) == sorted(RECORDS[:23] + RECORDS[24:])
     assert {(r.path, r.record_index) for r in reports} == {(paths[2], 3)}
+
+
+def test_parse_error_next_to_damage_still_reports_the_damage(tmp_path: Path) -> None:
+    examples = [tfe.encode_example({"x": np.array([i], dtype=np.int64)}) for i in range(10)]
+    examples[2] = tfe.encode_example({"y": np.array([0], dtype=np.int64)})  # "x" missing
+    path = tmp_path / "q.tfrecord"
+    path.write_bytes(framing.frame_many(examples))
+    spans = record_spans(examples)
+    reports: list[tfe.DamageReport] = []
+    ds = tfe.RecordDataset(
+        str(path),
+        {"x": tfe.FixedLenFeature([1], "int64")},
+        on_damage="skip",
+        on_damage_report=reports.append,
+    )
+    len(ds)
+    with open(path, "r+b") as f:
+        f.seek(spans[5][0] + framing.HEADER_SIZE)
+        f.write(b"\0")
+    with pytest.raises(tfe.ExampleParseError, match="x"):
+        next(ds.batches(10))
+    assert [r.record_index for r in reports] == [5]

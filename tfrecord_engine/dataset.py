@@ -307,7 +307,7 @@ class RecordDataset:
             return self.read_raw([i])[0]
         except DataLossError as err:
             f = int(np.searchsorted(self._starts, i, "right")) - 1
-            length = int(self.indexes[f].lengths[i - int(self._starts[f])])
+            length = int(self._open()[f].index.lengths[i - int(self._starts[f])])
             return DamageReport(
                 err.path, err.record_index, err.offset, length + framing.FRAME_OVERHEAD, err.reason
             )
@@ -326,14 +326,15 @@ class RecordDataset:
                 if self.on_damage == "raise":
                     raise
                 salvaged, reports = self._read_salvaged(indices)
-                chunk = [r for r in salvaged if r is not None]
-                if self.on_damage == "stop":
-                    chunk = chunk[: salvaged.index(None)]
+                stop = self.on_damage == "stop" and bool(reports)
+                if stop:
+                    salvaged = salvaged[: salvaged.index(None)]
                     del reports[1:]
                 report = reporter(self.on_damage_report)
                 for r in reports:
                     report(r)
-                if self.on_damage == "stop":
+                chunk = [r for r in salvaged if r is not None]
+                if stop:
                     yield from self._one_by_one(chunk)
                     return
             yield from self._one_by_one(chunk)
@@ -522,7 +523,7 @@ class RecordBatchIterator(Iterator[Any]):
         """Prepares a batch holding damage under ``"stop"``/``"skip"``."""
         ds = self._dataset
         salvaged, reports = ds._read_salvaged(batch.indices)
-        if ds.on_damage == "stop":
+        if ds.on_damage == "stop" and reports:
             return _Ready(batch, None, None, tuple(reports[:1]), stop=True)
         intact = [r for r in salvaged if r is not None]
         if not intact:
@@ -555,14 +556,14 @@ class RecordBatchIterator(Iterator[Any]):
                     self._work = None
                     raise
             ready = self._pending[0]
-            if ready.error is not None:
-                # Not delivered: the state stays at this batch, so a resume retries it.
-                # (Its damage reports come again with the retry.)
-                raise ready.error
             if ready.damage:
                 report = reporter(self._dataset.on_damage_report)
                 for d in ready.damage:
                     report(d)
+            if ready.error is not None:
+                # Not delivered: the state stays at this batch, so a resume retries it
+                # (and reports its damage again).
+                raise ready.error
             if ready.stop:
                 # "stop": the epoch ends before this batch; the state stays there.
                 self.close()
