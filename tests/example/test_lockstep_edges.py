@@ -275,3 +275,22 @@ def test_keys_in_a_different_order_per_record(dtype: str) -> None:
     assert kind == "ok"
     assert out[key].values[:4].tolist() == [*v0, *v1, *v2]
     assert out["a_rather_long_key"][:3].tolist() == [0, 1, -7]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        _example([(b"i", _ld(0x1A, _ld(0x0A, b"")))]),  # every list packed and empty
+        _example([(b"i", _ld(0x1A, _ld(0x0A, b"\x81")))]),  # every list torn
+        _example([(b"f", _ld(0x12, _ld(0x0A, b"")))]),
+    ],
+)
+def test_whole_batch_of_one_shape(record: bytes) -> None:
+    batch = [record] * LOCKSTEP_MIN_BATCH
+    fast = _outcome(lambda: tfe.parse_example(batch, SPEC))
+    exact = _outcome(lambda: BatchDecoder(SPEC).decode_exact(batch))
+    assert fast[0] == exact[0]
+    if fast[0] == "ok":
+        _same(fast[1], exact[1])
+    else:
+        assert fast[1] == exact[1]
