@@ -19,12 +19,14 @@ from typing import Any, BinaryIO, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
-from . import remote
+from . import framing, remote
 from .compressed_source import CompressedFileRecords
 from .compression import Compression, normalize_compression
-from .errors import InvalidArgumentError, OutOfRangeError, TFRecordError
+from .errors import DataLossError, InvalidArgumentError, OutOfRangeError, TFRecordError
 from .index import INDEX_SUFFIX, Index
+from .index_damage import reporter
 from .pipeline import ReadAhead
+from .recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from .remote import DEFAULT_MAX_GAP
 from .sampler import IndexBatch, IndexBatchIterator, Shuffle
 from .source import (
@@ -132,6 +134,18 @@ class RecordDataset:
             ...): records of one batch at most this many bytes apart are fetched in
             one request (see :mod:`tfrecord_engine.remote`); ``None`` fetches every
             record on its own. Local files ignore it.
+        on_damage: what damage does (see ``docs/reliability.md``). When indexing:
+            ``"raise"`` (default) fails on a damaged file; ``"stop"`` keeps the records
+            before the first damage; ``"skip"`` keeps every intact record. In an epoch
+            (:meth:`batches`, iteration), for a record whose CRC fails when it is read
+            (the file changed after indexing): ``"raise"`` raises at that batch;
+            ``"stop"`` ends the epoch before that batch; ``"skip"`` drops the record
+            from its batch. Random access (``ds[i]``) raises under every policy: a
+            requested record cannot be dropped.
+        on_damage_report: receives every :class:`~tfrecord_engine.DamageReport` (index
+            time and read time); without it each is a
+            :class:`~tfrecord_engine.DamageWarning`. It must pickle for the dataset to
+            reach worker processes.
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
@@ -154,6 +168,8 @@ class RecordDataset:
         *,
         verify: bool = True,
         max_gap: int | None = DEFAULT_MAX_GAP,
+        on_damage: DamagePolicy = "raise",
+        on_damage_report: DamageCallback | None = None,
     ) -> None:
         if max_gap is not None and max_gap < 0:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
@@ -162,6 +178,8 @@ class RecordDataset:
         self.features = features
         self.compression = normalize_compression(compression)
         self.verify = verify
+        self.on_damage = normalize_policy(on_damage)
+        self.on_damage_report = on_damage_report
         self._readers: list[FileRecords] | None = None
         self._gather: LocalFilesGather | None = None
         self._starts: IntArray = np.zeros(1, dtype=np.int64)
@@ -172,7 +190,15 @@ class RecordDataset:
     def _open(self) -> list[FileRecords]:
         if self._readers is None:
             readers = [
-                open_records(Index.open(p, self.compression), max_gap=self.max_gap)
+                open_records(
+                    Index.open(
+                        p,
+                        self.compression,
+                        on_damage=self.on_damage,
+                        on_damage_report=self.on_damage_report,
+                    ),
+                    max_gap=self.max_gap,
+                )
                 for p in self.paths
             ]
             counts = [len(r.index) for r in readers]
@@ -203,6 +229,8 @@ class RecordDataset:
             "compression": self.compression,
             "verify": self.verify,
             "max_gap": self.max_gap,
+            "on_damage": self.on_damage,
+            "on_damage_report": self.on_damage_report,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -211,6 +239,8 @@ class RecordDataset:
         self.compression = state["compression"]
         self.verify = state["verify"]
         self.max_gap = state.get("max_gap", DEFAULT_MAX_GAP)
+        self.on_damage = state.get("on_damage", "raise")
+        self.on_damage_report = state.get("on_damage_report")
         self._readers = None
         self._gather = None
         self._starts = np.zeros(1, dtype=np.int64)
@@ -320,17 +350,59 @@ class RecordDataset:
         records = self.read_raw(key)
         return records if self.features is None else self._parse(records)
 
+    def _read_salvaged(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
+        """Reads ``indices`` one by one: ``None`` and a report for each damaged record.
+
+        The slow path after a batch read failed a CRC check under ``"stop"``/``"skip"``.
+        """
+        got = [self._read_or_report(i) for i in indices.tolist()]
+        reports = [r for r in got if isinstance(r, DamageReport)]
+        return [r if isinstance(r, bytes) else None for r in got], reports
+
+    def _read_or_report(self, i: int) -> bytes | DamageReport:
+        try:
+            return self.read_raw([i])[0]
+        except DataLossError as err:
+            f = int(np.searchsorted(self._starts, i, "right")) - 1
+            length = int(self._open()[f].index.lengths[i - int(self._starts[f])])
+            return DamageReport(
+                err.path, err.record_index, err.offset, length + framing.FRAME_OVERHEAD, err.reason
+            )
+
     def __iter__(self) -> Iterator[Any]:
-        """Yields every record in file order (read in chunks of 1,024)."""
+        """Yields every record in file order (read in chunks of 1,024).
+
+        Follows ``on_damage`` for records whose CRC fails (see the class docstring).
+        """
         n = len(self)
         for start in range(0, n, 1024):
-            chunk = self.read_raw(np.arange(start, min(start + 1024, n)))
-            if self.features is None:
-                yield from chunk
-            else:
-                # Per record: sparse and ragged batch outputs do not split by row.
-                parse = _example().parse_single_example
-                yield from (parse(r, self.features) for r in chunk)
+            indices = np.arange(start, min(start + 1024, n))
+            try:
+                chunk = self.read_raw(indices)
+            except DataLossError:
+                if self.on_damage == "raise":
+                    raise
+                salvaged, reports = self._read_salvaged(indices)
+                stop = self.on_damage == "stop" and bool(reports)
+                if stop:
+                    salvaged = salvaged[: salvaged.index(None)]
+                    del reports[1:]
+                report = reporter(self.on_damage_report)
+                for r in reports:
+                    report(r)
+                chunk = [r for r in salvaged if r is not None]
+                if stop:
+                    yield from self._one_by_one(chunk)
+                    return
+            yield from self._one_by_one(chunk)
+
+    def _one_by_one(self, chunk: list[bytes]) -> Iterator[Any]:
+        if self.features is None:
+            yield from chunk
+        else:
+            # Per record: sparse and ragged batch outputs do not split by row.
+            parse = _example().parse_single_example
+            yield from (parse(r, self.features) for r in chunk)
 
     def __getitems__(self, indices: Sequence[int]) -> Any:
         """Batch access, as PyTorch's and Grain's samplers call it."""
@@ -408,11 +480,18 @@ class RecordDataset:
 
 
 class _Ready(NamedTuple):
-    """One batch prepared ahead: its indices and either its output or its error."""
+    """One batch prepared ahead: its indices and either its output or its error.
+
+    Under ``"stop"``/``"skip"`` it also carries the damage found while reading it:
+    ``stop`` ends the epoch before this batch; ``output is None`` without an error (under
+    ``"skip"``) means every record of the batch was damaged and the batch is dropped.
+    """
 
     batch: IndexBatch
     output: Any
     error: BaseException | None
+    damage: tuple[DamageReport, ...] = ()
+    stop: bool = False
 
 
 class RecordBatchIterator(Iterator[Any]):
@@ -494,29 +573,71 @@ class RecordBatchIterator(Iterator[Any]):
         ds = self._dataset
         try:
             if records is None:
-                records = ds.read_raw(batch.indices)
+                try:
+                    records = ds.read_raw(batch.indices)
+                except DataLossError:
+                    if ds.on_damage == "raise":
+                        raise
+                    return self._salvage(batch)
             if ds.features is None:
                 return _Ready(batch, _raw_output(records, batch), None)
             return _Ready(batch, _with_mask(ds.decoder.decode_exact(records), batch), None)
         except (TFRecordError, OSError) as exc:
             return _Ready(batch, None, exc)
 
+    def _salvage(self, batch: IndexBatch) -> _Ready:
+        """Prepares a batch holding damage under ``"stop"``/``"skip"``."""
+        ds = self._dataset
+        salvaged, reports = ds._read_salvaged(batch.indices)
+        if ds.on_damage == "stop" and reports:
+            return _Ready(batch, None, None, tuple(reports[:1]), stop=True)
+        intact = [r for r in salvaged if r is not None]
+        if not intact:
+            return _Ready(batch, None, None, tuple(reports))
+        keep = np.array([r is not None for r in salvaged], dtype=np.bool_)
+        if batch.mask is None:
+            shown = IndexBatch(batch.indices[keep], None)
+            records = intact
+        else:
+            # Padded batches keep their size: a damaged slot becomes padding.
+            shown = IndexBatch(batch.indices, batch.mask & keep)
+            records = [intact[0] if r is None else r for r in salvaged]
+        try:
+            if ds.features is None:
+                output = _raw_output(records, shown)
+            else:
+                output = _with_mask(ds.decoder.decode_exact(records), shown)
+        except TFRecordError as exc:
+            return _Ready(batch, None, exc, tuple(reports))
+        return _Ready(batch, output, None, tuple(reports))
+
     def __next__(self) -> Any:
-        if not self._pending:
-            if self._work is None:
+        while True:
+            if not self._pending:
+                if self._work is None:
+                    raise StopIteration
+                try:
+                    self._pending.extend(next(self._work))
+                except StopIteration:
+                    self._work = None
+                    raise
+            ready = self._pending[0]
+            if ready.damage:
+                report = reporter(self._dataset.on_damage_report)
+                for d in ready.damage:
+                    report(d)
+            if ready.error is not None:
+                # Not delivered: the state stays at this batch, so a resume retries it
+                # (and reports its damage again).
+                raise ready.error
+            if ready.stop:
+                # "stop": the epoch ends before this batch; the state stays there.
+                self.close()
                 raise StopIteration
-            try:
-                self._pending.extend(next(self._work))
-            except StopIteration:
-                self._work = None
-                raise
-        ready = self._pending[0]
-        if ready.error is not None:
-            # Not delivered: the state stays at this batch, so a resume retries it.
-            raise ready.error
-        self._pending.popleft()
-        self.sampler.commit(ready.batch)
-        return ready.output
+            self._pending.popleft()
+            self.sampler.commit(ready.batch)
+            if ready.output is not None:
+                return ready.output
 
     def close(self) -> None:
         """Stops the read-ahead (also done when the epoch ends)."""

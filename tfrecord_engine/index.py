@@ -16,7 +16,11 @@ layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``
     lengths      uint64[n] data length of each record (framing excluded)
     restart      uint64[m, 2]  (compressed offset, decompressed offset) of each point
                            where the deflate stream was fully flushed
+    damage       (version 2 only) the damage list, see :mod:`.index_damage`
     checksum     uint32    masked crc32c of every byte before it
+
+Version 2 is written only for indexes of damaged files built under
+``on_damage="stop"``/``"skip"``; clean indexes stay version 1.
 
 A stale index (data file appended, truncated or replaced) is caught when it is opened:
 the size and the fingerprint must match and, for uncompressed files, the last record
@@ -31,6 +35,7 @@ import contextlib
 import os
 import struct
 import threading
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -40,6 +45,8 @@ from . import framing, remote
 from .compression import Compression, normalize_compression
 from .errors import IndexFormatError, InvalidArgumentError, ReadOnlyStorageError, StaleIndexError
 from .filekind import require_regular
+from .index_damage import decode_damage, encode_damage, reporter, tolerant_scan
+from .recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from .scan import (
     as_u64,
     check_headers,
@@ -54,6 +61,8 @@ __all__ = ["FORMAT_VERSION", "INDEX_SUFFIX", "Index", "index_path_for"]
 
 INDEX_SUFFIX: Final = ".tfeidx"
 FORMAT_VERSION: Final = 1
+#: The version of sidecars that carry a damage list (readers accept both).
+DAMAGE_FORMAT_VERSION: Final = 2
 _MAGIC: Final = b"TFEIDX\r\n"
 _HEAD = struct.Struct("<8sIIQQQQ")
 _CRC = struct.Struct("<I")
@@ -85,6 +94,10 @@ class Index:
         lengths: ``uint64[n]`` data length of each record.
         restarts: ``uint64[m, 2]`` full-flush points ``(compressed, decompressed)``
             offsets; empty for uncompressed files and compressed files we did not write.
+        damage: the damaged regions of the file, as :class:`~tfrecord_engine.DamageReport`
+            (empty for a clean file). Non-empty only for an index built under
+            ``on_damage="stop"``/``"skip"``; such an index holds only intact records.
+        damage_policy: the policy the index was built under (``"raise"`` unless given).
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
@@ -99,6 +112,8 @@ class Index:
 
     __slots__ = (
         "compression",
+        "damage",
+        "damage_policy",
         "data_path",
         "data_size",
         "fingerprint",
@@ -117,8 +132,16 @@ class Index:
         fingerprint: int,
         compression: str | Compression | None = None,
         restarts: object = None,
+        damage: Sequence[DamageReport] = (),
+        damage_policy: DamagePolicy = "raise",
     ) -> None:
         self.data_path = os.fspath(data_path)
+        self.damage = tuple(damage)
+        self.damage_policy = normalize_policy(damage_policy)
+        if self.damage and self.damage_policy == "raise":
+            raise InvalidArgumentError(
+                'an index with damage must say how it was built: damage_policy="stop" or "skip"'
+            )
         self.offsets = as_u64(offsets)
         self.lengths = as_u64(lengths)
         self.data_size = int(data_size)
@@ -135,9 +158,11 @@ class Index:
         return int(self.offsets.shape[0])
 
     def __repr__(self) -> str:
+        damage = f", {len(self.damage)} damaged regions" if self.damage else ""
         return (
             f"Index({self.data_path!r}, {len(self)} records, "
-            f"compression={self.compression.value!r}, {len(self.restarts)} restart points)"
+            f"compression={self.compression.value!r}, {len(self.restarts)} restart points"
+            f"{damage})"
         )
 
     @property
@@ -151,41 +176,135 @@ class Index:
     # ---- building ---------------------------------------------------------------------
 
     @classmethod
-    def build(cls, path: PathLike, compression: str | Compression | None = None) -> Index:
+    def build(
+        cls,
+        path: PathLike,
+        compression: str | Compression | None = None,
+        *,
+        on_damage: DamagePolicy = "raise",
+        on_damage_report: DamageCallback | None = None,
+    ) -> Index:
         """Indexes an existing file.
 
-        Uncompressed files are indexed by walking record headers through ``mmap``
-        (12 bytes per record; payloads are never read): every length CRC is checked and
-        every length is checked against the bytes that remain. GZIP/ZLIB files are
-        decompressed once; the index then has no restart points, so random access
-        decompresses from the start of the file (write with
-        ``TFRecordWriter(..., index=True)`` to get restart points).
+        Under ``"raise"`` uncompressed files are indexed by walking record headers
+        through ``mmap`` (12 bytes per record; payloads are never read): every length
+        CRC is checked and every length is checked against the bytes that remain; data
+        CRCs are checked when records are read. GZIP/ZLIB files are decompressed once;
+        the index then has no restart points, so random access decompresses from the
+        start of the file (write with ``TFRecordWriter(..., index=True)`` to get them).
+
+        Under ``"stop"``/``"skip"`` the file is read once as
+        :func:`~tfrecord_engine.read_records` reads it under that policy (every data CRC
+        checked): the index holds exactly the records that reader returns, and
+        :attr:`damage` lists what it reported (each report also goes to
+        ``on_damage_report``, or is emitted as a :class:`~tfrecord_engine.DamageWarning`).
 
         A URL (see :mod:`tfrecord_engine.remote`) is read once from start to end in
         large read-ahead blocks (hopping from header to header would cost a request per
         record); its length CRCs are checked the same way.
 
         Raises:
-            CorruptedRecordError: a length CRC does not match.
-            TruncatedRecordError: the file ends inside a record.
+            CorruptedRecordError: a length CRC does not match (``"raise"`` only).
+            TruncatedRecordError: the file ends inside a record (``"raise"`` only).
             InvalidArgumentError: ``path`` is a pipe, FIFO or device (no random access;
                 read it with :func:`~tfrecord_engine.read_records`).
+
+        Example:
+            >>> import tempfile, os, tfrecord_engine as tfe
+            >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+            >>> with tfe.TFRecordWriter(path) as w:
+            ...     w.write_many([b"ab", b"cde", b"f"])
+            3
+            >>> with open(path, "r+b") as f:  # damage the second record's data
+            ...     _ = f.seek(18 + 12)
+            ...     _ = f.write(b"X")
+            >>> reports = []
+            >>> idx = tfe.Index.build(path, on_damage="skip", on_damage_report=reports.append)
+            >>> idx.offsets.tolist(), [(d.record_index, d.offset) for d in idx.damage]
+            ([0, 37], [(1, 18)])
+            >>> reports == list(idx.damage)
+            True
         """
         path = remote.local_path(os.fspath(path))
         kind = normalize_compression(compression)
+        policy = normalize_policy(on_damage)
+        damage: list[DamageReport] = []
         if remote.is_url(path):
             size, fp = file_identity(path)
-            offsets, lengths = walk_stream(path, kind)
-            return cls(path, offsets, lengths, data_size=size, fingerprint=fp, compression=kind)
+            if policy != "raise":
+                offsets, lengths, damage = tolerant_scan(path, kind, policy)
+            else:
+                offsets, lengths = walk_stream(path, kind)
+            idx = cls(
+                path,
+                offsets,
+                lengths,
+                data_size=size,
+                fingerprint=fp,
+                compression=kind,
+                damage=damage,
+                damage_policy=policy,
+            )
+            idx.report_damage(on_damage_report)
+            return idx
         require_regular(path, "indexing")
         with mapped(path) as buf:
             fp = fingerprint(buf)
             size = len(buf)
-            if kind is Compression.NONE:
+            if policy != "raise":
+                offsets, lengths, damage = tolerant_scan(path, kind, policy)
+            elif kind is Compression.NONE:
                 offsets, lengths = walk_headers(buf, path)
             else:
                 offsets, lengths = walk_stream(path, kind)
-        return cls(path, offsets, lengths, data_size=size, fingerprint=fp, compression=kind)
+        idx = cls(
+            path,
+            offsets,
+            lengths,
+            data_size=size,
+            fingerprint=fp,
+            compression=kind,
+            damage=damage,
+            damage_policy=policy,
+        )
+        idx.report_damage(on_damage_report)
+        return idx
+
+    def report_damage(self, on_damage_report: DamageCallback | None = None) -> None:
+        """Passes each of :attr:`damage` to ``on_damage_report`` (default: warnings)."""
+        report = reporter(on_damage_report)
+        for d in self.damage:
+            report(d)
+
+    def for_policy(self, on_damage: DamagePolicy) -> Index | None:
+        """This index as ``on_damage`` sees the file, or ``None`` if it cannot tell.
+
+        A clean index serves every policy. An index with damage serves the policy it was
+        built under; a ``"skip"`` index also serves ``"stop"`` (its records before the
+        first damage). ``"raise"`` is never served from a damaged index, nor ``"skip"``
+        from a ``"stop"`` index (which does not list the records after the damage).
+        """
+        policy = normalize_policy(on_damage)
+        if not self.damage or policy == self.damage_policy:
+            return self
+        if policy == "raise" or self.damage_policy == "stop":
+            return None
+        first = self.damage[0]
+        n = first.record_index
+        # Exactly what a "stop" reader reports: the rest of a plain file, or an unknown
+        # amount of a stream.
+        rest = self.data_size - first.offset if self.compression is Compression.NONE else None
+        return Index(
+            self.data_path,
+            self.offsets[:n],
+            self.lengths[:n],
+            data_size=self.data_size,
+            fingerprint=self.fingerprint,
+            compression=self.compression,
+            restarts=self.restarts,
+            damage=[DamageReport(first.path, n, first.offset, rest, first.reason)],
+            damage_policy="stop",
+        )
 
     # ---- persistence -------------------------------------------------------------------
 
@@ -193,7 +312,7 @@ class Index:
         """Serializes the index in the binary sidecar format (see the module docstring)."""
         head = _HEAD.pack(
             _MAGIC,
-            FORMAT_VERSION,
+            DAMAGE_FORMAT_VERSION if self.damage else FORMAT_VERSION,
             _CODES[self.compression],
             self.data_size,
             self.fingerprint,
@@ -206,6 +325,7 @@ class Index:
                 self.offsets.astype("<u8").tobytes(),
                 self.lengths.astype("<u8").tobytes(),
                 self.restarts.astype("<u8").tobytes(),
+                encode_damage(self.damage_policy, self.damage) if self.damage else b"",
             )
         )
         return body + _CRC.pack(framing.mask_crc(framing.crc32c(body)))
@@ -242,17 +362,18 @@ class Index:
             raise IndexFormatError(f"{source}: not a tfrecord-engine index (bad magic)")
         magic, version, code, data_size, fp, count, nrestarts = _HEAD.unpack_from(blob, 0)
         del magic
-        if version != FORMAT_VERSION:
+        if version not in (FORMAT_VERSION, DAMAGE_FORMAT_VERSION):
             raise IndexFormatError(
                 f"{source}: index format version {version} is not supported "
-                f"(this build reads version {FORMAT_VERSION})"
+                f"(this build reads versions {FORMAT_VERSION} and {DAMAGE_FORMAT_VERSION})"
             )
         # The checksum first: no field is trusted before it matches.
         (stored,) = _CRC.unpack_from(blob, len(blob) - _CRC.size)
         if framing.mask_crc(framing.crc32c(blob[: -_CRC.size])) != stored:
             raise IndexFormatError(f"{source}: damaged index (checksum mismatch)")
         expected = _HEAD.size + 16 * count + 16 * nrestarts + _CRC.size
-        if len(blob) != expected or code not in _KINDS:
+        damaged = version == DAMAGE_FORMAT_VERSION
+        if (len(blob) < expected if damaged else len(blob) != expected) or code not in _KINDS:
             raise IndexFormatError(
                 f"{source}: damaged index ({len(blob)} bytes, expected {expected} for "
                 f"{count} records)"
@@ -260,6 +381,16 @@ class Index:
         arrays = np.frombuffer(
             blob, dtype="<u8", count=2 * count + 2 * nrestarts, offset=_HEAD.size
         )
+        policy: DamagePolicy = "raise"
+        damage: tuple[DamageReport, ...] = ()
+        if damaged:
+            policy, damage = decode_damage(
+                blob,
+                expected - _CRC.size,
+                len(blob) - _CRC.size,
+                path=os.fspath(data_path),
+                source=source,
+            )
         return cls(
             data_path,
             arrays[:count],
@@ -268,18 +399,34 @@ class Index:
             fingerprint=fp,
             compression=_KINDS[code],
             restarts=arrays[2 * count :],
+            damage=damage,
+            damage_policy=policy,
         )
 
     @classmethod
-    def load(cls, data_path: PathLike, index_path: PathLike | None = None) -> Index:
+    def load(
+        cls,
+        data_path: PathLike,
+        index_path: PathLike | None = None,
+        *,
+        on_damage: DamagePolicy = "raise",
+        on_damage_report: DamageCallback | None = None,
+    ) -> Index:
         """Loads a sidecar index and checks that it still describes ``data_path``.
+
+        A sidecar that lists damage (built under ``"stop"``/``"skip"``) is served only
+        to a policy it answers (see :meth:`for_policy`), and its damage is reported
+        again on every load, as a reader would report it.
 
         Raises:
             FileNotFoundError: no index file.
-            IndexFormatError: the index file is damaged or foreign.
+            IndexFormatError: the index file is damaged or foreign, or lists damage that
+                ``on_damage`` does not accept (``"raise"``; ``"skip"`` from a sidecar
+                built under ``"stop"``).
             StaleIndexError: the data file changed since it was indexed.
             InvalidArgumentError: ``data_path`` is a pipe, FIFO or device.
         """
+        policy = normalize_policy(on_damage)
         data_path = remote.local_path(os.fspath(data_path))
         if not remote.is_url(data_path):
             # Checked first: validating would open the data file, and a FIFO's open blocks.
@@ -292,7 +439,17 @@ class Index:
                 blob = f.read()
         idx = cls.from_bytes(blob, data_path, source=source)
         idx.validate()
-        return idx
+        served = idx.for_policy(policy)
+        if served is None:
+            first = idx.damage[0]
+            raise IndexFormatError(
+                f"{source}: the index lists {len(idx.damage)} damaged region(s) of "
+                f"{data_path} (first: record {first.record_index} at offset "
+                f"{first.offset}: {first.reason}); it was built with "
+                f"on_damage={idx.damage_policy!r} and cannot serve on_damage={policy!r}"
+            )
+        served.report_damage(on_damage_report)
+        return served
 
     @classmethod
     def open(
@@ -300,6 +457,8 @@ class Index:
         data_path: PathLike,
         compression: str | Compression | None = None,
         *,
+        on_damage: DamagePolicy = "raise",
+        on_damage_report: DamageCallback | None = None,
         rebuild: bool = True,
         save: bool = True,
     ) -> Index:
@@ -307,22 +466,43 @@ class Index:
 
         Args:
             compression: the data file's compression (used when building).
-            rebuild: build a new index when the sidecar is missing, damaged or stale;
-                with ``False`` those raise instead.
-            save: write a newly built index next to the data file. For a local file,
-                skipped when that fails (a read-only dataset directory, a full disk):
-                the sidecar is only a cache, and the index is complete in memory. For a
-                URL, skipped only when the storage is read-only (HTTP(S), or a
-                ``PermissionError``/``NotImplementedError`` from the store); any other
-                error of the store is raised.
+            on_damage, on_damage_report: the damage policy, as in :meth:`build`. A
+                sidecar that lists damage is used when it answers the policy (see
+                :meth:`load`); otherwise the file is indexed again under the policy.
+                Either way the damage is reported on every open.
+            rebuild: build a new index when the sidecar is missing, damaged, stale or
+                does not answer ``on_damage``; with ``False`` those raise instead.
+            save: write a newly built index next to the data file (with its damage
+                list, if any). For a local file, skipped when that fails (a read-only
+                dataset directory, a full disk): the sidecar is only a cache, and the
+                index is complete in memory. For a URL, skipped only when the storage
+                is read-only (HTTP(S), or a ``PermissionError``/``NotImplementedError``
+                from the store); any other error of the store is raised.
 
         Raises:
             InvalidArgumentError: ``data_path`` is a pipe, FIFO or device: random access
                 needs a regular file.
+
+        Example:
+            >>> import tempfile, os, tfrecord_engine as tfe
+            >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+            >>> with tfe.TFRecordWriter(path) as w:
+            ...     w.write_many([b"ab", b"cde"])
+            2
+            >>> with open(path, "ab") as f:  # a torn tail: half of a third record
+            ...     _ = f.write(tfe.framing.frame(b"gh")[:9])
+            >>> reports = []
+            >>> len(tfe.Index.open(path, on_damage="stop", on_damage_report=reports.append))
+            2
+            >>> len(tfe.Index.open(path, on_damage="stop", on_damage_report=reports.append))
+            2
+            >>> [(r.record_index, r.offset, r.bytes_skipped) for r in reports]
+            [(2, 37, 9), (2, 37, 9)]
         """
         kind = normalize_compression(compression)
+        policy = normalize_policy(on_damage)
         try:
-            idx = cls.load(data_path)
+            idx = cls.load(data_path, on_damage=policy, on_damage_report=on_damage_report)
         except (FileNotFoundError, IndexFormatError):
             if not rebuild:
                 raise
@@ -333,7 +513,7 @@ class Index:
                     f"{idx.compression.value!r}, the caller says {kind.value!r}"
                 )
             return idx
-        idx = cls.build(data_path, kind)
+        idx = cls.build(data_path, kind, on_damage=policy, on_damage_report=on_damage_report)
         if save:
             # The sidecar is a cache; the in-memory index is complete without it. Remote
             # stores are less forgiving to hide errors from: only "read-only" is skipped.
@@ -363,10 +543,12 @@ class Index:
                 f"{self.data_path}: index is stale: the file's content fingerprint "
                 "changed (replaced?)"
             )
-        if self.compression is Compression.NONE and self.stream_size != size:
+        # Records, and the damaged regions between and after them, cover the file.
+        end = max([self.stream_size, *(d.offset + (d.bytes_skipped or 0) for d in self.damage)])
+        if self.compression is Compression.NONE and end != size:
             raise StaleIndexError(
                 f"{self.data_path}: index is foreign: its records end at byte "
-                f"{self.stream_size}, the file has {size} bytes"
+                f"{end}, the file has {size} bytes"
             )
 
     # ---- DALI / tfrecord text indexes --------------------------------------------------

@@ -115,6 +115,9 @@ class ReadAhead(Generic[T, R]):
 
     def close(self) -> None:
         """Cancels queued work and joins the worker threads. Idempotent."""
+        self._shutdown(wait=True)
+
+    def _shutdown(self, *, wait: bool) -> None:
         if self._closed:
             return
         self._closed = True
@@ -122,7 +125,7 @@ class ReadAhead(Generic[T, R]):
             future.cancel()
         self._pending.clear()
         if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> ReadAhead[T, R]:
         return self
@@ -136,13 +139,10 @@ class ReadAhead(Generic[T, R]):
         self.close()
 
     def __del__(self) -> None:
-        # A dropped, partly consumed iterator must not leave threads behind. But never
-        # join here: a finalizer runs wherever the garbage collector happens to run, even
-        # inside threading's own locks while another thread starts, and joining there
-        # deadlocks. The workers get the stop signal and end on their own.
+        # A dropped, partly consumed iterator must not leave threads behind. It must not
+        # join them either: the garbage collector runs finalizers wherever it happens to
+        # run, even inside threading internals that hold a non-reentrant lock a join
+        # needs (seen as a hang in a thread's start-up). The workers exit on their own
+        # once their queued work is cancelled.
         if not getattr(self, "_closed", True):
-            self._closed = True
-            for future in self._pending:
-                future.cancel()
-            if self._executor is not None:
-                self._executor.shutdown(wait=False, cancel_futures=True)
+            self._shutdown(wait=False)

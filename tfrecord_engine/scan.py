@@ -154,7 +154,9 @@ def walk_headers(buf: bytes | mmap.mmap, path: str) -> tuple[U64Array, U64Array]
             record_index=len(offsets),
             offset=bad,
         )
-        raise AssertionError("unreachable: parse_header accepted a bad header")
+        raise AssertionError(  # pragma: no cover
+            "unreachable: parse_header accepted a bad header"
+        )
     return offs, lens
 
 

@@ -1,6 +1,7 @@
-"""Replays the committed fuzz corpus (no atheris needed) and fuzzes with Hypothesis.
+"""Replays the committed fuzz corpora (no atheris needed) and fuzzes with Hypothesis.
 
-The long run, ``--run-slow``, drives atheris for a million inputs when it is installed.
+The long run, ``--run-slow``, drives atheris for a million inputs per target (framing,
+Example parsing) when it is installed.
 """
 
 from __future__ import annotations
@@ -15,27 +16,53 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.fuzz import example_checks
 from tests.fuzz.framing_checks import check_one
-from tests.fuzz.make_corpus import CORPUS, seeds
+from tests.fuzz.make_corpus import CORPUS, EXAMPLE_CORPUS, example_seeds, seeds
 from tfrecord_engine import framing
 from tfrecord_engine.testing.damage import Damage, damages
+from tfrecord_engine.testing.examples import ParseCase, parse_cases
 from tfrecord_engine.testing.records import record_lists
 
-FUZZER = Path(__file__).with_name("fuzz_framing.py")
+TARGETS = {
+    "framing": (Path(__file__).with_name("fuzz_framing.py"), CORPUS),
+    "example": (Path(__file__).with_name("fuzz_example.py"), EXAMPLE_CORPUS),
+}
 
 
-def _corpus() -> list[Path]:
-    return sorted(Path(CORPUS).iterdir())
+def _corpus(directory: str = CORPUS) -> list[Path]:
+    return sorted(Path(directory).iterdir())
 
 
 def test_committed_corpus_is_current() -> None:
     names = {p.name.rsplit("-", 1)[0] for p in _corpus()}
     assert set(seeds()) <= names
+    names = {p.name.rsplit("-", 1)[0] for p in _corpus(EXAMPLE_CORPUS)}
+    assert set(example_seeds()) <= names
 
 
 @pytest.mark.parametrize("seed", _corpus(), ids=lambda p: p.name)
 def test_replay_corpus(seed: Path) -> None:
     check_one(seed.read_bytes())
+
+
+@pytest.mark.parametrize("seed", _corpus(EXAMPLE_CORPUS), ids=lambda p: p.name)
+def test_replay_example_corpus(seed: Path) -> None:
+    example_checks.check_one(seed.read_bytes())
+
+
+@given(spec=st.integers(0, 255), blob=st.binary(max_size=200))
+def test_fuzz_example_random_bytes(spec: int, blob: bytes) -> None:
+    example_checks.check_one(bytes([spec]) + blob)
+
+
+@given(spec=st.integers(0, 255), case=parse_cases(max_batch=4), data=st.data())
+def test_fuzz_example_mutated_records(spec: int, case: ParseCase, data: st.DataObject) -> None:
+    joined = example_checks.SEPARATOR.join(case.records)
+    if joined:
+        damage: Damage = data.draw(damages(len(joined)), label="damage")
+        joined = damage.apply(joined)
+    example_checks.check_one(bytes([spec]) + joined)
 
 
 @given(mode=st.integers(0, 3), blob=st.binary(max_size=200))
@@ -55,7 +82,8 @@ def test_fuzz_damaged_files(mode: int, records: list[bytes], data: st.DataObject
 
 
 @pytest.mark.slow
-def test_atheris_a_million_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_atheris_a_million_runs(tmp_path: Path, target: str) -> None:
     """Ten libFuzzer processes of 100,000 inputs each, sharing one growing corpus.
 
     Memory stays flat (about 70 MB); ``recovery`` avoids ``==`` on numpy arrays, which
@@ -71,12 +99,12 @@ def test_atheris_a_million_runs(tmp_path: Path) -> None:
         out = subprocess.run(
             [
                 sys.executable,
-                str(FUZZER),
+                str(TARGETS[target][0]),
                 f"-runs={batch}",
                 "-max_len=4096",
                 "-rss_limit_mb=4096",
                 str(work),
-                CORPUS,
+                TARGETS[target][1],
             ],
             capture_output=True,
             text=True,

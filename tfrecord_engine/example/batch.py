@@ -233,6 +233,12 @@ class BatchDecoder:
             if np.any((kind != KIND_NONE) & (kind != req.kind) & ~fallback[table.record[sel]]):
                 raise _Delegate  # a type mismatch: the exact path raises TF's error
             sel = sel[kind == req.kind]
+            # The table lists entries by position within their record, so records
+            # whose keys come in different orders interleave: values must be in record
+            # order (a record holds at most one entry per key; duplicates fall back).
+            order = table.record[sel]
+            if order.size > 1 and bool(np.any(order[1:] < order[:-1])):
+                sel = sel[np.argsort(order, kind="stable")]
             recs = table.record[sel]
             spans.append((recs, table.list_start[sel], table.list_end[sel]))
         decoded = []
