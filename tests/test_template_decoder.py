@@ -12,6 +12,7 @@ import tfrecord_engine as tfe
 from tfrecord_engine.example import template
 from tfrecord_engine.example.batch import BatchDecoder, join_records
 from tfrecord_engine.example.parse import parse_example as parse_exact
+from tfrecord_engine.example.specs import FeatureSpec
 from tfrecord_engine.testing.layouts import LayoutBatch, layout_batches
 
 from .test_batch_decoder import _outcome, assert_same
@@ -70,7 +71,10 @@ def test_uniform_records_are_decoded_by_template() -> None:
 
 
 def test_template_keeps_trailing_nul_bytes_and_empty_values() -> None:
-    feats = {"b": tfe.VarLenFeature("string"), "x": tfe.FixedLenFeature([2], "float32")}
+    feats: dict[str, FeatureSpec] = {
+        "b": tfe.VarLenFeature("string"),
+        "x": tfe.FixedLenFeature([2], "float32"),
+    }
     records = [
         tfe.encode_example({"b": [b"ab\x00\x00", b""], "x": np.array([i, -i], np.float32)})
         for i in range(100)
@@ -100,7 +104,9 @@ def test_a_record_with_a_changed_structural_byte_is_not_matched() -> None:
 def test_int64_widths_one_to_eight_and_negative(tmp_path: Path) -> None:
     values = [0, 1, 127, 128, 2**14, 2**21, 2**28, 2**35, 2**42, 2**49, 2**56 - 1, 2**56, -1]
     feats = {"v": tfe.FixedLenFeature([len(values)], "int64")}
-    records = [tfe.encode_example({"v": [v + (i % 2 if v >= 0 else 0) for v in values]}) for i in range(80)]
+    records = [
+        tfe.encode_example({"v": [v + (i % 2 if v >= 0 else 0) for v in values]}) for i in range(80)
+    ]
     dec = BatchDecoder(feats)
     assert_same(dec.decode_records(records), parse_exact(records, feats))
     # 2**56 needs 9 bytes and -1 ten: such layouts are walked, not templated.
@@ -136,3 +142,68 @@ def test_build_template_refuses_what_it_cannot_hold() -> None:
     assert template.build_template(buf, int(starts[0]), int(ends[0]), dec._keys, dec._kinds) is None
     buf, starts, ends = join_records([b""])  # too short for word checks
     assert template.build_template(buf, 0, 0, dec._keys, dec._kinds) is None
+
+
+def _tabular(n: int, seed: int = 0, *, high: int = 2**40) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    return [
+        tfe.encode_example(
+            {
+                "tag": b"t%d" % (i % 7),
+                "ids": rng.integers(0, high, 16),
+                "label": int(rng.integers(0, 2)),
+                "x": rng.standard_normal(4).astype(np.float32),
+            }
+        )
+        for i in range(n)
+    ]
+
+
+TABULAR = {
+    "tag": tfe.FixedLenFeature([], "string"),
+    "ids": tfe.FixedLenFeature([16], "int64"),
+    "label": tfe.FixedLenFeature([], "int64"),
+    "x": tfe.FixedLenFeature([4], "float32"),
+}
+
+
+def test_flexible_template_takes_lists_of_varying_widths() -> None:
+    # ids up to 2**40 have 5- and 6-byte varints in any mix: records differ in length,
+    # with fields both before ("tag") and after ("label", "x") the varying list.
+    records = _tabular(400)
+    assert len({len(r) for r in records}) > 1
+    dec = BatchDecoder(TABULAR)
+    out = dec.decode_records(records)
+    assert_same(out, parse_exact(records, TABULAR))
+    assert dec.stats.template_records == 400
+    assert any(t.flexible for t in dec._templates)
+
+
+def test_flexible_template_rejects_a_changed_enclosing_length_width() -> None:
+    # ids below 2**7 make the entry 1 byte of length shorter: still templated; a list of
+    # 16 ten-byte varints (negative ids) crosses 128 bytes, so its length fields need
+    # one byte more: such records must not match the small-id layout.
+    records = _tabular(200, high=2**40)
+    odd = tfe.encode_example(
+        {"tag": b"t0", "ids": np.full(16, -5, np.int64), "label": 1, "x": np.ones(4, np.float32)}
+    )
+    records[100] = odd
+    dec = BatchDecoder(TABULAR)
+    assert_same(dec.decode_records(records), parse_exact(records, TABULAR))
+    # Record 100's longer list needs wider length fields: no template took it.
+    assert dec.stats.template_records == 199
+
+
+def test_flexible_template_drops_a_torn_list_to_the_walk() -> None:
+    # Same layout bytes, but the varying list's last byte has its continuation bit set:
+    # the record is malformed, and the exact path's error must be the result.
+    records = _tabular(100)
+    bad = bytearray(records[60])
+    at = bytes(bad).index(b"ids") + 3 + 2 + 2 + 2  # key, value tag/len, list tag/len
+    payload_len = bad[at - 1]
+    bad[at + payload_len - 1] |= 0x80
+    records[60] = bytes(bad)
+    dec = BatchDecoder(TABULAR)
+    assert _outcome(lambda: dec.decode_records(records)) == _outcome(
+        lambda: parse_exact(records, TABULAR)
+    )

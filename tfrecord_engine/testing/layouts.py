@@ -38,6 +38,7 @@ class LayoutBatch:
 class _Layout:
     order: tuple[str, ...]
     shapes: dict[str, tuple[str, tuple[int, ...]]]  # key -> (dtype, widths or lengths)
+    jitter: str | None  # an int64 key whose varint widths are drawn afresh per record
 
 
 def _int_of_width(draw: st.DrawFn, width: int) -> int:
@@ -70,7 +71,7 @@ def _layout(draw: st.DrawFn, features: dict[str, FeatureSpec], noise: bool) -> _
             count = draw(st.integers(0, 6))
         if spec.dtype == "int64":
             widths = st.integers(1, 10) | st.sampled_from([1, 1, 2, 6])
-            shape = tuple(draw(widths) for _ in range(count))
+            shape: tuple[int, ...] = tuple(draw(widths) for _ in range(count))
         elif spec.dtype == "string":
             shape = tuple(draw(st.sampled_from([0, 1, 3, 8, 40])) for _ in range(count))
         else:
@@ -79,15 +80,21 @@ def _layout(draw: st.DrawFn, features: dict[str, FeatureSpec], noise: bool) -> _
     if noise:
         shapes["zz_noise"] = ("int64", (draw(st.integers(1, 3)),))
     order = tuple(draw(st.permutations(sorted(shapes))))
-    return _Layout(order, shapes)
+    ints = sorted(k for k, (dtype, shape) in shapes.items() if dtype == "int64" and shape)
+    jitter = draw(st.none() | st.sampled_from(ints)) if ints else None
+    return _Layout(order, shapes, jitter)
 
 
 @st.composite
-def layout_batches(draw: st.DrawFn, *, min_records: int = 64, max_records: int = 160) -> LayoutBatch:
+def layout_batches(
+    draw: st.DrawFn, *, min_records: int = 64, max_records: int = 160
+) -> LayoutBatch:
     """A batch of ``min_records..max_records`` Examples drawn from 1-3 layouts.
 
     About one record in ten is drawn from a layout of its own (another key order,
-    other counts or widths), so chunks mix template groups with walked records.
+    other counts or widths), so chunks mix template groups with walked records. A
+    layout may "jitter" one int64 list: its varint widths are drawn per record, as
+    for ids spread over a large range (flexible templates).
     """
     names = draw(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=4, unique=True))
     features: dict[str, FeatureSpec] = {}
@@ -95,8 +102,8 @@ def layout_batches(draw: st.DrawFn, *, min_records: int = 64, max_records: int =
         dtype = draw(st.sampled_from(_DTYPES))
         if draw(st.booleans()):
             size = draw(st.integers(1, 4)) if dtype != "string" else 1
-            shape = [] if size == 1 and draw(st.booleans()) else [size]
-            features[name] = FixedLenFeature(shape, dtype)
+            dims: list[int] = [] if size == 1 and draw(st.booleans()) else [size]
+            features[name] = FixedLenFeature(dims, dtype)
         else:
             features[name] = VarLenFeature(dtype)
     noise = draw(st.booleans())
@@ -106,9 +113,11 @@ def layout_batches(draw: st.DrawFn, *, min_records: int = 64, max_records: int =
     for _ in range(n):
         odd = draw(st.integers(0, 9)) == 0
         layout = draw(_layout(features, noise)) if odd else draw(st.sampled_from(layouts))
-        record = {
-            key: _values(draw, *layout.shapes[key])
-            for key in layout.order
-        }
+        record: dict[str, Any] = {}
+        for key in layout.order:
+            dtype, shape = layout.shapes[key]
+            if key == layout.jitter:
+                shape = tuple(draw(st.sampled_from([5, 6, 6, 6, 2])) for _ in shape)
+            record[key] = _values(draw, dtype, shape)
         records.append(encode_example(record))
     return LayoutBatch(features, records)
