@@ -17,6 +17,7 @@ MODULES = [
     "benchmarks.bench_pipeline",
     "benchmarks.bench_parse",
     "benchmarks.bench_index",
+    "benchmarks.bench_bridge",
 ]
 
 

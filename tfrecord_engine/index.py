@@ -39,6 +39,7 @@ import numpy.typing as npt
 from . import framing, remote
 from .compression import Compression, normalize_compression
 from .errors import IndexFormatError, InvalidArgumentError, ReadOnlyStorageError, StaleIndexError
+from .filekind import require_regular
 from .scan import (
     as_u64,
     check_headers,
@@ -167,6 +168,8 @@ class Index:
         Raises:
             CorruptedRecordError: a length CRC does not match.
             TruncatedRecordError: the file ends inside a record.
+            InvalidArgumentError: ``path`` is a pipe, FIFO or device (no random access;
+                read it with :func:`~tfrecord_engine.read_records`).
         """
         path = remote.local_path(os.fspath(path))
         kind = normalize_compression(compression)
@@ -174,6 +177,7 @@ class Index:
             size, fp = file_identity(path)
             offsets, lengths = walk_stream(path, kind)
             return cls(path, offsets, lengths, data_size=size, fingerprint=fp, compression=kind)
+        require_regular(path, "indexing")
         with mapped(path) as buf:
             fp = fingerprint(buf)
             size = len(buf)
@@ -274,8 +278,12 @@ class Index:
             FileNotFoundError: no index file.
             IndexFormatError: the index file is damaged or foreign.
             StaleIndexError: the data file changed since it was indexed.
+            InvalidArgumentError: ``data_path`` is a pipe, FIFO or device.
         """
         data_path = remote.local_path(os.fspath(data_path))
+        if not remote.is_url(data_path):
+            # Checked first: validating would open the data file, and a FIFO's open blocks.
+            require_regular(data_path, "loading an index")
         source = index_path_for(data_path) if index_path is None else os.fspath(index_path)
         if remote.is_url(source):
             blob = remote.RemoteFile(source).read_all()
@@ -307,6 +315,10 @@ class Index:
                 URL, skipped only when the storage is read-only (HTTP(S), or a
                 ``PermissionError``/``NotImplementedError`` from the store); any other
                 error of the store is raised.
+
+        Raises:
+            InvalidArgumentError: ``data_path`` is a pipe, FIFO or device: random access
+                needs a regular file.
         """
         kind = normalize_compression(compression)
         try:

@@ -1,7 +1,9 @@
 """Sequential reading of TFRecord files: ``read_records``.
 
 Local uncompressed files are read through ``mmap`` (no read calls, no buffering copies);
-GZIP/ZLIB files and file objects (pipes, sockets) are read as a stream in bounded chunks;
+GZIP/ZLIB files, file objects and local paths that are not regular files (pipes,
+FIFOs, ``/dev/stdin``, devices: see :mod:`tfrecord_engine.filekind`) are read as a
+stream in bounded chunks;
 URLs (``s3://``, ``gs://``, ``http://``, ``memory://`` ... through fsspec, see
 :mod:`tfrecord_engine.remote`) are read as a stream of large read-ahead blocks.
 
@@ -42,6 +44,7 @@ import numpy.typing as npt
 from . import framing, remote
 from .compression import Compression, normalize_compression
 from .errors import DamageWarning, DataLossError
+from .filekind import stream_kind
 from .recovery import DamageCallback, DamagePolicy, DamageReport, find_next_record
 from .recovery import normalize_policy as _normalize_policy
 from .stream_reader import read_stream, read_stream_path
@@ -67,7 +70,7 @@ def read_records(
 
     Args:
         source: a path or an fsspec URL, or a binary file object (read sequentially,
-            never seeked).
+            never seeked). A path may name a pipe, FIFO or ``/dev/stdin``.
         compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
         verify: check every data CRC. Header (length) CRCs are always checked: they
             guard the length field that decides how much is read.
@@ -105,7 +108,8 @@ def read_records(
         path = remote.local_path(os.fspath(source))
         if remote.is_url(path):
             return _read_url(path, kind, verify, policy, report)
-        if kind is Compression.NONE:
+        # A pipe or device maps as zero bytes: read it as the stream it is.
+        if kind is Compression.NONE and stream_kind(path) is None:
             return _read_mapped(path, verify, policy, report)
         return read_stream_path(path, kind, verify, policy, report)
     name = getattr(source, "name", None)

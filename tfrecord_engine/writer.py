@@ -32,6 +32,7 @@ from . import framing, remote
 from .append import torn_tail_offset
 from .compression import Compression, make_compressor, normalize_compression
 from .errors import DamageWarning, InvalidArgumentError, WriterClosedError, WriterFailedError
+from .filekind import require_regular
 from .fileops import FileOps
 from .index import Index
 from .index_recorder import DEFAULT_FLUSH_EVERY, IndexRecorder
@@ -91,7 +92,8 @@ class TFRecordWriter:
             already in the file are never touched, and a torn tail left by an earlier
             crash (no intact record after it) is cut first and reported. Damage with
             intact records after it raises :class:`~tfrecord_engine.DataLossError`.
-            GZIP appends add a gzip member; ZLIB files cannot be appended to.
+            GZIP appends add a gzip member; ZLIB files cannot be appended to. A pipe,
+            FIFO or device cannot be appended to (:class:`InvalidArgumentError`).
         on_damage_report: receives the :class:`~tfrecord_engine.DamageReport` of a cut
             torn tail; without it, a :class:`~tfrecord_engine.DamageWarning` is emitted.
         index: also write the sidecar index (``<path>.tfeidx``), built as records are
@@ -139,6 +141,9 @@ class TFRecordWriter:
             if append:
                 raise InvalidArgumentError(f"{self.path}: appending to a URL is not supported")
             _ops = RemoteFileOps(self.path)
+        elif append:
+            # Appending first reads the file's tail (torn records are cut): a pipe has none.
+            require_regular(self.path, "appending")
         self._ops = FileOps() if _ops is None else _ops
         self._failed: OSError | None = None
         self._temp: str | None = None

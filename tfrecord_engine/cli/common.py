@@ -19,6 +19,7 @@ import click
 
 from ..compression import Compression, normalize_compression
 from ..dataset import _expand
+from ..filekind import stream_kind
 from ..index import INDEX_SUFFIX
 from ..recovery import DamageReport
 
@@ -27,6 +28,7 @@ __all__ = [
     "EXIT_DAMAGE",
     "EXIT_OK",
     "EXIT_USAGE",
+    "STDIN",
     "BadInput",
     "Failure",
     "Progress",
@@ -45,6 +47,8 @@ __all__ = [
 EXIT_OK: Final = 0
 EXIT_DAMAGE: Final = 1
 EXIT_USAGE: Final = 2
+#: What ``-`` stands for in the inputs of the commands that read pipes.
+STDIN: Final = "/dev/stdin"
 #: Suffix of DALI / ``tfrecord`` text indexes written by ``tfr index --format dali``.
 DALI_SUFFIX: Final = ".tfindex"
 _SIDECARS: Final = (INDEX_SUFFIX, DALI_SUFFIX)
@@ -129,20 +133,29 @@ def compression_option(help_text: str, *, name: str = "--compression") -> Callab
     )
 
 
-def expand_inputs(args: Sequence[str], *, allow_dirs: bool = False) -> list[str]:
+def expand_inputs(
+    args: Sequence[str], *, allow_dirs: bool = False, allow_streams: bool = False
+) -> list[str]:
     """Expands paths and globs (sorted per pattern) into input files, in argument order.
 
     Index sidecars (``*.tfeidx``, ``*.tfindex``) are left out, also when a shell glob
-    passed them explicitly: they are never record files.
+    passed them explicitly: they are never record files. With ``allow_streams`` (the
+    commands that read each input once, from start to end) pipes, FIFOs and ``-``
+    (standard input, at most once) are inputs too.
 
     Raises:
-        BadInput: no argument, a glob that matches nothing, a missing local path, or a
-            directory where files are expected.
+        BadInput: no argument, a glob that matches nothing, a missing local path, a
+            directory where files are expected, or a pipe where random access is needed.
     """
     if not args:
         raise click.UsageError("give at least one path or glob")
+    if allow_streams and list(args).count("-") > 1:
+        raise BadInput("'-' (standard input) can be read once: give it once")
     out: list[str] = []
     for arg in args:
+        if allow_streams and arg == "-":
+            out.append(STDIN)
+            continue
         try:
             # The core's expansion, so that remote globs work wherever the core has them.
             found = _expand(arg)
@@ -157,9 +170,12 @@ def expand_inputs(args: Sequence[str], *, allow_dirs: bool = False) -> list[str]
                 if os.path.isdir(path):
                     if not allow_dirs:
                         raise BadInput(f"is a directory, not a TFRecord file: {path}")
-                elif not os.path.isfile(path):
-                    # Pipes and devices: the core maps files, and a pipe maps as empty.
-                    raise BadInput(f"not a regular file (pipes are not supported): {path}")
+                elif not allow_streams and (kind := stream_kind(path)) is not None:
+                    # This command needs random access or reads its inputs twice.
+                    raise BadInput(
+                        f"not a regular file ({kind}): {path}; of the tfr commands, "
+                        "count, verify, head and cat read pipes and '-'"
+                    )
             out.append(path)
     if not out:
         raise BadInput(f"only index files among {', '.join(args)}")

@@ -9,6 +9,7 @@ import click
 from .. import framing
 from ..compression import Compression
 from ..errors import IndexFormatError
+from ..filekind import stream_kind
 from ..index import Index, index_path_for
 from ..reader import read_records
 from ..recovery import DamageReport
@@ -34,8 +35,10 @@ def count_records(path: str, kind: Compression) -> tuple[int, bool]:
     """Records in ``path`` and whether a valid sidecar index gave the count.
 
     Without a valid index the file's headers are walked (GZIP/ZLIB: decompressed); no
-    index is written.
+    index is written. A pipe is read through once (length CRCs checked, as a walk does).
     """
+    if stream_kind(path) is not None:
+        return sum(1 for _ in read_records(path, kind, verify=False)), False
     try:
         return len(Index.load(path)), True
     except (FileNotFoundError, IndexFormatError):
@@ -51,7 +54,8 @@ def count_command(paths: tuple[str, ...], compression: str, as_json: bool) -> No
     """Records per file and in total.
 
     A valid sidecar index (*.tfeidx) gives the count at once; otherwise the record
-    headers are walked (payloads are not read, no index is written).
+    headers are walked (payloads are not read, no index is written). Reads pipes and
+    "-" (standard input) too.
 
     \b
     Example:
@@ -60,7 +64,7 @@ def count_command(paths: tuple[str, ...], compression: str, as_json: bool) -> No
           511  train-00001-of-00002.tfrecord
          1272  total
     """
-    files = expand_inputs(paths)
+    files = expand_inputs(paths, allow_streams=True)
     rows: list[tuple[str, int, bool]] = []
     with progress(len(files), "counting") as bar:
         for path in files:
@@ -94,7 +98,8 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
     Every damage of a file is listed (the reader steps over each one to the next intact
     record), as "FILE: record I at offset O: REASON; N byte(s) not read". For GZIP/ZLIB
     files offsets are in the decompressed stream; damage inside the deflate stream
-    itself ends the check of that file. Exits 1 when any damage is found.
+    itself ends the check of that file. Exits 1 when any damage is found. Reads pipes
+    and "-" (standard input) too.
 
     \b
     Example:
@@ -102,7 +107,7 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
       data.tfrecord: record 3 at offset 1205: data CRC mismatch ...; 402 byte(s) not read
       1 file, 9 records read, 1 damaged region in 1 file
     """
-    files = expand_inputs(paths)
+    files = expand_inputs(paths, allow_streams=True)
     kinds = [detect_compression(p, compression) for p in files]
     sizes = _plain_sizes(files, kinds)
     results: list[tuple[str, int, list[DamageReport]]] = []
@@ -155,7 +160,9 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
 
 def _plain_sizes(files: list[str], kinds: list[Compression]) -> list[int] | None:
     """File sizes for a byte-exact bar: local, uncompressed files only (else None)."""
-    if any(is_remote(p) for p in files) or any(k is not Compression.NONE for k in kinds):
+    if any(is_remote(p) or stream_kind(p) is not None for p in files) or any(
+        k is not Compression.NONE for k in kinds
+    ):
         return None
     return [os.path.getsize(p) for p in files]
 

@@ -13,9 +13,11 @@ from .. import framing
 from ..compression import Compression
 from ..dataset import RecordDataset
 from ..errors import IndexFormatError
+from ..filekind import stream_kind
 from ..index import Index
 from ..reader import read_records
 from .common import (
+    BadInput,
     compression_option,
     detect_compression,
     echo_json,
@@ -76,20 +78,30 @@ def iter_range(
 
     Indices count across the files in order; negative ones count from the end (which
     costs a count of every file). Files with a valid sidecar index are read by random
-    access; others sequentially.
+    access; others sequentially (pipes always).
+
+    Raises:
+        BadInput: a negative index with a pipe among the files (it cannot be counted
+            first and then read).
     """
     kinds = [detect_compression(p, compression) for p in files]
+    streams = [stream_kind(p) is not None for p in files]
     if (start is not None and start < 0) or (stop is not None and stop < 0):
+        if any(streams):
+            raise BadInput(
+                "negative indices count the records first, and a pipe can be read only "
+                "once: give non-negative indices"
+            )
         total = sum(count_records(p, k)[0] for p, k in zip(files, kinds, strict=True))
         start = None if start is None else (start + total if start < 0 else start)
         stop = None if stop is None else (stop + total if stop < 0 else stop)
     first = max(0, start or 0)
     done = 0  # records of the files before the current one
-    for path, kind in zip(files, kinds, strict=True):
+    for path, kind, stream in zip(files, kinds, streams, strict=True):
         if stop is not None and done >= stop:
             return
-        n = _indexed_count(path, kind)
-        if n is None and first > done:
+        n = None if stream else _indexed_count(path, kind)
+        if n is None and first > done and not stream:
             n = len(Index.build(path, kind))  # a header walk; cheaper than reading all
             if done + n <= first:
                 done += n
@@ -187,6 +199,8 @@ def _emit(
 def head_command(paths: tuple[str, ...], compression: str, n: int, **out: Any) -> None:
     """The first N records of the inputs (taken as one sequence, in order), decoded.
 
+    Reads pipes and "-" (standard input) too.
+
     \b
     Example:
       $ tfr head -n 1 train-00000-of-00002.tfrecord
@@ -196,7 +210,7 @@ def head_command(paths: tuple[str, ...], compression: str, n: int, **out: Any) -
       $ tfr head -n 1 --json train-00000-of-00002.tfrecord
       {"file":"train-00000-of-00002.tfrecord","index":0,"features":{...}}
     """
-    files = expand_inputs(paths)
+    files = expand_inputs(paths, allow_streams=True)
     _emit(iter_range(files, compression, 0, n), **out)
 
 
@@ -214,7 +228,8 @@ def cat_command(paths: tuple[str, ...], compression: str, span: str, **out: Any)
     """Records of the inputs (all, or --range A:B across the files), decoded.
 
     Files with a valid sidecar index are read by random access (only the records in
-    the range); others are read from the start.
+    the range); others are read from the start. Reads pipes and "-" (standard input)
+    too, with non-negative indices.
 
     \b
     Example:
@@ -222,7 +237,7 @@ def cat_command(paths: tuple[str, ...], compression: str, span: str, **out: Any)
       $ tfr cat --raw a.tfrecord b.tfrecord > both.tfrecord
     """
     start, stop = parse_range(span)
-    files = expand_inputs(paths)
+    files = expand_inputs(paths, allow_streams=True)
     _emit(iter_range(files, compression, start, stop), **out)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import MalformedExampleError
+from .varints import NUMPY_MIN_BYTES, decode_packed
 from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_NONE
 
 __all__ = ["PbFeature", "example_features", "sequence_example_features"]
@@ -30,7 +31,11 @@ _MASK64 = (1 << 64) - 1
 
 
 class PbFeature:
-    """A decoded ``Feature``: its kind and the chunks of values merged into it."""
+    """A decoded ``Feature``: its kind and the chunks of values merged into it.
+
+    int64 chunks are ints (unpacked values, short packed runs) or uint64 arrays (long
+    packed runs, :func:`~.varints.decode_packed`); float chunks are little-endian bytes.
+    """
 
     __slots__ = ("chunks", "kind")
 
@@ -45,9 +50,27 @@ class PbFeature:
             out[:] = self.chunks
             return out
         if self.kind == KIND_INT64:
-            return np.array(self.chunks, dtype=np.uint64).view(np.int64)
+            return _int64_array(self.chunks)
         parts = [np.frombuffer(c, dtype="<f4") for c in self.chunks]  # type: ignore[call-overload]
         return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
+
+
+def _int64_array(chunks: list[object]) -> npt.NDArray[np.int64]:
+    if not any(isinstance(c, np.ndarray) for c in chunks):
+        return np.array(chunks, dtype=np.uint64).view(np.int64)
+    parts: list[npt.NDArray[np.uint64]] = []
+    ints: list[object] = []
+    for c in chunks:
+        if isinstance(c, np.ndarray):
+            if ints:
+                parts.append(np.array(ints, dtype=np.uint64))
+                ints = []
+            parts.append(c)
+        else:
+            ints.append(c)
+    if ints:
+        parts.append(np.array(ints, dtype=np.uint64))
+    return np.concatenate(parts).view(np.int64)
 
 
 def _fail(reason: str, offset: int) -> MalformedExampleError:
@@ -130,6 +153,8 @@ def _read_list(
                 if n % 4:
                     raise _fail(f"packed floats of {n} bytes", pos)
                 chunks.append(buf[pos:stop])
+            elif n >= NUMPY_MIN_BYTES:
+                chunks.append(decode_packed(buf, pos, stop, _fail))
             else:
                 while pos < stop:
                     value, pos = _varint(buf, pos, stop)

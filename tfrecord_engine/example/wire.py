@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import MalformedExampleError
+from .varints import NUMPY_MIN_BYTES, decode_packed
 
 __all__ = [
     "KIND_BYTES",
@@ -70,8 +71,6 @@ RawValues = npt.NDArray[np.int64] | list[int] | npt.NDArray[np.float32] | list[b
 
 _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
-# Packed varint runs at least this long are decoded with numpy instead of a loop.
-_NUMPY_VARINT_MIN = 24
 
 
 def _fail(reason: str, offset: int) -> MalformedExampleError:
@@ -348,8 +347,8 @@ def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int
     Short runs come back as a list of ints: converting each record's few ints to an
     array costs more than one conversion per batch later.
     """
-    if end - pos >= _NUMPY_VARINT_MIN:
-        return _varints_numpy(buf, pos, end)
+    if end - pos >= NUMPY_MIN_BYTES:
+        return decode_packed(buf, pos, end, _fail).view(np.int64)
     values: list[int] = []
     append = values.append
     while pos < end:
@@ -361,25 +360,6 @@ def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int
         v, pos = _varint(buf, pos, end)
         append(v - (1 << 64) if v >> 63 else v)
     return values
-
-
-def _varints_numpy(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64]:
-    raw = np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos)
-    last = np.flatnonzero(raw < 0x80)
-    if last.size == 0 or last[-1] != raw.size - 1:
-        raise _fail("truncated varint", end)
-    first = np.empty_like(last)
-    first[0] = 0
-    first[1:] = last[:-1] + 1
-    lengths = last - first + 1
-    if int(lengths.max()) > 10:
-        raise _fail("varint longer than 10 bytes", pos)
-    if int(lengths.max()) == 1:
-        return raw.astype(np.int64)
-    # Byte k of a varint carries bits 7k..7k+6; bits shifted past 64 are dropped.
-    position = np.arange(raw.size, dtype=np.uint64) - np.repeat(first, lengths).astype(np.uint64)
-    parts = (raw & 0x7F).astype(np.uint64) << (position * np.uint64(7))
-    return np.add.reduceat(parts, first).view(np.int64)
 
 
 def _decode_int64(

@@ -1,0 +1,206 @@
+"""``to_tf_dataset``: a ``RecordDataset`` as a checkpointable ``tf.data`` source.
+
+The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
+
+    range(num_chunks)
+      .scan(e = next_epoch() at chunk 0, else the state e -> (e, c))
+      .map(numpy_function(batches of chunk c of epoch e, one row per batch))
+      .unbatch()                                   # one element per batch
+      .map(rebuild tensors, SparseTensor, RaggedTensor with static shapes)
+      .assert_cardinality(num_batches).prefetch(...)
+      [.apply(prefetch_to_device(device))]
+
+Each iteration (each Keras epoch) draws the next epoch number once, at its first chunk,
+and carries it as ``scan`` state. ``tf.train.Checkpoint`` of an iterator saves the scan
+state as a tensor next to the range position, and ``unbatch`` saves the chunk it is in
+and its position, so a restored iterator continues the same epoch exactly, in any
+process. (Carrying the epoch as a ``flat_map`` input element does not work: TensorFlow
+2.21 restores ``flat_map`` by re-running its input, which would draw a new epoch.)
+
+Batches cross into TensorFlow a chunk (~4,096 records) per ``numpy_function`` call: a
+call costs about as much as decoding a few hundred records, so one per batch would cap
+the bridge well below the engine. The chunk function is a pure function of
+``(epoch, chunk)`` (:class:`~tfrecord_bridge.source.EpochBatches`), served by the
+engine's chunked batch decoder running ahead on a worker thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tfrecord_engine.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
+from tfrecord_engine.errors import InvalidArgumentError
+from tfrecord_engine.sampler import Shuffle
+
+from .layout import Layout
+from .source import EpochBatches
+from .specs import element_spec
+
+__all__ = ["to_tf_dataset"]
+
+# TensorFlow ships no complete type stubs: TF objects are ``Any`` at this boundary.
+TFDataset = Any
+
+
+def _tf() -> Any:
+    import tensorflow as tf  # noqa: PLC0415 - the core must stay importable without TF
+
+    return tf
+
+
+def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positionally
+    ds: RecordDataset,
+    batch_size: int,
+    shuffle: Shuffle = False,
+    seed: int = 0,
+    drop_remainder: bool = False,
+    input_context: Any = None,
+    device: str | None = None,
+    *,
+    pad_remainder: bool = False,
+    epoch: int = 0,
+    num_parallel_calls: int = 1,
+    prefetch: int | None = None,
+    readahead: int = 2,
+    chunk_batches: int | None = None,
+) -> TFDataset:
+    """A ``tf.data.Dataset`` of parsed batches of ``ds``, from the engine's batch decoder.
+
+    Elements are dicts ``{key: tf.Tensor | tf.SparseTensor | tf.RaggedTensor}`` with the
+    same values, order and element spec as TensorFlow's own
+    ``TFRecordDataset(files).batch(batch_size).map(tf.io.parse_example)`` when
+    ``shuffle=False``.
+
+    Args:
+        ds: a :class:`~tfrecord_engine.RecordDataset` built with ``features=``.
+        batch_size: records per batch (per replica under ``tf.distribute``).
+        shuffle: the engine's global shuffle (``True`` or a ``BlockShuffle``); each
+            iteration of the returned dataset (each Keras epoch) uses the next epoch's
+            order.
+        seed: the shuffle seed; orders are a pure function of (seed, epoch).
+        drop_remainder: drop the last partial batch (the batch dimension is then static).
+        input_context: a ``tf.distribute.InputContext``: this pipeline reads shard
+            ``input_pipeline_id`` of ``num_input_pipelines`` (every record in exactly one
+            pipeline, shard sizes within one record). Use it from
+            ``strategy.distribute_datasets_from_function``.
+        device: e.g. ``"/GPU:0"``: end with ``prefetch_to_device(device)``
+            (``"/CPU:0"`` runs the same code path).
+        pad_remainder: exact evaluation: every batch is full and a boolean ``"mask"``
+            entry marks real records; every pipeline yields the same number of batches.
+            Use the mask as the sample weight and each record counts exactly once.
+            Under ``input_context``, fully masked batches are appended so that every
+            replica has a batch at every step (``tf.distribute`` drops a last step
+            that some replica lacks).
+        epoch: the epoch of the first iteration; later iterations take the next ones.
+            A restored iterator keeps the epoch it saved; when restoring in a new
+            process, pass the epoch the following iteration should use (as Keras's
+            ``fit(initial_epoch=...)``).
+        num_parallel_calls: concurrent chunk requests (decoding itself runs ahead on
+            the engine's worker thread, so one is usually enough).
+        prefetch: batches buffered at the end (default ``tf.data.AUTOTUNE``).
+        readahead: chunks of ~4,096 records the engine prepares ahead.
+        chunk_batches: batches handed to TensorFlow per ``numpy_function`` call
+            (default: about 4,096 records' worth). A call costs ~0.1-1 ms whatever
+            its size, so one per batch would cap small batches well below the engine.
+
+    Returns:
+        a ``tf.data.Dataset`` with a known cardinality (batches per epoch); its
+        iterators can be saved with ``tf.train.Checkpoint(iterator=it)`` (without
+        ``device``: TensorFlow cannot checkpoint ``prefetch_to_device``).
+
+    Raises:
+        InvalidArgumentError: ``ds`` has no features, or the arguments are invalid.
+
+    Example:
+        >>> import os, tempfile, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
+        >>> with tfe.TFRecordWriter(path, index=True) as w:
+        ...     w.write_many([tfe.encode_example({"i": [i]}) for i in range(5)])
+        5
+        >>> ds = tfe.RecordDataset(path, features={"i": tfe.FixedLenFeature([], "int64")})
+        >>> [b["i"].numpy().tolist() for b in to_tf_dataset(ds, 2)]
+        [[0, 1], [2, 3], [4]]
+    """
+    tf = _tf()
+    shard_index, shard_count, multiple = 0, 1, 1
+    if input_context is not None:
+        shard_index = int(input_context.input_pipeline_id)
+        shard_count = int(input_context.num_input_pipelines)
+        # Each step takes one batch per replica from this pipeline's share of replicas.
+        multiple = max(1, int(input_context.num_replicas_in_sync) // shard_count)
+    source = EpochBatches(
+        ds,
+        batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        shard_index=shard_index,
+        shard_count=shard_count,
+        drop_remainder=drop_remainder,
+        pad_remainder=pad_remainder,
+        first_epoch=epoch,
+        readahead=readahead,
+        batch_multiple=multiple,
+    )
+    if num_parallel_calls < 1:
+        raise InvalidArgumentError(f"num_parallel_calls must be >= 1, got {num_parallel_calls}")
+    features = ds.features or {}
+    static = batch_size if (drop_remainder or pad_remainder) else None
+    specs = element_spec(tf, features, static)
+    if pad_remainder:
+        specs[MASK_KEY] = tf.TensorSpec([batch_size], tf.bool)
+    layout = Layout(tf, specs)
+    num_batches = source.num_batches
+
+    default_chunk = max(1, DEFAULT_CHUNK_RECORDS // batch_size)
+    per_chunk = default_chunk if chunk_batches is None else chunk_batches
+    if per_chunk < 1:
+        raise InvalidArgumentError(f"chunk_batches must be >= 1, got {chunk_batches}")
+    bounds = source.chunks(per_chunk)
+    num_chunks = len(bounds) - 1
+
+    def next_epoch() -> npt.NDArray[np.int64]:
+        return np.array(source.next_epoch(), np.int64)
+
+    def fetch(e: np.int64, c: np.int64) -> list[npt.NDArray[Any]]:
+        first, stop = bounds[int(c)], bounds[int(c) + 1]
+        return layout.pack([source.get(int(e), k) for k in range(first, stop)])
+
+    def draw_epoch() -> Any:
+        # Stateful: drawn once per iteration, never folded into a constant.
+        e = tf.numpy_function(next_epoch, [], tf.int64, stateful=True, name="tfe_next_epoch")
+        e.set_shape([])
+        return e
+
+    def with_epoch(state: Any, c: Any) -> Any:
+        # The epoch is drawn at the first chunk and then carried as scan state, which a
+        # checkpoint saves as a tensor (flat_map would not do: it re-runs its input).
+        e = tf.cond(tf.equal(c, 0), draw_epoch, lambda: state)
+        return e, (e, c)
+
+    def chunk(e: Any, c: Any) -> Any:
+        # A pure function of (e, c): marked stateless so checkpoints need no Python state.
+        flat = tf.numpy_function(fetch, [e, c], layout.packed_dtypes, stateful=False)
+        return layout.unpack_chunk(list(flat))
+
+    out = (
+        tf.data.Dataset.range(num_chunks)
+        .scan(tf.constant(-1, tf.int64), with_epoch)
+        .map(chunk, num_parallel_calls=num_parallel_calls, deterministic=True)
+        # One element per batch; a checkpoint saves the current chunk and the position.
+        .unbatch()
+        .map(layout.rebuild_packed)
+        .apply(tf.data.experimental.assert_cardinality(num_batches))
+        .prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
+    )
+    options = tf.data.Options()
+    # The epoch counter is Python state; what a checkpoint needs of it, the epoch of the
+    # current iteration, is saved as the scan state.
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    out = out.with_options(options)
+    if device is not None:
+        # Must be the last transformation (TensorFlow's rule).
+        out = out.apply(tf.data.experimental.prefetch_to_device(device))
+    return out

@@ -1,0 +1,210 @@
+"""Batches as flat numpy arrays for ``tf.numpy_function``, and back as TF values.
+
+Batches cross the ``tf.numpy_function`` boundary as a flat list of arrays
+(:class:`Layout`): one per dense feature, ``indices, values, dense_shape`` per sparse
+feature, ``flat_values`` then the row splits (outermost first) per ragged feature.
+Several batches travel together as a chunk (:meth:`Layout.pack`), one row per batch,
+which ``unbatch`` splits again; TensorFlow composites are rebuilt after the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import tfrecord_engine as tfe
+
+__all__ = ["Layout", "Slot"]
+
+# TensorFlow ships no complete type stubs: every TF object is ``Any`` at this boundary.
+TF = Any
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One output key: its kind (``dense``/``sparse``/``ragged``) and TF type spec."""
+
+    key: str
+    kind: str
+    spec: Any
+    ragged_rank: int = 0
+
+
+class Layout:
+    """Flattens engine batches into arrays for ``numpy_function`` and rebuilds them in TF.
+
+    Args:
+        tf: the TensorFlow module.
+        specs: output key -> TF type spec (``TensorSpec``, ``SparseTensorSpec`` or
+            ``RaggedTensorSpec``), e.g. from :func:`element_spec`.
+    """
+
+    def __init__(self, tf: TF, specs: Mapping[str, Any]) -> None:
+        self._tf = tf
+        self.slots: list[Slot] = []
+        for key, spec in specs.items():
+            if isinstance(spec, tf.SparseTensorSpec):
+                self.slots.append(Slot(key, "sparse", spec))
+            elif isinstance(spec, tf.RaggedTensorSpec):
+                self.slots.append(Slot(key, "ragged", spec, spec.ragged_rank))
+            else:
+                self.slots.append(Slot(key, "dense", spec))
+
+    def _components(self, slot: Slot) -> list[tuple[Any, list[int | None]]]:
+        """``(tf dtype, static shape)`` of each flat component of ``slot``."""
+        tf = self._tf
+        spec = slot.spec
+        if slot.kind == "dense":
+            return [(spec.dtype, spec.shape.as_list())]
+        if slot.kind == "sparse":
+            rank = spec.shape.rank
+            return [(tf.int64, [None, rank]), (spec.dtype, [None]), (tf.int64, [rank])]
+        inner = spec.shape.as_list()[slot.ragged_rank + 1 :]
+        batch = spec.shape.as_list()[0]
+        outer = [None if batch is None else batch + 1]
+        splits = [(spec.row_splits_dtype, outer)] + [
+            (spec.row_splits_dtype, [None]) for _ in range(slot.ragged_rank - 1)
+        ]
+        return [(spec.dtype, [None, *inner]), *splits]
+
+    @property
+    def dtypes(self) -> list[Any]:
+        """The TF dtype of every flat component, in order (``numpy_function``'s ``Tout``)."""
+        return [dt for slot in self.slots for dt, _ in self._components(slot)]
+
+    def flatten(self, batch: Mapping[str, Any]) -> list[np.ndarray[Any, Any]]:
+        """An engine batch (numpy, ``SparseValue``, ``RaggedValue``) as flat arrays."""
+        out: list[np.ndarray[Any, Any]] = []
+        for slot in self.slots:
+            value = batch[slot.key]
+            comps = self._components(slot)
+            if slot.kind == "dense":
+                arrays = [value]
+            elif slot.kind == "sparse":
+                arrays = [value.indices, value.values, value.dense_shape]
+            else:
+                splits = []
+                while isinstance(value, tfe.RaggedValue):
+                    splits.append(value.row_splits)
+                    value = value.values
+                if len(splits) != slot.ragged_rank:
+                    raise tfe.InvalidArgumentError(
+                        f"feature {slot.key!r}: the engine returned {len(splits)} ragged "
+                        f"dimensions where TensorFlow has {slot.ragged_rank}"
+                    )
+                arrays = [value, *splits]
+            for arr, (dt, _) in zip(arrays, comps, strict=True):
+                np_dtype = object if dt == self._tf.string else dt.as_numpy_dtype
+                out.append(np.asarray(arr).astype(np_dtype, copy=False))
+        return out
+
+    @property
+    def _packing(self) -> list[tuple[str, list[int | None]]]:
+        """How each flat component travels in a chunk, with its static shape.
+
+        ``"stack"``: a dense component whose inner shape is fixed; a chunk's batches
+        (all of one size) are stacked into one array. ``"rows"``: batches differ in
+        their first dimension (sparse and ragged parts): ragged rows. ``"shaped"``:
+        batches also differ beyond it (``FixedLenSequenceFeature``): flattened rows
+        plus each batch's shape.
+        """
+        out = []
+        for slot in self.slots:
+            for _, shape in self._components(slot):
+                if None in shape[1:]:
+                    out.append(("shaped", shape))
+                elif slot.kind == "dense":
+                    out.append(("stack", shape))
+                else:
+                    out.append(("rows", shape))
+        return out
+
+    @property
+    def packed_dtypes(self) -> list[Any]:
+        """``Tout`` of a packed chunk (see :meth:`pack`)."""
+        i64 = self._tf.int64
+        out = []
+        for dt, (how, _) in zip(self.dtypes, self._packing, strict=True):
+            out += {"stack": [dt], "rows": [dt, i64], "shaped": [dt, i64, i64]}[how]
+        return out
+
+    def pack(self, batches: list[Mapping[str, Any]]) -> list[np.ndarray[Any, Any]]:
+        """Several batches of one size as one chunk, one row per batch (see ``_packing``).
+
+        ``"rows"`` components travel as the batches' arrays back to back (``values``)
+        and where each batch starts (``row_splits``); ``"stack"`` components as one
+        stacked array (cheaper for TensorFlow to split again).
+        """
+        flats = [self.flatten(b) for b in batches]
+        out: list[np.ndarray[Any, Any]] = []
+        for parts, (how, _) in zip(zip(*flats, strict=True), self._packing, strict=True):
+            if how == "stack":
+                out.append(np.stack(parts))
+                continue
+            rows = [p.reshape(-1) for p in parts] if how == "shaped" else list(parts)
+            splits = np.zeros(len(rows) + 1, np.int64)
+            np.cumsum([r.shape[0] for r in rows], out=splits[1:])
+            out += [rows[0] if len(rows) == 1 else np.concatenate(rows), splits]
+            if how == "shaped":
+                out.append(np.array([p.shape for p in parts], np.int64).reshape(len(parts), -1))
+        return out
+
+    def unpack_chunk(self, flat: list[Any]) -> tuple[Any, ...]:
+        """The packed chunk as tensors with one row per batch, ready to ``unbatch``."""
+        tf = self._tf
+        out = []
+        pos = 0
+        for how, shape in self._packing:
+            if how == "stack":
+                flat[pos].set_shape([None, *shape])
+                out.append(flat[pos])
+                pos += 1
+                continue
+            values, splits = flat[pos], flat[pos + 1]
+            values.set_shape([None] if how == "shaped" else [None, *shape[1:]])
+            splits.set_shape([None])
+            out.append(tf.RaggedTensor.from_row_splits(values, splits, validate=False))
+            pos += 2
+            if how == "shaped":
+                flat[pos].set_shape([None, len(shape)])
+                out.append(flat[pos])
+                pos += 1
+        return tuple(out)
+
+    def rebuild_packed(self, *row: Any) -> dict[str, Any]:
+        """One unbatched row of :meth:`unpack_chunk` as the batch's tensors."""
+        flat = []
+        pos = 0
+        for how, _ in self._packing:
+            if how == "shaped":
+                flat.append(self._tf.reshape(row[pos], row[pos + 1]))
+                pos += 2
+            else:
+                flat.append(row[pos])
+                pos += 1
+        return self.rebuild(flat)
+
+    def rebuild(self, flat: list[Any]) -> dict[str, Any]:
+        """TF tensors and composites from the flat components (inside a ``map``)."""
+        tf = self._tf
+        out: dict[str, Any] = {}
+        pos = 0
+        for slot in self.slots:
+            comps = self._components(slot)
+            parts = flat[pos : pos + len(comps)]
+            pos += len(comps)
+            for tensor, (_, shape) in zip(parts, comps, strict=True):
+                tensor.set_shape(shape)
+            if slot.kind == "dense":
+                out[slot.key] = parts[0]
+            elif slot.kind == "sparse":
+                out[slot.key] = tf.SparseTensor(*parts)
+                out[slot.key].set_shape(slot.spec.shape)
+            else:
+                out[slot.key] = tf.RaggedTensor.from_nested_row_splits(
+                    parts[0], parts[1:], validate=False
+                )
+        return out

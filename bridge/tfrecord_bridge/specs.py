@@ -1,0 +1,85 @@
+"""Feature specs -> ``tf.io`` specs, and the bridge's static element spec.
+
+The element spec of the bridge is, by construction, the element spec of TensorFlow's
+own pipeline (``TFRecordDataset -> batch -> parse_example``) for the same specs: it is
+read off a trace of ``tf.io.parse_example`` on a string vector of the batch size
+(fixed when every batch is full, ``None`` otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+import tfrecord_engine as tfe
+from tfrecord_engine.example import specs as S
+
+__all__ = ["element_spec", "tf_feature_spec"]
+
+# TensorFlow ships no complete type stubs: every TF object is ``Any`` at this boundary.
+TF = Any
+
+
+def _tf_dtype(tf: TF, name: str) -> Any:
+    return {"int64": tf.int64, "float32": tf.float32, "string": tf.string}[name]
+
+
+def _tf_partition(tf: TF, part: Any) -> Any:
+    R = tf.io.RaggedFeature
+    if isinstance(part, S.UniformRowLength):
+        return R.UniformRowLength(part.length)
+    kinds = {
+        S.RowSplits: R.RowSplits,
+        S.RowLengths: R.RowLengths,
+        S.RowStarts: R.RowStarts,
+        S.RowLimits: R.RowLimits,
+        S.ValueRowIds: R.ValueRowIds,
+    }
+    return kinds[type(part)](part.key)
+
+
+def tf_feature_spec(tf: TF, spec: Any) -> Any:
+    """The ``tf.io`` feature spec with the same meaning as one of ours.
+
+    Raises:
+        InvalidArgumentError: ``spec`` is not one of the engine's feature specs.
+    """
+    dt = _tf_dtype(tf, spec.dtype) if hasattr(spec, "dtype") else None
+    if isinstance(spec, S.FixedLenFeature):
+        default = None
+        if spec.default_value is not None:
+            np_dtype = {"int64": np.int64, "float32": np.float32, "string": object}[spec.dtype]
+            default = np.array(spec.default_value, dtype=np_dtype).reshape(spec.shape)
+        return tf.io.FixedLenFeature(list(spec.shape), dt, default_value=default)
+    if isinstance(spec, S.VarLenFeature):
+        return tf.io.VarLenFeature(dt)
+    if isinstance(spec, S.FixedLenSequenceFeature):
+        return tf.io.FixedLenSequenceFeature(
+            list(spec.shape), dt, allow_missing=spec.allow_missing, default_value=spec.default_value
+        )
+    if isinstance(spec, S.SparseFeature):
+        return tf.io.SparseFeature(
+            list(spec.index_key), spec.value_key, dt, list(spec.size), spec.already_sorted
+        )
+    if isinstance(spec, S.RaggedFeature):
+        return tf.io.RaggedFeature(
+            dt,
+            value_key=spec.value_key,
+            partitions=[_tf_partition(tf, p) for p in spec.partitions],
+            row_splits_dtype=tf.int64 if spec.row_splits_dtype == "int64" else tf.int32,
+            validate=spec.validate,
+        )
+    raise tfe.InvalidArgumentError(f"not a tfrecord_engine feature spec: {spec!r}")
+
+
+def element_spec(tf: TF, features: Mapping[str, Any], batch_size: int | None) -> dict[str, Any]:
+    """TensorFlow's own element spec for ``parse_example`` of batches of ``batch_size``.
+
+    ``batch_size=None`` leaves the batch dimension unknown (a partial last batch).
+    """
+    tf_specs = {k: tf_feature_spec(tf, v) for k, v in features.items()}
+    traced = tf.function(lambda s: tf.io.parse_example(s, tf_specs), autograph=False)
+    outputs = traced.get_concrete_function(tf.TensorSpec([batch_size], tf.string))
+    return {k: tf.type_spec_from_value(v) for k, v in outputs.structured_outputs.items()}
