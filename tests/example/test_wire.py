@@ -37,11 +37,6 @@ def test_unpacked_int64_is_accepted() -> None:
     assert _values(_example(_entry(b"x", unpacked))) == [1, 2, 127]
 
 
-def test_mixed_packed_and_unpacked_int64_concatenate() -> None:
-    mixed = _ld(0x1A, b"\x08\x05" + _ld(0x0A, b"\x01\x02") + b"\x08\x06")
-    assert _values(_example(_entry(b"x", mixed))) == [5, 1, 2, 6]
-
-
 def test_unpacked_float_is_accepted() -> None:
     feature = _ld(0x12, b"\x0d" + np.float32(1.5).tobytes() + b"\x0d" + np.float32(-2).tobytes())
     out = tfe.parse_single_example(

@@ -55,7 +55,7 @@ def _plan(features: Mapping[str, FeatureSpec]) -> dict[str, Request]:
     requests: dict[str, Request] = {}
     for name, spec in features.items():
         if isinstance(spec, FixedLenFeature):
-            add_request(requests, name, spec.dtype, "dense")
+            add_request(requests, name, spec.dtype, "dense", counted=False)
         elif isinstance(spec, FixedLenSequenceFeature):
             if not spec.allow_missing:
                 raise InvalidArgumentError(

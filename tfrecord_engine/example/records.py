@@ -22,6 +22,7 @@ from .wire import (
     KIND_FLOAT,
     KIND_INT64,
     KIND_NONE,
+    PARSE_FAILED,
     Duplicates,
     FeatureMap,
     RawValues,
@@ -35,6 +36,7 @@ __all__ = [
     "Request",
     "decode_requests",
     "error_prefix",
+    "list_failure",
     "object_array",
     "to_records",
 ]
@@ -60,6 +62,9 @@ class Request:
     raw_key: bytes
     kind: int
     role: Role
+    #: TensorFlow counts this feature's values before reading them (every feature but a
+    #: FixedLenFeature), which words a bad BytesList differently.
+    counted: bool = True
 
 
 def error_prefix(key: str, index: int | None) -> str:
@@ -102,7 +107,9 @@ def object_array(values: Sequence[bytes]) -> npt.NDArray[np.object_]:
     return out
 
 
-def add_request(requests: dict[str, Request], key: str, dtype: DType, role: Role) -> None:
+def add_request(
+    requests: dict[str, Request], key: str, dtype: DType, role: Role, *, counted: bool = True
+) -> None:
     """Registers ``key``; a key requested twice must be requested with one dtype."""
     kind = KIND_OF[dtype]
     prior = requests.get(key)
@@ -117,7 +124,7 @@ def add_request(requests: dict[str, Request], key: str, dtype: DType, role: Role
             f"{TF_NAME[prior.kind]} and {TF_NAME[kind]}"
         )
     if prior is None:
-        requests[key] = Request(key, key.encode("utf-8"), kind, role)
+        requests[key] = Request(key, key.encode("utf-8"), kind, role, counted)
 
 
 def decode_requests(
@@ -163,12 +170,35 @@ def decode_requests(
                 raise ExampleParseError(
                     error_prefix(key, index) + _type_message(kind, req), key=key, index=index
                 )
-            out[key] = decode_feature(buf, span, kind)
         except MalformedExampleError as exc:
             raise MalformedExampleError(
                 f"{exc} (feature {key!r})", offset=exc.offset, key=key, index=index
             ) from None
+        try:
+            out[key] = decode_feature(buf, span, kind)
+        except MalformedExampleError as exc:
+            message = error_prefix(key, index) + _list_message(kind, req, index is None)
+            raise MalformedExampleError(
+                f"{message} ({list_failure(exc)})", offset=exc.offset, key=key, index=index
+            ) from None
     return out
+
+
+def list_failure(exc: MalformedExampleError) -> str:
+    """What :func:`~.wire.decode_feature` found wrong, without its generic prefix."""
+    return str(exc).removeprefix(PARSE_FAILED)
+
+
+def _list_message(kind: int, req: Request, single: bool) -> str:
+    """TensorFlow's text for a list it could not parse (batch vs single wording)."""
+    if not single:
+        return "Can't parse serialized Example."
+    if kind == KIND_BYTES and req.counted:
+        return "Can't parse serialized Example: Could not get num elements in bytes_list."
+    return f"Can't parse serialized Example: Parsing {_LIST_NAME[kind]} failed."
+
+
+_LIST_NAME = {KIND_INT64: "int64_list", KIND_FLOAT: "float_list", KIND_BYTES: "bytes_list"}
 
 
 def _type_message(kind: int, req: Request) -> str:

@@ -18,7 +18,7 @@ missing one; an empty ``Feature`` as a step is a step with no values.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from .records import (
     Request,
     add_request,
     concat_values,
+    list_failure,
     object_array,
     to_records,
 )
@@ -49,10 +50,12 @@ from .wire import (
     KIND_BYTES,
     KIND_FLOAT,
     KIND_NONE,
+    NOT_A_STEP,
     RawValues,
+    Span,
     decode_feature,
     feature_kind,
-    feature_list_spans,
+    feature_list_steps,
     sequence_example_maps,
 )
 
@@ -120,13 +123,48 @@ def _ragged_requests(requests: dict[str, Request], name: str, spec: RaggedFeatur
 def _kind_or_fail(buf: bytes, span: tuple[int, int], req: Request, where: str, index: int) -> int:
     kind = feature_kind(buf, span)
     if kind not in (KIND_NONE, req.kind):
-        raise ExampleParseError(
-            f"Name: <unknown>, {where}.  Data types don't match. Expected type: "
-            f"{TF_NAME[req.kind]}",
+        raise ExampleParseError(_mismatch(where, req), key=req.key, index=index)
+    return kind
+
+
+def _mismatch(where: str, req: Request) -> str:
+    return f"Name: <unknown>, {where}.  Data types don't match. Expected type: {TF_NAME[req.kind]}"
+
+
+def _decode_or_fail(
+    buf: bytes, span: tuple[int, int], kind: int, req: Request, *, where: str, index: int
+) -> RawValues:
+    """Decodes one Feature; a malformed list fails with TensorFlow's text for ``where``.
+
+    TensorFlow's SequenceExample parser reports a list it cannot read as a type mismatch.
+    """
+    try:
+        return decode_feature(buf, span, kind, strict=True)
+    except MalformedExampleError as exc:
+        raise MalformedExampleError(
+            f"{_mismatch(where, req)} ({list_failure(exc)})",
+            offset=exc.offset,
             key=req.key,
             index=index,
-        )
-    return kind
+        ) from None
+
+
+def _steps_or_fail(buf: bytes, span: tuple[int, int], req: Request) -> Iterator[Span]:
+    """The steps of a FeatureList; a malformed one fails as TensorFlow words it."""
+    step = 0
+    try:
+        for found in feature_list_steps(buf, span):
+            yield found
+            step += 1
+    except MalformedExampleError as exc:
+        reason = list_failure(exc)
+        if reason.startswith(NOT_A_STEP):
+            message = f"Error in sequence feature {req.key} in example <unknown>"
+        else:  # a step overrunning its FeatureList: reported as that step's type
+            message = _mismatch(f"Feature list: {req.key}, Index: {step}", req)
+        raise MalformedExampleError(
+            f"{message} ({reason})", offset=exc.offset, key=req.key
+        ) from None
 
 
 def _decode_record(
@@ -144,7 +182,9 @@ def _decode_record(
             # Present but empty: no values (not missing) for a dense context feature.
             row[key] = _empty(req.kind) if req.role == "dense" else None
         else:
-            row[key] = decode_feature(buf, span, kind, strict=True)
+            row[key] = _decode_or_fail(
+                buf, span, kind, req, where=f"Context feature: {key}", index=index
+            )
     seq: SeqRow = {}
     for key, req in seq_req.items():
         list_span = list_map.get(req.raw_key)
@@ -152,12 +192,14 @@ def _decode_record(
             seq[key] = None
             continue
         steps: Steps = []
-        for span in feature_list_spans(buf, list_span):
-            kind = _kind_or_fail(buf, span, req, f"Feature list: {key}", index)
+        for step, span in enumerate(_steps_or_fail(buf, list_span, req)):
+            # TensorFlow's "Index" here is the step, not the record.
+            where = f"Feature list: {key}, Index: {step}"
+            kind = _kind_or_fail(buf, span, req, where, index)
             steps.append(
                 _empty(req.kind)
                 if kind == KIND_NONE
-                else decode_feature(buf, span, kind, strict=True)
+                else _decode_or_fail(buf, span, kind, req, where=where, index=index)
             )
         seq[key] = steps
     return row, seq

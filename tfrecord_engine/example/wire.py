@@ -18,7 +18,8 @@ generic protobuf, because parsing parity is the point:
 - inside ``Features`` only map entries are allowed; an entry holds exactly two fields,
   key and value, in either order; a later duplicate key replaces an earlier one;
 - a Feature's kind is read from its first byte; an empty Feature has no kind and is
-  treated as missing; Int64List/FloatList accept packed and unpacked values.
+  treated as missing; Int64List/FloatList accept packed and unpacked values,
+  read from the first element's tag (see :func:`decode_feature`).
 
 - a nested message (Features, map entry, list, packed int64s) is read under a protobuf
   ``PushLimit`` that never reaches past the enclosing one, so a length that overruns it
@@ -34,6 +35,8 @@ malformed value under a key nobody asked for is not an error.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import numpy.typing as npt
 
@@ -45,6 +48,8 @@ __all__ = [
     "KIND_FLOAT",
     "KIND_INT64",
     "KIND_NONE",
+    "NOT_A_STEP",
+    "PARSE_FAILED",
     "Duplicates",
     "FeatureMap",
     "RawValues",
@@ -52,7 +57,7 @@ __all__ = [
     "decode_feature",
     "example_feature_map",
     "feature_kind",
-    "feature_list_spans",
+    "feature_list_steps",
     "sequence_example_maps",
 ]
 
@@ -73,10 +78,12 @@ _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
 
 
+#: The start of every message :func:`_fail` builds.
+PARSE_FAILED = "Could not parse example input: "
+
+
 def _fail(reason: str, offset: int) -> MalformedExampleError:
-    return MalformedExampleError(
-        f"Could not parse example input: {reason} at byte {offset}", offset=offset
-    )
+    return MalformedExampleError(f"{PARSE_FAILED}{reason} at byte {offset}", offset=offset)
 
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -328,17 +335,49 @@ def sequence_example_maps(buf: bytes) -> tuple[FeatureMap, FeatureMap]:
     return context, lists
 
 
-def feature_list_spans(buf: bytes, span: Span) -> list[Span]:
-    """The spans of the ``Feature`` messages of one serialized ``FeatureList``."""
+#: :func:`feature_list_steps`'s reason for a step that is not tagged as a Feature.
+NOT_A_STEP = "expected a Feature in a FeatureList"
+
+
+def feature_list_steps(buf: bytes, span: Span) -> Iterator[Span]:
+    """The spans of the ``Feature`` messages (steps) of one serialized ``FeatureList``.
+
+    As TensorFlow's SequenceExample parser: after a step whose Int64List/FloatList
+    starts with a packed run, the FeatureList is read on from the end of that run, not
+    from the end of the step. Whatever followed the run in its list is read as further
+    steps (an empty packed run ``0a 00`` reads as an empty step; anything but a ``0x0A``
+    tag fails). Writers put nothing after the run, where both readings agree.
+
+    Raises:
+        MalformedExampleError: a step does not start with a ``Feature`` tag
+            (:data:`NOT_A_STEP`), or its length overruns the FeatureList (TensorFlow
+            checks that strictly here).
+    """
     pos, end = span
-    out: list[Span] = []
     while pos < end:
         if buf[pos] != 0x0A:
-            raise _fail("expected a Feature in a FeatureList", pos)
-        step_end, pos = _limit(buf, pos + 1, end)
-        out.append((pos, step_end))
-        pos = step_end
-    return out
+            raise _fail(NOT_A_STEP, pos)
+        n, pos = _length(buf, pos + 1, end)
+        step_end = pos + n
+        yield pos, step_end
+        pos = _packed_run_end(buf, pos, step_end)
+
+
+def _packed_run_end(buf: bytes, pos: int, end: int) -> int:
+    """Where the packed run that starts the numeric list of ``buf[pos:end]`` ends.
+
+    ``end`` if the Feature is empty, a BytesList, or its list does not start with a
+    packed run (a malformed header is left to :func:`decode_feature` to report).
+    """
+    if end - pos < 3 or buf[pos] not in (0x12, 0x1A):
+        return end
+    try:
+        list_end, start = _limit(buf, pos + 1, end)
+        if start >= list_end or buf[start] != 0x0A:
+            return end
+        return _packed_run(buf, start, list_end)[1]
+    except MalformedExampleError:
+        return end
 
 
 def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int]:
@@ -362,58 +401,69 @@ def _varints(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int
     return values
 
 
-def _decode_int64(
-    buf: bytes, pos: int, end: int, strict: bool
-) -> npt.NDArray[np.int64] | list[int]:
-    chunks: list[npt.NDArray[np.int64] | list[int]] = []
-    singles: list[int] = []
-    while pos < end:
-        tag = buf[pos]
-        if tag == 0x0A:  # packed
-            if strict:
-                n, pos = _length(buf, pos + 1, end)
-                packed_end = pos + n
-            else:
-                packed_end, pos = _limit(buf, pos + 1, end)
-            if singles:
-                chunks.append(singles)
-                singles = []
-            chunks.append(_varints(buf, pos, packed_end))
-            pos = packed_end
-        elif tag == 0x08:  # unpacked
-            v, pos = _varint(buf, pos + 1, end)
-            singles.append(v - (1 << 64) if v >> 63 else v)
-        else:
-            raise _fail(f"unexpected tag {tag} in an Int64List", pos)
-    if singles:
-        chunks.append(singles)
-    if len(chunks) == 1:
-        return chunks[0]
-    if not chunks:
+# TensorFlow reads a list from its first element's tag: a packed run is read alone and
+# whatever follows it in the list is never parsed; an unpacked element means all must be
+# unpacked.
+def _packed_run(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` of the packed run whose tag is at ``buf[pos]``.
+
+    TensorFlow reads it under a ``PushLimit``: a length past the list means "to the end
+    of the list" (only its Example parser checks a packed FloatList's length strictly,
+    which the caller does).
+    """
+    run_end, pos = _limit(buf, pos + 1, end)
+    return pos, run_end
+
+
+def _decode_int64(buf: bytes, pos: int, end: int) -> npt.NDArray[np.int64] | list[int]:
+    if pos >= end:
         return []
-    return np.concatenate([np.asarray(c, dtype=np.int64) for c in chunks])
-
-
-def _decode_float(buf: bytes, pos: int, end: int) -> npt.NDArray[np.float32]:
-    chunks: list[npt.NDArray[np.float32]] = []
+    if buf[pos] == 0x0A:  # packed: one run, the rest is ignored
+        run_start, run_end = _packed_run(buf, pos, end)
+        return _varints(buf, run_start, run_end)
+    values: list[int] = []
     while pos < end:
         tag = buf[pos]
-        if tag == 0x0A:  # packed
-            n, pos = _length(buf, pos + 1, end)
-            # As TensorFlow: n // 4 floats; trailing bytes of a ragged length are skipped.
-            chunks.append(np.frombuffer(buf, dtype="<f4", count=n // 4, offset=pos))
-            pos += n
-        elif tag == 0x0D:  # unpacked fixed32
-            if end - pos < 5:
-                raise _fail("truncated float", pos)
-            chunks.append(np.frombuffer(buf, dtype="<f4", count=1, offset=pos + 1))
-            pos += 5
-        else:
-            raise _fail(f"unexpected tag {tag} in a FloatList", pos)
-    if not chunks:
+        if tag != 0x08:
+            if tag == 0x0A:
+                raise _fail("a packed run after unpacked values in an Int64List", pos)
+            raise _fail(f"unexpected tag {tag} in an Int64List", pos)
+        v, pos = _varint(buf, pos + 1, end)
+        values.append(v - (1 << 64) if v >> 63 else v)
+    return values
+
+
+def _decode_float(buf: bytes, pos: int, end: int, strict: bool) -> npt.NDArray[np.float32]:
+    if pos >= end:
         return np.zeros(0, dtype=np.float32)
-    out = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
-    return out.astype(np.float32, copy=False)
+    if buf[pos] == 0x0A:  # packed: one run, the rest is ignored
+        if strict:
+            # SequenceExample: the run is read under a limit, 4 bytes a value.
+            run_start, run_end = _packed_run(buf, pos, end)
+            n = run_end - run_start
+            if n % 4:
+                raise _fail(f"a packed FloatList of {n} bytes (not a multiple of 4)", run_start)
+        else:
+            # Example: the length is checked strictly; a ragged tail of a run is skipped.
+            n, run_start = _length(buf, pos + 1, end)
+        out = np.frombuffer(buf, dtype="<f4", count=n // 4, offset=run_start)
+        return out.astype(np.float32, copy=False)
+    count = 0
+    start = pos
+    while pos < end:
+        tag = buf[pos]
+        if tag != 0x0D:
+            if tag == 0x0A:
+                raise _fail("a packed run after unpacked values in a FloatList", pos)
+            raise _fail(f"unexpected tag {tag} in a FloatList", pos)
+        if end - pos < 5:
+            raise _fail("truncated float", pos)
+        pos += 5
+        count += 1
+    # Unpacked floats sit every 5 bytes after their tag: one strided view reads them all.
+    raw = np.frombuffer(buf, dtype=np.uint8, count=5 * count, offset=start).reshape(count, 5)
+    values: npt.NDArray[np.float32] = raw[:, 1:].copy().view("<f4").reshape(count)
+    return values.astype(np.float32, copy=False)
 
 
 def _decode_bytes(buf: bytes, pos: int, end: int) -> list[bytes]:
@@ -454,6 +504,11 @@ def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -
     ``KIND_NONE``. ``strict`` rejects list lengths that overrun the Feature (TensorFlow's
     SequenceExample parser does; its Example parser reads to the end instead).
 
+    An Int64List/FloatList is read as TensorFlow does, from its first element's tag: a
+    packed first element is read alone and the rest of the list is ignored unparsed
+    (but see :func:`feature_list_steps`); an unpacked first element requires every
+    element to be unpacked.
+
     Returns:
         int64 values (array, or list for short lists), float32 array (a read-only view of
         ``buf`` when packed), or a list of bytes.
@@ -476,7 +531,7 @@ def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -
         # Fast path: one packed run filling the list (what every writer emits).
         if pos + 1 < list_end and buf[pos] == 0x0A and pos + 2 + buf[pos + 1] == list_end:
             return _varints(buf, pos + 2, list_end)
-        return _decode_int64(buf, pos, list_end, strict)
+        return _decode_int64(buf, pos, list_end)
     if kind == KIND_FLOAT:
-        return _decode_float(buf, pos, list_end)
+        return _decode_float(buf, pos, list_end, strict)
     return _decode_bytes(buf, pos, list_end)

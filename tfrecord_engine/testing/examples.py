@@ -35,8 +35,10 @@ from ..example.specs import (
     ValueRowIds,
     VarLenFeature,
 )
+from .list_encodings import GARBAGE, mixed_lists
 
 __all__ = [
+    "Entry",
     "ParseCase",
     "RawFeature",
     "SequenceCase",
@@ -52,6 +54,8 @@ __all__ = [
 KINDS = ("int64", "float32", "string")
 RawFeature = tuple[str, list[Any]] | None
 """``(dtype, values)`` for a Feature, or ``None`` for an empty Feature (no list at all)."""
+Entry = tuple[str, "RawFeature | bytes"]
+"""A map entry: key and feature; ``bytes`` is a Feature serialized already, kept as is."""
 
 
 def _varint(v: int) -> bytes:
@@ -99,8 +103,12 @@ def _entry(key: str, value: bytes, *, value_first: bool = False) -> bytes:
     return _ld(0x0A, v + k if value_first else k + v)
 
 
+def _feature_bytes(feature: RawFeature | bytes, packed: bool) -> bytes:
+    return feature if isinstance(feature, bytes) else serialize_feature(feature, packed=packed)
+
+
 def serialize_example(
-    entries: Sequence[tuple[str, RawFeature]],
+    entries: Sequence[Entry],
     *,
     packed: bool = True,
     split_at: int | None = None,
@@ -111,7 +119,7 @@ def serialize_example(
     ``split_at`` writes the entries as two concatenated Examples; ``unknown_field`` adds a
     top-level field TensorFlow must skip.
     """
-    parts = [_entry(k, serialize_feature(f, packed=packed)) for k, f in entries]
+    parts = [_entry(k, _feature_bytes(f, packed)) for k, f in entries]
     cut = len(parts) if split_at is None else split_at
     out = _ld(0x0A, b"".join(parts[:cut]))
     if split_at is not None:
@@ -122,15 +130,15 @@ def serialize_example(
 
 
 def serialize_sequence_example(
-    context: Sequence[tuple[str, RawFeature]],
-    feature_lists: Sequence[tuple[str, Sequence[RawFeature]]],
+    context: Sequence[Entry],
+    feature_lists: Sequence[tuple[str, Sequence[RawFeature | bytes]]],
     *,
     packed: bool = True,
 ) -> bytes:
     """Serializes a SequenceExample from context entries and per-key feature steps."""
-    ctx = b"".join(_entry(k, serialize_feature(f, packed=packed)) for k, f in context)
+    ctx = b"".join(_entry(k, _feature_bytes(f, packed)) for k, f in context)
     lists = b"".join(
-        _entry(k, b"".join(_ld(0x0A, serialize_feature(f, packed=packed)) for f in steps))
+        _entry(k, b"".join(_ld(0x0A, _feature_bytes(f, packed)) for f in steps))
         for k, steps in feature_lists
     )
     return _ld(0x0A, ctx) + _ld(0x12, lists)
@@ -334,13 +342,20 @@ def _record_entries(
 
 @st.composite
 def parse_cases(
-    draw: st.DrawFn, *, max_features: int = 3, max_batch: int = 4, canonical: bool = False
+    draw: st.DrawFn,
+    *,
+    max_features: int = 3,
+    max_batch: int = 4,
+    canonical: bool = False,
+    mixed: bool = False,
 ) -> ParseCase:
     """Specs of all five types and a batch of mostly-matching serialized Examples.
 
     With ``canonical=True`` every record has the shape the lockstep decoder takes (one
     Example, packed lists, no duplicate keys or unknown fields) while the key order
     still differs from record to record, so a batch exercises the fast path only.
+    With ``mixed=True`` some lists mix packed runs, unpacked values and garbage
+    (:mod:`.list_encodings`).
     """
     names = draw(
         st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=max_features, unique=True)
@@ -361,13 +376,29 @@ def parse_cases(
         split = None if canonical else draw(st.none() | st.integers(0, len(entries)))
         records.append(
             serialize_example(
-                entries,
+                _mix(draw, entries) if mixed else entries,
                 packed=canonical or draw(st.booleans()),
                 split_at=split,
                 unknown_field=not canonical and draw(st.integers(0, 4)) == 0,
             )
         )
     return ParseCase(features, records, single)
+
+
+def _mixed_feature(draw: st.DrawFn, feature: RawFeature | bytes) -> RawFeature | bytes:
+    """Half the time, ``feature`` re-encoded with a drawn mixed encoding."""
+    if feature is None or isinstance(feature, bytes) or not draw(st.booleans()):
+        return feature
+    dtype, values = feature
+    if dtype == "string":
+        # No packed form: the only mix is garbage after the elements.
+        body = b"".join(_ld(0x0A, v) for v in values) + GARBAGE
+        return _ld(0x0A, body)
+    return _ld(0x1A if dtype == "int64" else 0x12, draw(mixed_lists(dtype, values)).body())
+
+
+def _mix(draw: st.DrawFn, entries: Sequence[Entry]) -> list[Entry]:
+    return [(k, _mixed_feature(draw, f)) for k, f in entries]
 
 
 @dataclass(frozen=True)
@@ -396,8 +427,12 @@ def _ragged_steps(
 
 
 @st.composite
-def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3) -> SequenceCase:
-    """Specs for ``parse_sequence_example`` and matching (or not) SequenceExamples."""
+def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3, mixed: bool = False) -> SequenceCase:
+    """Specs for ``parse_sequence_example`` and matching (or not) SequenceExamples.
+
+    With ``mixed=True`` some lists (context and steps) mix packed runs, unpacked values
+    and garbage (:mod:`.list_encodings`).
+    """
     ctx_names = draw(st.lists(st.sampled_from("abc"), max_size=2, unique=True))
     seq_names = draw(st.lists(st.sampled_from("stu"), min_size=1, max_size=2, unique=True))
     ctx: dict[str, FeatureSpec] = {}
@@ -429,7 +464,7 @@ def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3) -> SequenceCase:
     records = []
     modes = st.sampled_from(["ok"] * 10 + ["missing", "empty", "type", "count"])
     for _ in range(1 if single else draw(st.integers(1, max_batch))):
-        context: list[tuple[str, RawFeature]] = []
+        context: list[Entry] = []
         for name, spec in ctx.items():
             if isinstance(spec, RaggedFeature):
                 context.extend(_ragged_entries(draw, name, spec))
@@ -466,10 +501,14 @@ def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3) -> SequenceCase:
                 feat = _mismatch(draw, spec.dtype, n, step_mode)
                 steps.append(None if feat == "skip" else feat)  # type: ignore[arg-type]
             lists.append((name, steps))
+        written: Sequence[tuple[str, Sequence[RawFeature | bytes]]] = lists
+        if mixed:
+            context = _mix(draw, context)
+            written = [(k, [_mixed_feature(draw, f) for f in steps]) for k, steps in lists]
         records.append(
             serialize_sequence_example(
                 draw(st.permutations(context)),
-                draw(st.permutations(lists)),
+                draw(st.permutations(written)),
                 packed=draw(st.booleans()),
             )
         )
