@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -178,46 +178,82 @@ class BatchDecoder:
     def _columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
         """Template groups first (records sharing one layout), the lockstep walk for the rest."""
         n = int(starts.shape[0])
-        groups: list[tuple[npt.NDArray[np.intp], template.Template]] = []
+        groups: list[template.Group] = []
         rest = np.arange(n)
         if n >= TEMPLATE_MIN_RECORDS:
-            # Layouts seen in earlier chunks first (a file keeps its few layouts), then
-            # new ones from the first record no template took.
-            known = list(self._templates)
-            used: list[template.Template] = []
-            fresh = 0
-            while rest.size and (known or fresh < MAX_NEW_TEMPLATES):
-                if known:
-                    tpl: template.Template | None = known.pop(0)
-                else:
-                    j = int(rest[0])
-                    tpl = template.build_template(
-                        buf, int(starts[j]), int(ends[j]), self._keys, self._kinds
-                    )
-                    fresh += 1
-                if tpl is None:
-                    break
-                hit = template.match_template(buf, starts[rest], ends[rest], tpl)
-                if hit.size == 0:
-                    continue
-                groups.append((rest[hit], tpl))
-                used.append(tpl)
-                keep = np.ones(rest.size, np.bool_)
-                keep[hit] = False
-                rest = rest[keep]
-                if not known and hit.size * 8 < n:
-                    break  # layouts vary too much here for more templates to pay off
-            self._templates = (used + [t for t in self._templates if t not in used])[:MAX_TEMPLATES]
+            groups, rest = self._match_templates(buf, starts, ends)
         if not groups:
             return self._walk_columns(buf, starts, ends)
         walked = self._walk_columns(buf, starts[rest], ends[rest]) if rest.size else None
         self.stats.template_records += n - int(rest.size)
         return {
             req.key: _merge_groups(
-                buf, starts, i, req.kind, groups, rest=rest, walked=walked, key=req.key
+                buf,
+                starts,
+                ends,
+                i,
+                kind=req.kind,
+                groups=groups,
+                rest=rest,
+                walked=walked,
+                key=req.key,
             )
             for i, req in enumerate(self._order)
         }
+
+    def _match_templates(
+        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
+    ) -> tuple[list[template.Group], npt.NDArray[np.intp]]:
+        """Groups of records matching a template, and the positions matching none.
+
+        Layouts seen in earlier chunks come first (a file keeps its few layouts), then
+        new ones built from the first record no template took: a fixed layout first,
+        a flexible one (one int64 list of varying length) when a fixed one takes less
+        than an eighth of the chunk.
+        """
+        n = int(starts.shape[0])
+        groups: list[template.Group] = []
+        rest = np.arange(n)
+        known = list(self._templates)
+        used: list[template.Template] = []
+        fresh = 0
+        flexible = False
+        while rest.size and (known or fresh < MAX_NEW_TEMPLATES):
+            built = not known
+            j = int(rest[0])
+            if known:
+                tpl: template.Template | None = known.pop(0)
+            else:
+                tpl = template.build_template(
+                    buf, int(starts[j]), int(ends[j]), self._keys, self._kinds, flexible=flexible
+                )
+                fresh += 1
+            if tpl is None:
+                break  # this record cannot be a template: the walk takes the rest
+            group = template.match_template(buf, starts[rest], ends[rest], tpl)
+            if built and not tpl.flexible and group.pos.size * 8 < rest.size * 7:
+                # A fixed layout that leaves much behind: one flexible template over
+                # the same record may take (nearly) all, sparing a merge of groups.
+                flex = template.build_template(
+                    buf, int(starts[j]), int(ends[j]), self._keys, self._kinds, flexible=True
+                )
+                if flex is not None:
+                    wide = template.match_template(buf, starts[rest], ends[rest], flex)
+                    if wide.pos.size > group.pos.size:
+                        tpl, group = flex, wide
+            if group.pos.size == 0:
+                continue
+            groups.append(replace(group, pos=rest[group.pos]))
+            used.append(tpl)
+            keep = np.ones(rest.size, np.bool_)
+            keep[group.pos] = False
+            rest = rest[keep]
+            if built and group.pos.size * 8 < n:
+                if tpl.flexible:
+                    break  # layouts vary too much here for more templates to pay off
+                flexible = True
+        self._templates = (used + [t for t in self._templates if t not in used])[:MAX_TEMPLATES]
+        return groups, rest
 
     def _walk_columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
         n = int(starts.shape[0])
@@ -306,10 +342,11 @@ class BatchDecoder:
 def _merge_groups(
     buf: npt.NDArray[np.uint8],
     starts: I64,
+    ends: I64,
     i: int,
-    kind: int,
-    groups: list[tuple[npt.NDArray[np.intp], template.Template]],
     *,
+    kind: int,
+    groups: list[template.Group],
     rest: npt.NDArray[np.intp],
     walked: Columns | None,
     key: str,
@@ -318,31 +355,36 @@ def _merge_groups(
     n = starts.shape[0]
     counts = np.zeros(n, np.int64)
     present = np.zeros(n, np.bool_)
-    parts: list[tuple[npt.NDArray[np.intp], npt.NDArray[Any]]] = []
-    for pos, tpl in groups:
-        layout = tpl.fields[i]
+    # (positions, values in record order, values per record)
+    parts: list[tuple[npt.NDArray[np.intp], npt.NDArray[Any], I64]] = []
+    for group in groups:
+        pos = group.pos
+        layout = group.template.fields[i]
         if layout.kind == KIND_NONE:
             continue
-        counts[pos] = layout.count
         present[pos] = True
-        if layout.count:
-            parts.append((pos, template.template_values(buf, starts[pos], layout)))
+        if layout.variable:
+            assert group.var_values is not None
+            assert group.var_counts is not None
+            counts[pos] = group.var_counts
+            parts.append((pos, group.var_values, group.var_counts))
+        elif layout.count:
+            counts[pos] = layout.count
+            vals = template.template_values(buf, starts[pos], ends[pos], layout)
+            parts.append((pos, vals.reshape(-1), counts[pos]))
     if walked is not None:
         col = walked[key]
         counts[rest] = col.counts
         present[rest] = col.present
-    if len(parts) == 1 and walked is None and parts[0][0].shape[0] == n:
-        return Column(parts[0][1].reshape(-1), counts, present)  # one layout, in order
+        if col.values.size:
+            parts.append((rest, col.values, col.counts))
+    if len(parts) == 1 and parts[0][0].shape[0] == n and (walked is None or rest.size == n):
+        return Column(parts[0][1], counts, present)  # one source, in record order
     offsets = np.cumsum(counts) - counts
     values = np.empty(int(counts.sum()), dtype=empty_values(kind).dtype)
-    for pos, vals in parts:
-        dest = offsets[pos][:, None] + np.arange(vals.shape[1])
-        values[dest.reshape(-1)] = vals.reshape(-1)
-    if walked is not None and walked[key].values.size:
-        col = walked[key]
-        first = np.cumsum(col.counts) - col.counts
-        dest = np.repeat(offsets[rest] - first, col.counts) + np.arange(col.values.shape[0])
-        values[dest] = col.values
+    for pos, vals, cnt in parts:
+        first = np.cumsum(cnt) - cnt
+        values[np.repeat(offsets[pos] - first, cnt) + np.arange(vals.shape[0])] = vals
     return Column(values, counts, present)
 
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ..words import read_words
+
 __all__ = [
     "EntryTable",
     "bytes_values",
@@ -34,7 +36,9 @@ __all__ = [
     "packed_span",
     "packed_varints",
     "read_varints",
+    "read_words",
     "swar_varints",
+    "varint_runs",
     "walk_examples",
 ]
 
@@ -54,6 +58,7 @@ KIND_FLOAT = 2
 KIND_INT64 = 3
 
 _MAX_VARINT = 10
+_U64 = np.uint64
 
 
 def read_varints(buf: U8, pos: I64, limit: I64) -> tuple[npt.NDArray[np.uint64], I64, Bool]:
@@ -102,46 +107,20 @@ def read_varints(buf: U8, pos: I64, limit: I64) -> tuple[npt.NDArray[np.uint64],
 
 
 class _Buf:
-    """A byte buffer with overlapping 4- and 8-byte windows for one-gather reads."""
+    """A byte buffer with 4- and 8-byte little-endian reads at any positions."""
 
     def __init__(self, buf: U8) -> None:
-        if buf.shape[0] < 8:
-            # Tiny batches: pad a copy so every window read stays inside the array.
-            padded = np.zeros(8, np.uint8)
-            padded[: buf.shape[0]] = buf
-            self.size = int(buf.shape[0])
-            buf = padded
-        else:
-            self.size = int(buf.shape[0])
         self.u8 = buf
-        n = buf.shape[0]
-        self.w4 = np.lib.stride_tricks.as_strided(buf, shape=(n - 3, 4), strides=(1, 1))
-        self.w8 = np.lib.stride_tricks.as_strided(buf, shape=(n - 7, 8), strides=(1, 1))
-        self.last4 = n - 4
-        self.last8 = n - 8
-
-    def _read(self, pos: I64, width: int) -> npt.NDArray[np.uint8]:
-        """Bytes ``pos..pos+width-1`` per position, ``[n, width]`` (zero past the end)."""
-        window, last = (self.w4, self.last4) if width == 4 else (self.w8, self.last8)
-        near = pos > last
-        if not near.any():
-            fast: npt.NDArray[np.uint8] = window[pos]
-            return fast
-        out: npt.NDArray[np.uint8] = window[np.minimum(pos, last)].copy()
-        for i in np.flatnonzero(near).tolist():
-            p = int(pos[i])
-            out[i] = np.frombuffer(bytes(self.u8[p : p + width]).ljust(width, b"\0"), np.uint8)
-        return out
+        self.size = int(buf.shape[0])
 
     def read4(self, pos: I64) -> npt.NDArray[np.uint32]:
         """Bytes ``pos..pos+3`` as little-endian uint32 (zero past the buffer's end)."""
-        out: npt.NDArray[np.uint32] = self._read(pos, 4).view("<u4")[:, 0]
+        out: npt.NDArray[np.uint32] = read_words(self.u8, pos).astype(np.uint32)
         return out
 
     def read8(self, pos: I64) -> npt.NDArray[np.uint64]:
         """Bytes ``pos..pos+7`` as little-endian uint64 (zero past the buffer's end)."""
-        out: npt.NDArray[np.uint64] = self._read(pos, 8).view("<u8")[:, 0]
-        return out
+        return read_words(self.u8, pos)
 
 
 def _expect_len(b: _Buf, pos: I64, limit: I64, tag: int | None) -> tuple[I64, I64, Bool]:
@@ -336,7 +315,6 @@ def _gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[U8, I64]:
 
 
 _WEIGHTS = np.array([1 << (7 * k) for k in range(_MAX_VARINT)], np.uint64)
-_U64 = np.uint64
 # Little-endian masks of the low ``w`` bytes, for w = 0..8.
 _BYTE_MASK = np.array([(1 << (8 * w)) - 1 for w in range(9)], np.uint64)
 
@@ -387,19 +365,32 @@ def packed_varints(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
         ``(values, counts, ok)``: all values concatenated (int64, two's complement as
         protobuf), values per list, and per list whether it was the simple packed form.
     """
-    m = starts.shape[0]
     empty = starts == ends
     p_start, p_end, ok = _expect_len(_Buf(buf), starts, ends, _TAG_LEN1)
     ok &= p_end == ends
     ok |= empty
     p_start = np.where(empty | ~ok, starts, p_start)
     p_end = np.where(empty | ~ok, starts, p_end)
+    values, counts, runs_ok = varint_runs(buf, p_start, p_end)
+    return values, counts, ok & runs_ok
+
+
+def varint_runs(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, Bool]:
+    """Decodes runs of back-to-back varints ``buf[p_start[i]:p_end[i]]`` (packed payloads).
+
+    Returns:
+        ``(values, counts, ok)``: all values concatenated (int64, two's complement as
+        protobuf), values per run, and per run whether it decoded cleanly (it ends on a
+        varint's last byte and holds no varint longer than 10 bytes).
+    """
+    m = p_start.shape[0]
+    ok = np.ones(m, np.bool_)
     raw, lengths = _gather_spans(buf, p_start, p_end)
     if raw.size == 0:
         return np.zeros(0, np.int64), np.zeros(m, np.int64), ok
     term = raw < 0x80
-    # Each list must end on a varint terminator, or its tail would run into the next
-    # list's first value: drop such lists (exact path) and decode the rest cleanly.
+    # Each run must end on a varint terminator, or its tail would run into the next
+    # run's first value: drop such runs (exact path) and decode the rest cleanly.
     last = np.cumsum(lengths) - 1
     nonzero = lengths > 0
     torn = np.zeros(m, np.bool_)
@@ -415,14 +406,14 @@ def packed_varints(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
     begins = np.concatenate(([0], ends_idx[:-1] + 1))
     size = ends_idx - begins + 1
     if size.size and int(size.max()) > _MAX_VARINT:
-        # Over-long varints: hand those lists to the exact path.
+        # Over-long varints: hand those runs to the exact path.
         owner = np.searchsorted(np.cumsum(lengths), begins[size > _MAX_VARINT], side="right")
         ok[owner] = False
     if int(size.max(initial=0)) == 1:
         values = raw[ends_idx].astype(np.int64)
     else:
         values = _varints_by_width(raw, begins, size).view(np.int64)
-    # Values per list: terminators inside each list's byte range.
+    # Values per run: terminators inside each run's byte range.
     bounds = np.concatenate(([0], np.cumsum(lengths)))
     counts = np.diff(np.searchsorted(ends_idx, bounds)).astype(np.int64)
     return values, counts, ok

@@ -14,19 +14,28 @@ A record matches only if every byte that decides its parse equals the template's
 a matching record parses exactly as the template record did — the same keys, kinds,
 value counts and value spans — and its values are decoded by the same arithmetic as
 the lockstep path. Records that match no template go through the lockstep walk.
+
+A *flexible* template lets one packed int64 list vary in length (ids drawn from a
+large range have varints of different widths, so no two records need share a
+length). The bytes before that list are checked from the record's start, the bytes
+after it from the record's end, and every length field that encloses it (the
+Example's, the map entry's, the Feature's, the list's, the packed field's) must hold
+the template's value plus the record's length difference, in the same number of bytes.
+The list itself is decoded like any packed run (:func:`lockstep.varint_runs`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from . import lockstep
-from .lockstep import KIND_BYTES, KIND_FLOAT, KIND_NONE
+from .lockstep import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_NONE
 
-__all__ = ["FieldLayout", "Template", "build_template", "match_template"]
+__all__ = ["FieldLayout", "Group", "Template", "build_template", "match_template"]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -43,12 +52,15 @@ class FieldLayout:
 
     Attributes:
         kind: the Feature kind (``KIND_NONE``: the key is missing or its Feature empty).
-        offset: the values' first byte, relative to the record's start.
-        size: payload bytes (floats, int64) — for bytes values, the values' lengths.
+        offset: the values' first byte, from the record's start (from its end, as a
+            negative number, when ``from_end``).
+        size: payload bytes (floats, int64).
         count: number of values.
-        value_offsets: bytes values' offsets (relative to the record's start); for int64,
-            each varint's offset within the payload.
-        widths: int64 varint widths (bytes).
+        value_offsets: bytes values' offsets (like ``offset``); for int64, each
+            varint's offset within the payload.
+        widths: int64 varint widths, or bytes values' lengths.
+        from_end: the field lies after a flexible template's variable list.
+        variable: this is the flexible template's variable int64 list.
     """
 
     kind: int
@@ -57,6 +69,8 @@ class FieldLayout:
     count: int = 0
     value_offsets: tuple[int, ...] = ()
     widths: tuple[int, ...] = ()
+    from_end: bool = False
+    variable: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,95 +78,235 @@ class Template:
     """The layout shared by a group of records (see the module docstring).
 
     The bytes that decide the parse are checked as little-endian 8-byte words: word
-    ``k`` is read at ``word_at[k]`` (relative to the record's start) and must equal
-    ``word[k]`` under ``mask[k]``, which is ``0xFF`` for a structural byte, ``0x80``
-    (the continuation bit) for a packed int64 payload byte and ``0x00`` for value
-    contents.
+    ``k`` is read at ``head_at[k]`` from the record's start (``tail_at[k]``, negative,
+    from its end) and must equal the template's word under its mask, which is ``0xFF``
+    for a structural byte, ``0x80`` (the continuation bit) for an int64 payload byte or
+    a length field that varies, and ``0x00`` for value contents.
 
     Attributes:
-        length: the records' length in bytes (at least 8).
-        word_at: record-relative start of every checked word.
-        word: the template record's words.
-        mask: which bits of each word must match.
+        length: the template record's length in bytes (at least 8).
+        head_at, head_word, head_mask: words checked from the start.
+        tail_at, tail_word, tail_mask: words checked from the end (flexible only).
+        var_start: the variable list's payload start (flexible only, else -1).
+        var_tail: bytes from the variable list's end to the record's end.
+        var_lengths: ``(position, width, value)`` of each enclosing length field.
         fields: one :class:`FieldLayout` per requested key, in request order.
     """
 
     length: int
-    word_at: I64
-    word: npt.NDArray[np.uint64]
-    mask: npt.NDArray[np.uint64]
+    head_at: I64
+    head_word: npt.NDArray[np.uint64]
+    head_mask: npt.NDArray[np.uint64]
+    tail_at: I64
+    tail_word: npt.NDArray[np.uint64]
+    tail_mask: npt.NDArray[np.uint64]
+    var_start: int
+    var_tail: int
+    var_lengths: tuple[tuple[int, int, int], ...]
     fields: tuple[FieldLayout, ...]
+
+    @property
+    def flexible(self) -> bool:
+        """Whether one int64 list may vary in length."""
+        return self.var_start >= 0
+
+
+@dataclass(frozen=True)
+class Group:
+    """The records of a chunk that match a template.
+
+    Attributes:
+        pos: their positions in the chunk.
+        template: the template.
+        var_values, var_counts: the variable list's values and counts (flexible only).
+    """
+
+    pos: npt.NDArray[np.intp]
+    template: Template
+    var_values: npt.NDArray[np.int64] | None = None
+    var_counts: npt.NDArray[np.int64] | None = None
 
 
 def build_template(
-    buf: U8, start: int, end: int, keys: list[bytes], kinds: list[int]
+    buf: U8, start: int, end: int, keys: list[bytes], kinds: list[int], *, flexible: bool = False
 ) -> Template | None:
     """The template of record ``buf[start:end]``, or None if it cannot be one.
 
     A record qualifies when the lockstep walk takes it without fallback, every requested
     key it holds has the requested kind (a mismatch must raise, on the lockstep path),
-    and its int64 varints are at most 9 bytes wide.
+    and its int64 varints are at most 8 bytes wide. A flexible template also needs a
+    non-empty packed int64 list (the longest one becomes the variable one).
     """
-    if end - start < 8:
+    length = end - start
+    if length < 8:
         return None  # too short for word checks; such records are cheap to walk anyway
-    s = np.array([start], np.int64)
-    e = np.array([end], np.int64)
-    table = lockstep.walk_examples(buf, s, e, keys)
+    table = lockstep.walk_examples(
+        buf, np.array([start], np.int64), np.array([end], np.int64), keys
+    )
     if bool(table.fallback[0]):
         return None
-    length = end - start
-    free = np.zeros(length, np.bool_)  # value contents: any byte goes
-    is_cont = np.zeros(length, np.bool_)  # int64 payloads: continuation bits must match
-    fields: list[FieldLayout] = []
+    lists: list[tuple[int, I64, I64] | None] = []
     for i, want in enumerate(kinds):
         sel = np.flatnonzero(table.key_id == i)
         if sel.size == 0 or int(table.kind[sel[0]]) == KIND_NONE:
-            fields.append(FieldLayout(KIND_NONE))
+            lists.append(None)
             continue
         j = int(sel[0])
-        kind = int(table.kind[j])
-        if kind != want:
+        if int(table.kind[j]) != want:
             return None
-        ls, le = table.list_start[j : j + 1], table.list_end[j : j + 1]
-        layout = _field(buf, kind, ls, le, start)
-        if layout is None:
+        lists.append((want, table.list_start[j : j + 1], table.list_end[j : j + 1]))
+    var = -1
+    if flexible:
+        sizes = [
+            int(item[2][0] - item[1][0]) if item is not None and item[0] == KIND_INT64 else 0
+            for item in lists
+        ]
+        var = int(np.argmax(sizes)) if max(sizes, default=0) > 0 else -1
+        if var < 0:
             return None
-        fields.append(layout)
-        if kind == KIND_BYTES:
-            for off, size in zip(layout.value_offsets, layout.widths, strict=True):
-                free[off : off + size] = True
-        elif kind == KIND_FLOAT:
-            free[layout.offset : layout.offset + layout.size] = True
-        else:
-            is_cont[layout.offset : layout.offset + layout.size] = True
-    bits = np.where(free, 0x00, np.where(is_cont, 0x80, 0xFF)).astype(np.uint8)
-    word_at = _cover(np.flatnonzero(bits), length)
-    window = np.lib.stride_tricks.as_strided(
-        buf[start:end], shape=(length - 7, 8), strides=(1, 1), writeable=False
-    )
-    masks = np.lib.stride_tricks.as_strided(bits, shape=(length - 7, 8), strides=(1, 1))
+    fields: list[FieldLayout] = []
+    for i, item in enumerate(lists):
+        layout = None if item is None else _field(buf, *item, start, variable=i == var)
+        if item is not None and layout is None:
+            return None
+        fields.append(layout or FieldLayout(KIND_NONE))
+    bits = _bits(fields, length)
+    record = buf[start:end]
+    if var < 0:
+        head_at = _cover(np.flatnonzero(bits), 0, length)
+        word, mask = _words_of(record, bits, head_at)
+        return Template(length, head_at, word, mask, *_no_words(), -1, 0, (), tuple(fields))
+    v = fields[var]
+    var_start, var_end = v.offset, v.offset + v.size
+    enclosing = _enclosing(bytes(record), var_start, var_end)
+    if enclosing is None:
+        return None
+    for pos, width, _ in enclosing:
+        bits[pos : pos + width] = 0x80  # the width is checked; the value is computed
+    head = np.flatnonzero(bits[:var_start])
+    tail = np.flatnonzero(bits[var_end:]) + var_end
+    head_at = _cover(head, 0, length)
+    tail_at = _cover(tail, 0, length)
+    fields = [
+        _from_end(f, length) if f.kind != KIND_NONE and not f.variable and _after(f, var_end) else f
+        for f in fields
+    ]
     return Template(
-        length=length,
-        word_at=word_at,
-        word=window[word_at].copy().view("<u8").reshape(-1),
-        mask=masks[word_at].copy().view("<u8").reshape(-1),
-        fields=tuple(fields),
+        length,
+        head_at,
+        *_words_of(record, _keep(bits, 0, var_start), head_at),
+        tail_at - length,
+        *_words_of(record, _keep(bits, var_end, length), tail_at),
+        var_start,
+        length - var_end,
+        tuple(enclosing),
+        tuple(fields),
     )
 
 
-def _cover(positions: I64, length: int) -> I64:
+def _after(field: FieldLayout, var_end: int) -> bool:
+    """Whether a field's values lie after the variable list (checked from the end)."""
+    if field.kind == KIND_BYTES:
+        return bool(field.value_offsets) and field.value_offsets[0] >= var_end
+    return field.offset >= var_end
+
+
+def _from_end(field: FieldLayout, length: int) -> FieldLayout:
+    if field.kind == KIND_BYTES:
+        offsets = tuple(o - length for o in field.value_offsets)
+        return replace(field, value_offsets=offsets, from_end=True)
+    return replace(field, offset=field.offset - length, from_end=True)
+
+
+def _bits(fields: list[FieldLayout], length: int) -> U8:
+    """Per byte of the record: 0xFF structural, 0x80 int64 payload, 0x00 contents."""
+    bits = np.full(length, 0xFF, np.uint8)
+    for f in fields:
+        if f.kind == KIND_BYTES:
+            for off, size in zip(f.value_offsets, f.widths, strict=True):
+                bits[off : off + size] = 0x00
+        elif f.kind == KIND_FLOAT or f.variable:
+            bits[f.offset : f.offset + f.size] = 0x00
+        elif f.kind == KIND_INT64:
+            bits[f.offset : f.offset + f.size] = 0x80
+    return bits
+
+
+def _keep(bits: U8, lo: int, hi: int) -> U8:
+    out = np.zeros_like(bits)
+    out[lo:hi] = bits[lo:hi]
+    return out
+
+
+def _cover(positions: I64, lo: int, length: int) -> I64:
     """Starts of 8-byte words covering every position (each word inside the record)."""
     starts: list[int] = []
     covered = -1
     for p in positions.tolist():
         if p > covered:
-            at = min(p, length - 8)
+            at = max(lo, min(p, length - 8))
             starts.append(at)
             covered = at + 7
     return np.asarray(starts, np.int64)
 
 
-def _field(buf: U8, kind: int, ls: I64, le: I64, base: int) -> FieldLayout | None:
+def _words_of(
+    record: U8, bits: U8, at: I64
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """The template record's words at ``at`` and the masks of the bits to compare."""
+    word = _rows(record, at, 8).view("<u8").reshape(-1)
+    mask = _rows(bits, at, 8).view("<u8").reshape(-1)
+    return word, mask
+
+
+def _no_words() -> tuple[I64, npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+
+
+def _length_field(record: bytes, tag_at: int) -> tuple[int, int, int, int]:
+    """``(length_position, width, payload_start, payload_end)`` of a field at ``tag_at``."""
+    at = tag_at + 1
+    value = shift = width = 0
+    while True:
+        byte = record[at + width]
+        value |= (byte & 0x7F) << shift
+        width += 1
+        shift += 7
+        if byte < 0x80:
+            break
+    return at, width, at + width, at + width + value
+
+
+def _enclosing(record: bytes, a: int, b: int) -> list[tuple[int, int, int]] | None:
+    """``(position, width, value)`` of every length field enclosing payload ``[a, b)``.
+
+    The record is canonical (the lockstep walk took it): one ``features`` field, entries
+    of key then value, a Feature holding one packed Int64List.
+    """
+    pos, width, start, end = _length_field(record, 0)
+    out = [(pos, width, end - start)]
+    at = start
+    while at < end:
+        pos, width, e_start, e_end = _length_field(record, at)
+        if e_start <= a and b <= e_end:
+            out.append((pos, width, e_end - e_start))
+            _, _, _, key_end = _length_field(record, e_start)
+            pos, width, v_start, v_end = _length_field(record, key_end)
+            out.append((pos, width, v_end - v_start))
+            pos, width, l_start, l_end = _length_field(record, v_start)
+            out.append((pos, width, l_end - l_start))
+            pos, width, p_start, p_end = _length_field(record, l_start)
+            out.append((pos, width, p_end - p_start))
+            if (p_start, p_end) != (a, b) or max(w for _, w, _ in out) > 8:
+                return None
+            return out
+        at = e_end
+    return None
+
+
+def _field(
+    buf: U8, kind: int, ls: I64, le: I64, base: int, *, variable: bool = False
+) -> FieldLayout | None:
     """The layout of one list payload ``[ls, le)`` (a one-element batch)."""
     if kind == KIND_BYTES:
         vs, ve, counts, ok = lockstep.bytes_values(buf, ls, le)
@@ -171,6 +325,8 @@ def _field(buf: U8, kind: int, ls: I64, le: I64, base: int) -> FieldLayout | Non
         if size % 4:
             return None
         return FieldLayout(kind, offset=offset, size=size, count=size // 4)
+    if variable:
+        return FieldLayout(kind, offset=offset, size=size, variable=True)
     payload = buf[int(p_start[0]) : int(p_end[0])]
     ends = np.flatnonzero(payload < 0x80)
     if ends.size == 0 or int(ends[-1]) != size - 1:
@@ -189,26 +345,51 @@ def _field(buf: U8, kind: int, ls: I64, le: I64, base: int) -> FieldLayout | Non
     )
 
 
-def match_template(buf: U8, starts: I64, ends: I64, template: Template) -> npt.NDArray[np.intp]:
-    """Positions (in ``starts``) of the records that have ``template``'s layout."""
-    cand = np.flatnonzero(ends - starts == template.length)
-    if cand.size == 0 or template.word_at.size == 0:
-        return cand
-    window = np.lib.stride_tricks.as_strided(
-        buf, shape=(buf.shape[0] - 7, 8), strides=(1, 1), writeable=False
+def _check(
+    buf: U8, base: I64, at: I64, word: npt.NDArray[np.uint64], mask: npt.NDArray[np.uint64]
+) -> Bool:
+    if at.size == 0:
+        return np.ones(base.shape[0], np.bool_)
+    words = lockstep.read_words(buf, base[:, None] + at)
+    ok: Bool = ((words ^ word) & mask == 0).all(axis=1)
+    return ok
+
+
+def match_template(buf: U8, starts: I64, ends: I64, template: Template) -> Group:
+    """The records (positions in ``starts``) that have ``template``'s layout."""
+    lengths = ends - starts
+    t = template
+    if not t.flexible:
+        cand = np.flatnonzero(lengths == t.length)
+        ok = _check(buf, starts[cand], t.head_at, t.head_word, t.head_mask)
+        return Group(cand[ok], t)
+    cand = np.flatnonzero(lengths >= max(8, t.var_start + t.var_tail))
+    s, e = starts[cand], ends[cand]
+    ok = _check(buf, s, t.head_at, t.head_word, t.head_mask)
+    ok &= _check(buf, e, t.tail_at, t.tail_word, t.tail_mask)
+    delta = lengths[cand] - t.length
+    for pos, width, value in t.var_lengths:
+        got = lockstep.swar_varints(
+            lockstep.read_words(buf, s + pos), np.full(s.shape[0], width, np.int64)
+        )
+        ok &= got.view(np.int64) == value + delta
+    cand = cand[ok]
+    values, counts, runs_ok = lockstep.varint_runs(
+        buf, starts[cand] + t.var_start, ends[cand] - t.var_tail
     )
-    words = window[starts[cand][:, None] + template.word_at].view("<u8")[..., 0]
-    ok = ((words ^ template.word) & template.mask == 0).all(axis=1)
-    hit: npt.NDArray[np.intp] = cand[ok]
-    return hit
+    if not runs_ok.all():
+        values = values[np.repeat(runs_ok, counts)]
+        cand, counts = cand[runs_ok], counts[runs_ok]
+    return Group(cand, t, values, counts)
 
 
-def template_values(buf: U8, starts: I64, layout: FieldLayout) -> npt.NDArray[np.generic]:
-    """The values of ``layout`` for the records at ``starts``, ``[len(starts), count]``.
+def template_values(buf: U8, starts: I64, ends: I64, layout: FieldLayout) -> npt.NDArray[Any]:
+    """The values of ``layout`` for the records ``[starts, ends)``, ``[n, count]``.
 
     Float and int64 values come as numeric arrays; bytes values as an object array.
     """
     m = starts.shape[0]
+    base = ends if layout.from_end else starts
     if layout.kind == KIND_BYTES:
         out = np.empty((m, layout.count), dtype=object)
         for j, (off, size) in enumerate(zip(layout.value_offsets, layout.widths, strict=True)):
@@ -217,9 +398,9 @@ def template_values(buf: U8, starts: I64, layout: FieldLayout) -> npt.NDArray[np
                 continue
             # A void view turns each row into one bytes object in C (an "S" view
             # would strip trailing NUL bytes).
-            out[:, j] = _rows(buf, starts + off, size).view(f"V{size}").reshape(-1).tolist()
+            out[:, j] = _rows(buf, base + off, size).view(f"V{size}").reshape(-1).tolist()
         return out
-    raw = _rows(buf, starts + layout.offset, layout.size)
+    raw = _rows(buf, base + layout.offset, layout.size)
     if layout.kind == KIND_FLOAT:
         floats: npt.NDArray[np.float32] = raw.view("<f4").astype(np.float32, copy=False)
         return floats
@@ -227,22 +408,12 @@ def template_values(buf: U8, starts: I64, layout: FieldLayout) -> npt.NDArray[np
         return raw.astype(np.int64)
     # Every varint has the same offset and width in every record: read 8 bytes at each
     # and pack their 7-bit groups (lockstep.swar_varints).
-    at = starts[:, None] + (layout.offset + np.asarray(layout.value_offsets, np.int64))
+    at = base[:, None] + (layout.offset + np.asarray(layout.value_offsets, np.int64))
     widths = np.asarray(layout.widths, np.int64)
-    values: npt.NDArray[np.int64] = lockstep.swar_varints(_words(buf, at), widths).view(np.int64)
+    values: npt.NDArray[np.int64] = lockstep.swar_varints(
+        lockstep.read_words(buf, at), widths
+    ).view(np.int64)
     return values
-
-
-def _words(buf: U8, at: I64) -> npt.NDArray[np.uint64]:
-    """The 8 bytes at each position as a little-endian uint64 (zeros past the end)."""
-    last = buf.shape[0] - 8
-    if buf.shape[0] >= 8 and int(at.max()) <= last:
-        return _rows(buf, at, 8).view("<u8")[..., 0]
-    # Near the end of the buffer (the last record of a joined batch): pad a copy of
-    # the tail; the widths mask the padding out.
-    tail_start = max(0, min(int(at.min()), buf.shape[0] - 8))
-    tail = np.concatenate([buf[tail_start:], np.zeros(8, np.uint8)])
-    return _rows(tail, at - tail_start, 8).view("<u8")[..., 0]
 
 
 def _rows(buf: U8, at: I64, size: int) -> U8:

@@ -1,0 +1,209 @@
+"""Template decoding (records sharing a layout) returns exactly what the exact path returns."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+
+import tfrecord_engine as tfe
+from tfrecord_engine.example import template
+from tfrecord_engine.example.batch import BatchDecoder, join_records
+from tfrecord_engine.example.parse import parse_example as parse_exact
+from tfrecord_engine.example.specs import FeatureSpec
+from tfrecord_engine.testing.layouts import LayoutBatch, layout_batches
+
+from .test_batch_decoder import _outcome, assert_same
+
+_SLOW_DATA = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+
+@settings(max_examples=120, suppress_health_check=_SLOW_DATA, deadline=None)
+@given(layout_batches())
+def test_template_groups_equal_the_exact_path(batch: LayoutBatch) -> None:
+    exact = _outcome(lambda: parse_exact(batch.records, batch.features))
+    dec = BatchDecoder(batch.features)
+    fast = _outcome(lambda: dec.decode_records(batch.records))
+    assert fast[0] == exact[0], (fast, exact)
+    if exact[0] == "ok":
+        assert_same(fast[1], exact[1])
+    else:
+        assert fast[1] == exact[1]
+    # A second chunk through the same decoder reuses the layouts it learnt.
+    again = _outcome(lambda: dec.decode_records(batch.records[::-1]))
+    exact_rev = _outcome(lambda: parse_exact(batch.records[::-1], batch.features))
+    assert again[0] == exact_rev[0]
+    if again[0] == "ok":
+        assert_same(again[1], exact_rev[1])
+
+
+def _mnist_like(n: int, start: int = 0) -> list[bytes]:
+    rng = np.random.default_rng(3)
+    return [
+        tfe.encode_example(
+            {
+                "image": rng.integers(0, 256, 784, dtype=np.uint8).tobytes(),
+                "label": int(rng.integers(0, 10)),
+                "index": start + i,
+            }
+        )
+        for i in range(n)
+    ]
+
+
+MNIST = {
+    "index": tfe.FixedLenFeature([], "int64"),
+    "label": tfe.FixedLenFeature([], "int64"),
+    "image": tfe.FixedLenFeature([], "string"),
+}
+
+
+def test_uniform_records_are_decoded_by_template() -> None:
+    # Indices 100..299 have 1- and 2-byte varints: two layouts, both templated.
+    records = _mnist_like(200, start=100)
+    dec = BatchDecoder(MNIST)
+    out = dec.decode_records(records)
+    assert dec.stats.template_records == 200
+    assert dec.stats.fallback_records == 0
+    assert_same(out, parse_exact(records, MNIST))
+
+
+def test_template_keeps_trailing_nul_bytes_and_empty_values() -> None:
+    feats: dict[str, FeatureSpec] = {
+        "b": tfe.VarLenFeature("string"),
+        "x": tfe.FixedLenFeature([2], "float32"),
+    }
+    records = [
+        tfe.encode_example({"b": [b"ab\x00\x00", b""], "x": np.array([i, -i], np.float32)})
+        for i in range(100)
+    ]
+    dec = BatchDecoder(feats)
+    out = dec.decode_records(records)
+    assert dec.stats.template_records == 100
+    assert out["b"].values.tolist() == [b"ab\x00\x00", b""] * 100
+    assert_same(out, parse_exact(records, feats))
+
+
+def test_a_record_with_a_changed_structural_byte_is_not_matched() -> None:
+    records = _mnist_like(100)
+    layout = records[50]
+    # Same length, one key byte changed: "label" -> "lAbel" is a key not asked for.
+    at = layout.index(b"label")
+    records[50] = layout[:at] + b"lA" + layout[at + 2 :]
+    dec = BatchDecoder(MNIST)
+    exact = _outcome(lambda: parse_exact(records, MNIST))
+    fast = _outcome(lambda: dec.decode_records(records))
+    assert exact[0] == "error"  # record 50 lacks the required "label" now
+    assert fast == exact
+    # The first layout did not take record 50: it needed a layout of its own.
+    assert len(dec._templates) == 2
+
+
+def test_int64_widths_one_to_eight_and_negative(tmp_path: Path) -> None:
+    values = [0, 1, 127, 128, 2**14, 2**21, 2**28, 2**35, 2**42, 2**49, 2**56 - 1, 2**56, -1]
+    feats = {"v": tfe.FixedLenFeature([len(values)], "int64")}
+    records = [
+        tfe.encode_example({"v": [v + (i % 2 if v >= 0 else 0) for v in values]}) for i in range(80)
+    ]
+    dec = BatchDecoder(feats)
+    assert_same(dec.decode_records(records), parse_exact(records, feats))
+    # 2**56 needs 9 bytes and -1 ten: such layouts are walked, not templated.
+    assert dec.stats.template_records == 0
+    records = [tfe.encode_example({"v": [v + i % 2 for v in values[:-3]]}) for i in range(80)]
+    feats = {"v": tfe.FixedLenFeature([len(values) - 3], "int64")}
+    dec = BatchDecoder(feats)
+    assert_same(dec.decode_records(records), parse_exact(records, feats))
+    assert dec.stats.template_records == 80
+
+
+def test_dataset_chunks_from_the_mapped_file_use_templates(tmp_path: Path) -> None:
+    path = os.fspath(tmp_path / "m.tfrecord")
+    records = _mnist_like(300, start=16000)  # 2- and 3-byte indices
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(records)
+    ds = tfe.RecordDataset(path, features=MNIST)
+    got = list(ds.batches(64))
+    assert ds.decoder.stats.template_records == 300
+    want = [parse_exact(records[i : i + 64], MNIST) for i in range(0, 300, 64)]
+    assert len(got) == len(want)
+    for g, w_ in zip(got, want, strict=True):
+        assert_same(g, w_)
+    # The last record's varints sit at the very end of the mapped file's data.
+    last = ds[[299]]
+    assert last["index"].tolist() == [16299]
+
+
+def test_build_template_refuses_what_it_cannot_hold() -> None:
+    feats = {"a": tfe.FixedLenFeature([], "int64")}
+    dec = BatchDecoder(feats)
+    buf, starts, ends = join_records([tfe.encode_example({"a": 1.5})])  # type mismatch
+    assert template.build_template(buf, int(starts[0]), int(ends[0]), dec._keys, dec._kinds) is None
+    buf, starts, ends = join_records([b""])  # too short for word checks
+    assert template.build_template(buf, 0, 0, dec._keys, dec._kinds) is None
+
+
+def _tabular(n: int, seed: int = 0, *, high: int = 2**40) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    return [
+        tfe.encode_example(
+            {
+                "tag": b"t%d" % (i % 7),
+                "ids": rng.integers(0, high, 16),
+                "label": int(rng.integers(0, 2)),
+                "x": rng.standard_normal(4).astype(np.float32),
+            }
+        )
+        for i in range(n)
+    ]
+
+
+TABULAR = {
+    "tag": tfe.FixedLenFeature([], "string"),
+    "ids": tfe.FixedLenFeature([16], "int64"),
+    "label": tfe.FixedLenFeature([], "int64"),
+    "x": tfe.FixedLenFeature([4], "float32"),
+}
+
+
+def test_flexible_template_takes_lists_of_varying_widths() -> None:
+    # ids up to 2**40 have 5- and 6-byte varints in any mix: records differ in length,
+    # with fields both before ("tag") and after ("label", "x") the varying list.
+    records = _tabular(400)
+    assert len({len(r) for r in records}) > 1
+    dec = BatchDecoder(TABULAR)
+    out = dec.decode_records(records)
+    assert_same(out, parse_exact(records, TABULAR))
+    assert dec.stats.template_records == 400
+    assert any(t.flexible for t in dec._templates)
+
+
+def test_flexible_template_rejects_a_changed_enclosing_length_width() -> None:
+    # ids below 2**7 make the entry 1 byte of length shorter: still templated; a list of
+    # 16 ten-byte varints (negative ids) crosses 128 bytes, so its length fields need
+    # one byte more: such records must not match the small-id layout.
+    records = _tabular(200, high=2**40)
+    odd = tfe.encode_example(
+        {"tag": b"t0", "ids": np.full(16, -5, np.int64), "label": 1, "x": np.ones(4, np.float32)}
+    )
+    records[100] = odd
+    dec = BatchDecoder(TABULAR)
+    assert_same(dec.decode_records(records), parse_exact(records, TABULAR))
+    # Record 100's longer list needs wider length fields: no template took it.
+    assert dec.stats.template_records == 199
+
+
+def test_flexible_template_drops_a_torn_list_to_the_walk() -> None:
+    # Same layout bytes, but the varying list's last byte has its continuation bit set:
+    # the record is malformed, and the exact path's error must be the result.
+    records = _tabular(100)
+    bad = bytearray(records[60])
+    at = bytes(bad).index(b"ids") + 3 + 2 + 2 + 2  # key, value tag/len, list tag/len
+    payload_len = bad[at - 1]
+    bad[at + payload_len - 1] |= 0x80
+    records[60] = bytes(bad)
+    dec = BatchDecoder(TABULAR)
+    assert _outcome(lambda: dec.decode_records(records)) == _outcome(
+        lambda: parse_exact(records, TABULAR)
+    )
