@@ -262,9 +262,6 @@ class BatchDecoder:
         spans: list[tuple[I64, I64, I64]] = []
         for i, req in enumerate(self._order):
             sel = np.flatnonzero(table.key_id == i)
-            # Entries come in walk order (step by step); a key sits at different steps
-            # in records with different key orders, so put them back in record order.
-            sel = sel[np.argsort(table.record[sel], kind="stable")]
             kind = table.kind[sel]
             if np.any((kind != KIND_NONE) & (kind != req.kind) & ~fallback[table.record[sel]]):
                 raise _Delegate  # a type mismatch: the exact path raises TF's error
