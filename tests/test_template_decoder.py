@@ -207,3 +207,28 @@ def test_flexible_template_drops_a_torn_list_to_the_walk() -> None:
     assert _outcome(lambda: dec.decode_records(records)) == _outcome(
         lambda: parse_exact(records, TABULAR)
     )
+
+
+def test_chunks_where_templates_barely_help_walk_without_trying() -> None:
+    rng = np.random.default_rng(5)
+    feats: dict[str, FeatureSpec] = {
+        "tokens": tfe.VarLenFeature("int64"),
+        "tags": tfe.VarLenFeature("string"),
+    }
+    records = [
+        tfe.encode_example(
+            {
+                "tokens": rng.integers(0, 30_000, int(rng.integers(1, 65))),
+                "tags": [b"t%d" % k for k in rng.integers(0, 100, int(rng.integers(1, 5)))],
+            }
+        )
+        for _ in range(256)
+    ]
+    dec = BatchDecoder(feats)
+    assert_same(dec.decode_records(records), parse_exact(records, feats))
+    # Two lists of varying length (a flexible template allows one): templates took
+    # almost nothing, so the next chunk does not try them.
+    assert dec._skip_templates > 0
+    before = dec.stats.template_records
+    assert_same(dec.decode_records(records[::-1]), parse_exact(records[::-1], feats))
+    assert dec.stats.template_records == before

@@ -42,6 +42,8 @@ TEMPLATE_MIN_RECORDS = 64
 #: Layouts remembered across chunks, and the most new ones built per chunk.
 MAX_TEMPLATES = 8
 MAX_NEW_TEMPLATES = 3
+#: After a chunk that templates barely helped, this many chunks skip them.
+TEMPLATE_RETRY_CHUNKS = 16
 
 
 @dataclass
@@ -87,6 +89,7 @@ class BatchDecoder:
         self._keys = [r.raw_key for r in self._order]
         self._kinds = [r.kind for r in self._order]
         self._templates: list[template.Template] = []
+        self._skip_templates = 0  # chunks left to walk without trying templates
         self._dense = all(type(f) is FixedLenFeature for f in self.features.values())
         self.stats = DecodeStats()
 
@@ -180,8 +183,14 @@ class BatchDecoder:
         n = int(starts.shape[0])
         groups: list[template.Group] = []
         rest = np.arange(n)
-        if n >= TEMPLATE_MIN_RECORDS:
+        if n >= TEMPLATE_MIN_RECORDS and self._skip_templates == 0:
             groups, rest = self._match_templates(buf, starts, ends)
+            if rest.size * 8 > n * 7:
+                # Templates took under an eighth: records vary too much here (ragged
+                # lists, free text). Walk the next chunks without trying, then retry.
+                self._skip_templates = TEMPLATE_RETRY_CHUNKS
+        elif self._skip_templates:
+            self._skip_templates -= 1
         if not groups:
             return self._walk_columns(buf, starts, ends)
         walked = self._walk_columns(buf, starts[rest], ends[rest]) if rest.size else None
