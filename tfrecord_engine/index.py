@@ -235,28 +235,17 @@ class Index:
                 offsets, lengths, damage = tolerant_scan(path, kind, policy)
             else:
                 offsets, lengths = walk_stream(path, kind)
-            idx = cls(
-                path,
-                offsets,
-                lengths,
-                data_size=size,
-                fingerprint=fp,
-                compression=kind,
-                damage=damage,
-                damage_policy=policy,
-            )
-            idx.report_damage(on_damage_report)
-            return idx
-        require_regular(path, "indexing")
-        with mapped(path) as buf:
-            fp = fingerprint(buf)
-            size = len(buf)
-            if policy != "raise":
-                offsets, lengths, damage = tolerant_scan(path, kind, policy)
-            elif kind is Compression.NONE:
-                offsets, lengths = walk_headers(buf, path)
-            else:
-                offsets, lengths = walk_stream(path, kind)
+        else:
+            require_regular(path, "indexing")
+            with mapped(path) as buf:
+                fp = fingerprint(buf)
+                size = len(buf)
+                if policy != "raise":
+                    offsets, lengths, damage = tolerant_scan(path, kind, policy)
+                elif kind is Compression.NONE:
+                    offsets, lengths = walk_headers(buf, path)
+                else:
+                    offsets, lengths = walk_stream(path, kind)
         idx = cls(
             path,
             offsets,
