@@ -289,3 +289,22 @@ def test_fileops_open_new_closes_the_descriptor_if_wrapping_fails(
     with pytest.raises(MemoryError):
         FileOps().open_new(str(tmp_path / "x"))
     assert len(closed) == 1
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_durable_false_skips_fsync_but_publishes_the_same_file(
+    tmp_path: Path, atomic: bool
+) -> None:
+    records = [b"a" * 10, b"", b"bc"]
+    files = {}
+    for durable in (True, False):
+        ops = FaultyOps()
+        path = os.fspath(tmp_path / f"{durable}.tfrecord")
+        with tfe.TFRecordWriter(path, atomic=atomic, durable=durable, _ops=ops) as w:
+            w.write_many(records)
+        files[durable] = Path(path).read_bytes()
+        synced = ops.calls["fsync"] + ops.calls["fsync_dir"]
+        assert (synced > 0) is durable, ops.calls
+        assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+    assert files[True] == files[False]
+    assert list(tfe.read_records(os.fspath(tmp_path / "False.tfrecord"))) == records

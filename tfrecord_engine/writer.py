@@ -103,6 +103,11 @@ class TFRecordWriter:
             TensorFlow reads) and records those restart points for random access. With
             ``append=True`` the index is rebuilt from the whole file on ``close()``.
         index_flush_every: records between restart points of a compressed file.
+        durable: ``fsync`` the file (and, after the rename, its directory) on
+            ``close()`` so the data survives a power loss. ``False`` hands the data to
+            the operating system without forcing it to disk, as TensorFlow's writer
+            does: faster for scratch data; an atomic writer still publishes only a
+            complete file (the rename), but a power loss may lose it.
 
     ``close()`` is idempotent; ``write``/``flush`` after ``close`` raise
     :class:`WriterClosedError` (TensorFlow's writer silently accepts them). After any
@@ -133,6 +138,7 @@ class TFRecordWriter:
         on_damage_report: Callable[[DamageReport], object] | None = None,
         index: bool = False,
         index_flush_every: int = DEFAULT_FLUSH_EVERY,
+        durable: bool = True,
         _ops: FileOps | None = None,
     ) -> None:
         self._kind = normalize_compression(compression)
@@ -145,6 +151,7 @@ class TFRecordWriter:
             # Appending first reads the file's tail (torn records are cut): a pipe has none.
             require_regular(self.path, "appending")
         self._ops = FileOps() if _ops is None else _ops
+        self._durable = durable
         self._failed: OSError | None = None
         self._temp: str | None = None
         self.records_written = 0
@@ -344,14 +351,16 @@ class TFRecordWriter:
             if self._compressor is not None and not self._empty_append:
                 self._ops.write(f, self._compressor.flush(zlib.Z_FINISH))
             self._ops.flush(f)
-            self._ops.fsync(f)
+            if self._durable:
+                self._ops.fsync(f)
             self._ops.close(f)
             if self._temp is not None:
                 self._ops.replace(self._temp, self.path)
                 self._temp = None
             # Until the directory is synced the rename itself may not survive a crash;
             # a failure here raises (the complete file is in place) and skips the hook.
-            self._ops.fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+            if self._durable:
+                self._ops.fsync_dir(os.path.dirname(os.path.abspath(self.path)))
         except BaseException:
             self._discard(f)
             raise
