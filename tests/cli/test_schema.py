@@ -131,7 +131,14 @@ def test_inferred_spec_parses_every_record(rows: Table) -> None:
                 sparse = parsed[key]
                 got = sparse.values[sparse.indices[:, 0] == i]
             else:
-                got = np.asarray(parsed[key][i]).reshape(-1)
+                value = parsed[key][i]
+                # A bytes scalar through np.asarray becomes an "S" array, which drops
+                # trailing NUL bytes: keep bytes as objects.
+                got = (
+                    np.array([value], dtype=object)
+                    if isinstance(value, bytes)
+                    else np.asarray(value).reshape(-1)
+                )
             want = row.get(key)
             if want is None:
                 assert isinstance(spec, tfe.VarLenFeature) or got.size == 1
