@@ -86,3 +86,18 @@ def test_large_file_damage_is_found_at_its_record(tmp_path: Path) -> None:
     assert err is not None
     assert err[0] is tfe.CorruptedRecordError
     assert (err[1], err[2]) == (450, 450 * 1016)
+
+
+def test_large_records_are_read_one_by_one_with_the_same_result(tmp_path: Path) -> None:
+    path = os.fspath(tmp_path / "large.tfrecord")
+    records = [bytes([i]) * 40_000 for i in range(12)]  # ~480 KB, records above 16 KiB
+    with tfe.TFRecordWriter(path, atomic=False) as w:
+        w.write_many(records)
+    assert list(tfe.read_records(path)) == records
+    data = bytearray(Path(path).read_bytes())
+    data[7 * 40_016 + 12 + 9] ^= 0x01
+    Path(path).write_bytes(bytes(data))
+    got, err = _outcome(path)
+    assert got == records[:7]
+    assert err is not None
+    assert (err[0], err[1], err[2]) == (tfe.CorruptedRecordError, 7, 7 * 40_016)
