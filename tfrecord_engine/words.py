@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["read_words"]
+__all__ = ["read_rows", "read_words"]
 
 I64 = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
@@ -51,3 +51,17 @@ def _words_at(words: npt.NDArray[np.uint64], at: I64) -> npt.NDArray[np.uint64]:
     hi = (words[q + 1] << (_U64(63) - r)) << _U64(1)
     out: npt.NDArray[np.uint64] = lo | hi
     return out
+
+
+def read_rows(buf: U8, at: I64, size: int) -> U8:
+    """``buf[at[j] : at[j] + size]`` for every j, as a ``[*at.shape, size]`` array.
+
+    One strided gather (a copy per span); every span must lie inside ``buf``.
+    """
+    if size == 0:
+        return np.zeros((*at.shape, 0), np.uint8)
+    window = np.lib.stride_tricks.as_strided(
+        buf, shape=(buf.shape[0] - size + 1, size), strides=(1, 1), writeable=False
+    )
+    rows: U8 = window[at]
+    return rows

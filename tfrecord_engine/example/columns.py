@@ -66,13 +66,6 @@ class Column:
             self.present[start:stop],
         )
 
-    def row(self, i: int) -> npt.NDArray[Any] | None:
-        """Record ``i``'s values, or ``None`` where the key is missing."""
-        if not self.present[i]:
-            return None
-        o = self.offsets
-        return self.values[o[i] : o[i + 1]]
-
 
 def from_rows(rows: Sequence[dict[str, RawValues | None]], key: str, kind: int) -> Column:
     """Builds the column of ``key`` from per-record decoded rows."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..words import read_words
+from ..words import read_rows, read_words
 
 __all__ = [
     "EntryTable",
@@ -279,10 +279,6 @@ def _match_keys(b: _Buf, kstart: I64, klen: I64, keys: list[bytes]) -> I64:
     return key_id
 
 
-def _segment_ids(counts: I64) -> I64:
-    return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
-
-
 def _gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[U8, I64]:
     """Concatenates ``buf[starts[i]:ends[i]]`` for all i; returns (bytes, lengths).
 
@@ -296,10 +292,7 @@ def _gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[U8, I64]:
         return np.zeros(0, np.uint8), lengths
     first = int(lengths[0])
     if first > 0 and bool((lengths == first).all()) and int(ends.max()) <= buf.shape[0]:
-        window = np.lib.stride_tricks.as_strided(
-            buf, shape=(buf.shape[0] - first + 1, first), strides=(1, 1)
-        )
-        return window[starts].reshape(-1), lengths
+        return read_rows(buf, starts, first).reshape(-1), lengths
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, np.uint8), lengths
@@ -366,8 +359,7 @@ def packed_varints(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
         protobuf), values per list, and per list whether it was the simple packed form.
     """
     empty = starts == ends
-    p_start, p_end, ok = _expect_len(_Buf(buf), starts, ends, _TAG_LEN1)
-    ok &= p_end == ends
+    p_start, p_end, ok = packed_span(buf, starts, ends)
     ok |= empty
     p_start = np.where(empty | ~ok, starts, p_start)
     p_end = np.where(empty | ~ok, starts, p_end)
@@ -428,8 +420,8 @@ def packed_span(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
 def packed_floats(buf: U8, starts: I64, ends: I64) -> tuple[npt.NDArray[np.float32], I64, Bool]:
     """Decodes FloatList payloads holding one packed field each (little-endian float32)."""
     empty = starts == ends
-    p_start, p_end, ok = _expect_len(_Buf(buf), starts, ends, _TAG_LEN1)
-    ok &= (p_end == ends) & ((p_end - p_start) % 4 == 0)
+    p_start, p_end, ok = packed_span(buf, starts, ends)
+    ok &= (p_end - p_start) % 4 == 0
     ok |= empty
     p_start = np.where(empty | ~ok, starts, p_start)
     p_end = np.where(empty | ~ok, starts, p_end)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..words import read_rows
 from . import lockstep
 from .lockstep import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_NONE
 
@@ -254,8 +255,8 @@ def _words_of(
     record: U8, bits: U8, at: I64
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
     """The template record's words at ``at`` and the masks of the bits to compare."""
-    word = _rows(record, at, 8).view("<u8").reshape(-1)
-    mask = _rows(bits, at, 8).view("<u8").reshape(-1)
+    word = read_rows(record, at, 8).view("<u8").reshape(-1)
+    mask = read_rows(bits, at, 8).view("<u8").reshape(-1)
     return word, mask
 
 
@@ -398,9 +399,9 @@ def template_values(buf: U8, starts: I64, ends: I64, layout: FieldLayout) -> npt
                 continue
             # A void view turns each row into one bytes object in C (an "S" view
             # would strip trailing NUL bytes).
-            out[:, j] = _rows(buf, base + off, size).view(f"V{size}").reshape(-1).tolist()
+            out[:, j] = read_rows(buf, base + off, size).view(f"V{size}").reshape(-1).tolist()
         return out
-    raw = _rows(buf, base + layout.offset, layout.size)
+    raw = read_rows(buf, base + layout.offset, layout.size)
     if layout.kind == KIND_FLOAT:
         floats: npt.NDArray[np.float32] = raw.view("<f4").astype(np.float32, copy=False)
         return floats
@@ -414,18 +415,3 @@ def template_values(buf: U8, starts: I64, ends: I64, layout: FieldLayout) -> npt
         lockstep.read_words(buf, at), widths
     ).view(np.int64)
     return values
-
-
-def _rows(buf: U8, at: I64, size: int) -> U8:
-    """``buf[at[j] : at[j] + size]`` for every j, as a ``[*at.shape, size]`` array.
-
-    Every span must lie inside ``buf`` (8-byte words of a varint near a record's end
-    run into the next record's bytes or the file's footer, never past the buffer).
-    """
-    if size == 0:
-        return np.zeros((*at.shape, 0), np.uint8)
-    window = np.lib.stride_tricks.as_strided(
-        buf, shape=(buf.shape[0] - size + 1, size), strides=(1, 1), writeable=False
-    )
-    rows: U8 = window[at]
-    return rows
