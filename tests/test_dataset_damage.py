@@ -305,3 +305,23 @@ def test_parse_error_next_to_damage_still_reports_the_damage(tmp_path: Path) -> 
     with pytest.raises(tfe.ExampleParseError, match="x"):
         next(ds.batches(10))
     assert [r.record_index for r in reports] == [5]
+
+
+@pytest.mark.parametrize("policy", ["skip", "stop"])
+@pytest.mark.parametrize("shards", [1, 2, 3])
+def test_damage_in_padding_slots_is_not_reported_again(
+    tmp_path: Path, policy: str, shards: int
+) -> None:
+    # Padding slots repeat a real record; when that record is damaged, the padding is
+    # not a second (third...) damaged record: one report, where it is read as itself.
+    path = _file(tmp_path)
+    reports: list[tfe.DamageReport] = []
+    ds = _opened(path, policy, reports)
+    _rot(path, 0)
+    seen: list[bytes] = []
+    for shard in range(shards):
+        for b in ds.batches(7, shard_index=shard, shard_count=shards, pad_remainder=True):
+            seen += [r for r, m in zip(b.records, b.mask, strict=True) if m]
+    want = RECORDS[1:] if policy == "skip" else [r for r in seen if r != RECORDS[0]]
+    assert sorted(seen) == sorted(want)
+    assert [r.record_index for r in reports] == [0]

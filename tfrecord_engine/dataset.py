@@ -14,7 +14,7 @@ import glob
 import importlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, BinaryIO, NamedTuple, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -22,10 +22,12 @@ import numpy.typing as npt
 from . import framing, remote
 from .compressed_source import CompressedFileRecords
 from .compression import Compression, normalize_compression
-from .errors import DataLossError, InvalidArgumentError, OutOfRangeError, TFRecordError
+from .errors import DataLossError, InvalidArgumentError, OutOfRangeError
 from .index import INDEX_SUFFIX, Index
 from .index_damage import reporter
 from .pipeline import ReadAhead
+from .prepare import MASK_KEY, PaddedBatch, Ready, prepare_chunk
+from .procpool import DecodePool, PoolStream
 from .recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from .remote import DEFAULT_MAX_GAP
 from .sampler import IndexBatch, IndexBatchIterator, Shuffle
@@ -47,19 +49,10 @@ __all__ = [
 ]
 
 FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
-#: Key of the padding mask in parsed batches when ``pad_remainder=True``.
-MASK_KEY = "mask"
 IntArray = npt.NDArray[np.int64]
 #: Records read, checked and decoded together ahead of the consumer.
 DEFAULT_CHUNK_RECORDS = 4096
 PathArg = str | os.PathLike[str]
-
-
-class PaddedBatch(NamedTuple):
-    """A full-size batch of raw records; ``records[j]`` is padding where ``mask[j]`` is False."""
-
-    records: list[bytes]
-    mask: npt.NDArray[np.bool_]
 
 
 def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> FileRecords:
@@ -184,29 +177,34 @@ class RecordDataset:
         self._gather: LocalFilesGather | None = None
         self._starts: IntArray = np.zeros(1, dtype=np.int64)
         self._decoder: Any = None
+        self._pools: list[DecodePool] = []
 
     # ---- lazy opening and pickling -----------------------------------------------------
 
     def _open(self) -> list[FileRecords]:
         if self._readers is None:
-            readers = [
-                open_records(
+            self._use(
+                [
                     Index.open(
                         p,
                         self.compression,
                         on_damage=self.on_damage,
                         on_damage_report=self.on_damage_report,
-                    ),
-                    max_gap=self.max_gap,
-                )
-                for p in self.paths
-            ]
-            counts = [len(r.index) for r in readers]
-            self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-            local = [r for r in readers if isinstance(r, LocalFileRecords)]
-            self._gather = LocalFilesGather(local) if len(local) == len(readers) > 1 else None
-            self._readers = readers
+                    )
+                    for p in self.paths
+                ]
+            )
+            assert self._readers is not None
         return self._readers
+
+    def _use(self, indexes: list[Index]) -> None:
+        """Opens the files through these indexes (a decode worker gets its parent's)."""
+        readers = [open_records(index, max_gap=self.max_gap) for index in indexes]
+        counts = [len(r.index) for r in readers]
+        self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        local = [r for r in readers if isinstance(r, LocalFileRecords)]
+        self._gather = LocalFilesGather(local) if len(local) == len(readers) > 1 else None
+        self._readers = readers
 
     @property
     def indexes(self) -> list[Index]:
@@ -214,7 +212,10 @@ class RecordDataset:
         return [r.index for r in self._open()]
 
     def close(self) -> None:
-        """Releases mapped files; the dataset reopens them on next use."""
+        """Releases mapped files and stops decode workers; the dataset reopens on next use."""
+        pools, self._pools = self._pools, []
+        for pool in pools:
+            pool.close()
         if self._gather is not None:
             self._gather.close()
         for r in self._readers or []:
@@ -244,6 +245,8 @@ class RecordDataset:
         self._readers = None
         self._gather = None
         self._starts = np.zeros(1, dtype=np.int64)
+        self._decoder = None
+        self._pools = []
 
     def __repr__(self) -> str:
         return (
@@ -423,6 +426,7 @@ class RecordDataset:
         *,
         pad_remainder: bool = False,
         readahead: int = 2,
+        workers: int = 0,
     ) -> RecordBatchIterator:
         """Iterates one epoch of this shard in batches (see :mod:`tfrecord_engine.sampler`).
 
@@ -443,6 +447,15 @@ class RecordDataset:
             readahead: chunks of about 4,096 records prepared ahead on a worker thread
                 (read, CRC-checked, decoded); ``0`` prepares each chunk on demand.
                 Output and order are the same whatever the value.
+            workers: decode in this many worker processes instead of the read-ahead
+                thread (parsed datasets: decoding then runs on several cores and the
+                consumer only receives finished arrays; see
+                :mod:`tfrecord_engine.procpool`). The processes start on first use
+                (~0.3 s) and are kept for later epochs until :meth:`close`. Output,
+                order, errors and damage reports are the same whatever the value; the
+                files must be readable by other processes (not ``memory://``), and
+                ``decoder.stats`` then counts only this process's decoding.
+                ``readahead`` chunks are queued ahead beyond one per worker.
 
         Returns:
             an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
@@ -476,22 +489,32 @@ class RecordDataset:
             )
         if readahead < 0:
             raise InvalidArgumentError(f"readahead must be >= 0, got {readahead}")
-        return RecordBatchIterator(self, sampler, readahead=readahead)
+        if workers < 0:
+            raise InvalidArgumentError(f"workers must be >= 0, got {workers}")
+        return RecordBatchIterator(self, sampler, readahead=readahead, workers=workers)
 
+    # ---- decode worker processes -------------------------------------------------------
 
-class _Ready(NamedTuple):
-    """One batch prepared ahead: its indices and either its output or its error.
+    def _take_pool(self, workers: int, slots: int) -> DecodePool:
+        """An idle pool of ``workers`` processes with ``slots`` slots, or a new one."""
+        pools = self._pools
+        for pool in pools:
+            if pool.workers == workers and pool.slots == slots:
+                pools.remove(pool)
+                return pool
+        return DecodePool(self, workers, slots=slots)
 
-    Under ``"stop"``/``"skip"`` it also carries the damage found while reading it:
-    ``stop`` ends the epoch before this batch; ``output is None`` without an error (under
-    ``"skip"``) means every record of the batch was damaged and the batch is dropped.
-    """
-
-    batch: IndexBatch
-    output: Any
-    error: BaseException | None
-    damage: tuple[DamageReport, ...] = ()
-    stop: bool = False
+    def _return_pool(self, pool: DecodePool) -> None:
+        """Keeps a pool for the next epoch (one per shape), or stops it."""
+        pools = self._pools
+        if (
+            pool.broken
+            or self._readers is None
+            or any(p.workers == pool.workers and p.slots == pool.slots for p in pools)
+        ):
+            pool.close()
+        else:
+            pools.append(pool)
 
 
 class RecordBatchIterator(Iterator[Any]):
@@ -512,104 +535,33 @@ class RecordBatchIterator(Iterator[Any]):
         *,
         chunk_records: int = DEFAULT_CHUNK_RECORDS,
         readahead: int = 2,
+        workers: int = 0,
     ) -> None:
         self._dataset = dataset
         self.sampler = sampler
-        self._pending: collections.deque[_Ready] = collections.deque()
+        self._pending: collections.deque[Ready] = collections.deque()
         per_chunk = max(1, chunk_records // max(1, sampler.batch_size))
         # An independent cursor over the same (deterministic) batch sequence plans the
         # chunks; the real sampler advances only as batches are returned.
         plan = copy.deepcopy(sampler)
         chunks = _chunks(plan, per_chunk)
-        self._work: ReadAhead[list[IndexBatch], list[_Ready]] | None = (
-            ReadAhead(chunks, self._prepare, workers=1, depth=readahead)
-            if readahead > 0
-            else ReadAhead(chunks, self._prepare, workers=0)
-        )
+        self._work: Iterator[list[Ready]] | None
+        if workers > 0:
+            pool = dataset._take_pool(workers, workers + max(1, readahead))
+            self._work = PoolStream(pool, chunks, dataset._return_pool)
+        elif readahead > 0:
+            self._work = ReadAhead(chunks, self._prepare, workers=1, depth=readahead)
+        else:
+            self._work = ReadAhead(chunks, self._prepare, workers=0)
+
+    def _prepare(self, batches: list[IndexBatch]) -> list[Ready]:
+        return prepare_chunk(self._dataset, batches)
 
     def __iter__(self) -> RecordBatchIterator:
         return self
 
     def __len__(self) -> int:
         return len(self.sampler)
-
-    def _prepare(self, batches: list[IndexBatch]) -> list[_Ready]:
-        ds = self._dataset
-        sizes = [len(b.indices) for b in batches]
-        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        indices = np.concatenate([b.indices for b in batches])
-        records: list[bytes] | None = None
-        try:
-            # Parsed chunks of one local file decode straight from the mapped file.
-            spans = ds.read_spans(indices) if ds.features is not None else None
-            if spans is None:
-                records = ds.read_raw(indices)
-                if ds.features is not None:
-                    spans = _example_batch().join_records(records)
-        except (TFRecordError, OSError):
-            return [self._one(b) for b in batches]
-        if spans is None:
-            assert records is not None
-            return [
-                _Ready(b, _raw_output(records[bounds[i] : bounds[i + 1]], b), None)
-                for i, b in enumerate(batches)
-            ]
-        decoder = ds.decoder
-        columns = decoder.columns(*spans)
-        if columns is None:
-            return [
-                self._one(b, None if records is None else records[bounds[i] : bounds[i + 1]])
-                for i, b in enumerate(batches)
-            ]
-        out = []
-        for b, parsed in zip(batches, decoder.assemble_batches(columns, bounds), strict=True):
-            if isinstance(parsed, TFRecordError):
-                out.append(_Ready(b, None, parsed))
-            else:
-                out.append(_Ready(b, _with_mask(parsed, b), None))
-        return out
-
-    def _one(self, batch: IndexBatch, records: list[bytes] | None = None) -> _Ready:
-        ds = self._dataset
-        try:
-            if records is None:
-                try:
-                    records = ds.read_raw(batch.indices)
-                except DataLossError:
-                    if ds.on_damage == "raise":
-                        raise
-                    return self._salvage(batch)
-            if ds.features is None:
-                return _Ready(batch, _raw_output(records, batch), None)
-            return _Ready(batch, _with_mask(ds.decoder.decode_exact(records), batch), None)
-        except (TFRecordError, OSError) as exc:
-            return _Ready(batch, None, exc)
-
-    def _salvage(self, batch: IndexBatch) -> _Ready:
-        """Prepares a batch holding damage under ``"stop"``/``"skip"``."""
-        ds = self._dataset
-        salvaged, reports = ds._read_salvaged(batch.indices)
-        if ds.on_damage == "stop" and reports:
-            return _Ready(batch, None, None, tuple(reports[:1]), stop=True)
-        intact = [r for r in salvaged if r is not None]
-        if not intact:
-            return _Ready(batch, None, None, tuple(reports))
-        keep = np.array([r is not None for r in salvaged], dtype=np.bool_)
-        if batch.mask is None:
-            shown = IndexBatch(batch.indices[keep], None)
-            records = intact
-        else:
-            # Padded batches keep their size: a damaged slot becomes padding.
-            shown = IndexBatch(batch.indices, batch.mask & keep)
-            records = [intact[0] if r is None else r for r in salvaged]
-        try:
-            if ds.features is None:
-                output = _raw_output(records, shown)
-            else:
-                output = _with_mask(ds.decoder.decode_exact(records), shown)
-        except TFRecordError as exc:
-            return _Ready(batch, None, exc, tuple(reports))
-        return _Ready(batch, output, None, tuple(reports))
 
     def __next__(self) -> Any:
         while True:
@@ -642,7 +594,7 @@ class RecordBatchIterator(Iterator[Any]):
     def close(self) -> None:
         """Stops the read-ahead (also done when the epoch ends)."""
         if self._work is not None:
-            self._work.close()
+            cast("ReadAhead[Any, Any] | PoolStream", self._work).close()
             self._work = None
         self._pending.clear()
 
@@ -660,14 +612,3 @@ def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatc
             chunk = []
     if chunk:
         yield chunk
-
-
-def _raw_output(records: list[bytes], batch: IndexBatch) -> Any:
-    return records if batch.mask is None else PaddedBatch(records, batch.mask)
-
-
-def _with_mask(parsed: dict[str, Any], batch: IndexBatch) -> dict[str, Any]:
-    parsed = dict(parsed)
-    if batch.mask is not None:
-        parsed[MASK_KEY] = batch.mask
-    return parsed

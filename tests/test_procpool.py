@@ -1,0 +1,273 @@
+"""Decoding in worker processes (``batches(..., workers=N)``): same batches, same errors.
+
+Worker processes take ~0.3 s to start, so the tests share datasets (and their pools)
+across Hypothesis examples where they can.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pickle
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tfrecord_engine as tfe
+from tests.test_batch_decoder import assert_same
+from tfrecord_engine import framing, procpool
+from tfrecord_engine.procpool import DecodePool, WorkerError
+from tfrecord_engine.sampler import IndexBatch
+
+FEATURES: dict[str, Any] = {
+    "label": tfe.FixedLenFeature([], "int64"),
+    "x": tfe.FixedLenFeature([2], "float32"),
+    "img": tfe.FixedLenFeature([], "string"),
+    "tags": tfe.VarLenFeature("string"),
+    "seq": tfe.RaggedFeature("int64"),
+}
+N = 700
+
+
+def _record(i: int) -> bytes:
+    return tfe.encode_example(
+        {
+            "label": i,
+            "x": np.array([i, -i], np.float32),
+            # Same-size bytes with trailing NULs, and an empty one now and then.
+            "img": bytes([i % 256, 0, 0]) if i % 7 else b"",
+            "tags": np.array([b"t%d" % k for k in range(i % 4)], dtype=object),
+            "seq": np.arange(i % 5, dtype=np.int64),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def data_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("pool") / "d.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many([_record(i) for i in range(N)])
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def parsed(data_path: str) -> Iterator[tfe.RecordDataset]:
+    ds = tfe.RecordDataset(data_path, features=FEATURES)
+    yield ds
+    ds.close()
+
+
+def _same_batches(a: list[Any], b: list[Any]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, dict):
+            assert x.keys() == y.keys()
+            assert_same(x, y)
+        else:
+            assert x == y
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    batch=st.integers(1, 300),
+    shuffle=st.booleans(),
+    pad=st.booleans(),
+    drop=st.booleans(),
+    shards=st.integers(1, 3),
+    workers=st.sampled_from([1, 2]),
+)
+def test_workers_give_the_same_batches(  # noqa: PLR0917 - Hypothesis arguments
+    parsed: tfe.RecordDataset,
+    batch: int,
+    shuffle: bool,
+    pad: bool,
+    drop: bool,
+    shards: int,
+    workers: int,
+) -> None:
+    for shard in range(shards):
+        kw: dict[str, Any] = {
+            "shuffle": shuffle,
+            "seed": 5,
+            "shard_index": shard,
+            "shard_count": shards,
+            "drop_remainder": drop and not pad,
+            "pad_remainder": pad,
+        }
+        want = list(parsed.batches(batch, **kw))
+        got = list(parsed.batches(batch, **kw, workers=workers))
+        _same_batches(got, want)
+
+
+def test_raw_batches_and_variable_sized_bytes(data_path: str) -> None:
+    raw = tfe.RecordDataset(data_path)
+    try:
+        assert list(raw.batches(64, shuffle=True, workers=2)) == list(raw.batches(64, shuffle=True))
+    finally:
+        raw.close()
+
+
+def test_pool_is_kept_across_epochs_and_stopped_by_close(parsed: tfe.RecordDataset) -> None:
+    list(parsed.batches(100, workers=2))
+    (pool,) = [p for p in parsed._pools if p.workers == 2]
+    pids = [p.pid for p in pool._procs]
+    # An epoch left early drains its chunks in flight and hands the pool back.
+    it = parsed.batches(10, workers=2)
+    next(it)
+    it.close()
+    list(parsed.batches(100, workers=2))
+    (again,) = [p for p in parsed._pools if p.workers == 2]
+    assert [p.pid for p in again._procs] == pids
+    parsed.close()
+    assert parsed._pools == []
+    assert all(p.poll() is not None for p in pool._procs)
+    # The dataset reopens (and starts workers) on next use.
+    assert sum(len(b["label"]) for b in parsed.batches(256, workers=2)) == N
+
+
+def test_resume_from_state_with_workers(parsed: tfe.RecordDataset) -> None:
+    whole = list(parsed.batches(50, shuffle=True, seed=2))
+    it = parsed.batches(50, shuffle=True, seed=2, workers=2)
+    head = [next(it) for _ in range(5)]
+    state = it.get_state()
+    it.close()
+    rest = list(parsed.batches(50, shuffle=True, seed=2, state=state, workers=1))
+    _same_batches(head + rest, whole)
+
+
+def test_no_shared_memory_file_is_left(parsed: tfe.RecordDataset) -> None:
+    before = set(glob.glob("/dev/shm/tfe-pool-*"))
+    pool = DecodePool(parsed, 1, slots=2, slot_bytes=1 << 16)
+    try:
+        assert set(glob.glob("/dev/shm/tfe-pool-*")) == before
+    finally:
+        pool.close()
+
+
+def test_results_larger_than_a_slot_cross_the_pipe(parsed: tfe.RecordDataset) -> None:
+    batches = [IndexBatch(np.arange(k, k + 100, dtype=np.int64), None) for k in (0, 100, 200)]
+    pool = DecodePool(parsed, 1, slots=1, slot_bytes=256)
+    try:
+        w = pool.submit(batches, 0)
+        got = [r.output for r in pool.receive(w, 0)]
+    finally:
+        pool.close()
+    _same_batches(got, [parsed[b.indices] for b in batches])
+
+
+def test_an_unexpected_worker_error_is_raised_in_the_consumer(parsed: tfe.RecordDataset) -> None:
+    pool = DecodePool(parsed, 1, slots=1)
+    try:
+        # Not a list of batches: prepare_chunk fails with a TypeError in the worker.
+        w = pool.submit([IndexBatch(np.array(["x"]), None)], 0)
+        with pytest.raises((TypeError, ValueError, WorkerError)):
+            pool.receive(w, 0)
+        # The worker is still serving.
+        w = pool.submit([IndexBatch(np.arange(3, dtype=np.int64), None)], 0)
+        assert pool.receive(w, 0)[0].output["label"].tolist() == [0, 1, 2]
+    finally:
+        pool.close()
+
+
+def test_a_killed_worker_surfaces_as_worker_error(data_path: str) -> None:
+    ds = tfe.RecordDataset(data_path, features=FEATURES)
+    try:
+        list(ds.batches(100, workers=1))
+        (pool,) = ds._pools
+        os.kill(pool._procs[0].pid, signal.SIGKILL)
+        pool._procs[0].wait()
+        with pytest.raises(WorkerError, match="killed by signal 9"):
+            list(ds.batches(100, workers=1))
+        # The broken pool is dropped; the next epoch starts a new one.
+        assert ds._pools == []
+        assert sum(len(b["label"]) for b in ds.batches(100, workers=1)) == N
+    finally:
+        ds.close()
+
+
+def test_a_worker_that_cannot_open_the_dataset(tmp_path: Path) -> None:
+    path = tmp_path / "gone.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many([_record(i) for i in range(10)])
+    ds = tfe.RecordDataset(str(path), features=FEATURES)
+    len(ds)
+    # The parent has it mapped; a new process cannot open it any more.
+    path.unlink()
+    with pytest.raises(WorkerError, match="could not open the dataset"):
+        next(iter(ds.batches(4, workers=1)))
+    ds.close()
+
+
+def test_read_time_damage_is_reported_once_in_the_parent(tmp_path: Path) -> None:
+    records = [_record(i) for i in range(300)]
+    path = tmp_path / "d.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(records)
+    for policy in ("raise", "skip", "stop"):
+        reports: list[tfe.DamageReport] = []
+        ds = tfe.RecordDataset(
+            str(path), features=FEATURES, on_damage=policy, on_damage_report=reports.append
+        )
+        len(ds)
+        data = bytearray(path.read_bytes())
+        start = sum(len(r) + framing.FRAME_OVERHEAD for r in records[:123])
+        data[start + framing.HEADER_SIZE] ^= 0x01
+        path.write_bytes(bytes(data))
+        try:
+            if policy == "raise":
+                it = ds.batches(10, workers=2)
+                got = [next(it) for _ in range(12)]
+                assert got[-1]["label"].tolist() == list(range(110, 120))
+                with pytest.raises(tfe.DataLossError):
+                    next(it)
+            else:
+                labels = [x for b in ds.batches(10, workers=2) for x in b["label"].tolist()]
+                want = [i for i in range(300) if i != 123] if policy == "skip" else list(range(120))
+                assert labels == want
+                assert [r.record_index for r in reports] == [123]
+        finally:
+            ds.close()
+            data[start + framing.HEADER_SIZE] ^= 0x01
+            path.write_bytes(bytes(data))
+
+
+def test_dataset_with_pool_still_pickles(parsed: tfe.RecordDataset) -> None:
+    list(parsed.batches(300, workers=1))
+    clone = pickle.loads(pickle.dumps(parsed))
+    assert clone._pools == []
+    assert_same(clone[[1, 2]], parsed[[1, 2]])
+
+
+def test_bytes_arrays_round_trip_through_the_pickler() -> None:
+    cases = [
+        np.array([b"ab\0", b"cd\0"], dtype=object),
+        np.array([b"", b"x", b"yz\0\0"], dtype=object).reshape(3, 1),
+        np.array([b"", b""], dtype=object),
+        np.array([b"a", 3], dtype=object),
+        np.empty(0, dtype=object),
+    ]
+    view = np.zeros(1 << 16, np.uint8)
+    for arr in cases:
+        reply = procpool._pack([arr], view, 0, view.size)  # type: ignore[list-item]
+        assert reply[0] == "ok"
+        _, stream_len, spans = reply
+        mv = memoryview(view.data)
+        (back,) = pickle.loads(mv[:stream_len], buffers=[mv[o : o + n] for o, n in spans])
+        assert back.dtype == object
+        assert back.shape == arr.shape
+        assert back.tolist() == arr.tolist()
+
+
+def test_invalid_worker_counts(parsed: tfe.RecordDataset) -> None:
+    with pytest.raises(tfe.InvalidArgumentError, match="workers"):
+        parsed.batches(4, workers=-1)
+    with pytest.raises(tfe.InvalidArgumentError):
+        DecodePool(parsed, 0, slots=1)
