@@ -22,10 +22,31 @@ REPEATS = int(os.environ.get("TFE_BENCH_REPEATS", "3"))
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
+def _statm_rss(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (FileNotFoundError, ProcessLookupError):
+        return 0  # a child that just exited
+
+
+def _children() -> list[str]:
+    pids: list[str] = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            pids += (task / "children").read_text().split()
+        except FileNotFoundError:
+            continue  # a thread that just exited
+    return pids
+
+
 def rss_bytes() -> int:
-    """Current resident set size of this process."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * _PAGE
+    """Resident set size of this process plus its child processes (decode workers).
+
+    Pages shared between them (the mapped data files, shared memory) count once per
+    process, so with workers this overstates the memory actually used.
+    """
+    return _statm_rss("self") + sum(_statm_rss(pid) for pid in _children())
 
 
 @contextmanager

@@ -376,6 +376,18 @@ def varint_runs(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, Bool]:
         varint's last byte and holds no varint longer than 10 bytes).
     """
     m = p_start.shape[0]
+    lengths = p_end - p_start
+    width = int(lengths.max(initial=0))
+    # Runs of similar lengths (a fixed-count list of varints): decode them as the rows
+    # of one [m, width] array, which needs no per-byte index to gather.
+    if 0 < width <= 2 * (int(lengths.sum()) // m + 1) and int(p_start.max()) + width <= buf.size:
+        return _varint_rows(buf, p_start, lengths, width)
+    return _varint_spans(buf, p_start, p_end)
+
+
+def _varint_spans(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, Bool]:
+    """:func:`varint_runs` over the runs' bytes gathered into one array."""
+    m = p_start.shape[0]
     ok = np.ones(m, np.bool_)
     raw, lengths = _gather_spans(buf, p_start, p_end)
     if raw.size == 0:
@@ -409,6 +421,40 @@ def varint_runs(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, Bool]:
     bounds = np.concatenate(([0], np.cumsum(lengths)))
     counts = np.diff(np.searchsorted(ends_idx, bounds)).astype(np.int64)
     return values, counts, ok
+
+
+def _varint_rows(buf: U8, p_start: I64, lengths: I64, width: int) -> tuple[I64, I64, Bool]:
+    """:func:`varint_runs` over ``[m, width]`` rows (each run padded with what follows it)."""
+    m = p_start.shape[0]
+    rows = read_rows(buf, p_start, width)
+    inside = np.arange(width) < lengths[:, None]
+    term = (rows < 0x80) & inside
+    # A run must end on a terminator: else its last value would be torn.
+    has = lengths > 0
+    ok = np.ones(m, np.bool_)
+    ok[has] = term[has, lengths[has] - 1]
+    if not ok.all():
+        term &= ok[:, None]
+    ends_idx = np.flatnonzero(term)
+    row = ends_idx // width
+    prev = np.empty_like(ends_idx)
+    prev[:1] = -1
+    prev[1:] = ends_idx[:-1]
+    begins = np.maximum(prev + 1, row * width)
+    size = ends_idx - begins + 1
+    counts = np.bincount(row, minlength=m).astype(np.int64)
+    if size.size == 0:
+        return np.zeros(0, np.int64), counts, ok
+    if int(size.max()) > 8:
+        # Long varints (values >= 2**56, negative int64, over-long encodings): the
+        # general path.
+        flat = np.concatenate([rows.reshape(-1), np.zeros(_MAX_VARINT, np.uint8)])
+        values = _varints_by_width(flat, begins, size).view(np.int64)
+        if int(size.max()) > _MAX_VARINT:
+            ok[np.unique(row[size > _MAX_VARINT])] = False
+        return values, counts, ok
+    words = read_words(rows.reshape(-1), begins)
+    return swar_varints(words, size).view(np.int64), counts, ok
 
 
 def packed_span(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, Bool]:
