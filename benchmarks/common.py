@@ -30,14 +30,15 @@ def _statm_rss(pid: str) -> int:
         return 0  # a child that just exited
 
 
+def _task_children(task: Path) -> list[str]:
+    try:
+        return (task / "children").read_text().split()
+    except FileNotFoundError:
+        return []  # a thread that just exited
+
+
 def _children() -> list[str]:
-    pids: list[str] = []
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            pids += (task / "children").read_text().split()
-        except FileNotFoundError:
-            continue  # a thread that just exited
-    return pids
+    return [pid for task in Path("/proc/self/task").iterdir() for pid in _task_children(task)]
 
 
 def rss_bytes() -> int:

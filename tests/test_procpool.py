@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tests.test_batch_decoder import assert_same
 from tfrecord_engine import framing, procpool
-from tfrecord_engine.procpool import DecodePool, WorkerError
+from tfrecord_engine.errors import WorkerError
+from tfrecord_engine.procpool import DecodePool
 from tfrecord_engine.sampler import IndexBatch
 
 FEATURES: dict[str, Any] = {

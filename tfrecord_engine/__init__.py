@@ -24,6 +24,7 @@ from .errors import (
     StaleIndexError,
     TFRecordError,
     TruncatedRecordError,
+    WorkerError,
     WriterClosedError,
     WriterFailedError,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "TFRecordWriter",
     "TruncatedRecordError",
     "VarLenFeature",
+    "WorkerError",
     "WriterClosedError",
     "WriterFailedError",
     "decode_example",

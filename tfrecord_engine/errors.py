@@ -65,6 +65,7 @@ __all__ = [
     "StaleIndexError",
     "TFRecordError",
     "TruncatedRecordError",
+    "WorkerError",
     "WriterClosedError",
     "WriterFailedError",
 ]
@@ -234,3 +235,7 @@ class MissingDependencyError(TFRecordError, ImportError):
 
 class ReadOnlyStorageError(TFRecordError, PermissionError):
     """A write to a storage that is read-only through its URL (HTTP/HTTPS)."""
+
+
+class WorkerError(TFRecordError, RuntimeError):
+    """A decode worker process (``batches(..., workers=N)``) failed to start or died."""

@@ -40,24 +40,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from .errors import InvalidArgumentError, TFRecordError
+from .errors import InvalidArgumentError, WorkerError
 from .prepare import Ready, prepare_chunk
 from .sampler import IndexBatch
 
 if TYPE_CHECKING:
     from .dataset import RecordDataset
 
-__all__ = ["DEFAULT_SLOT_BYTES", "DecodePool", "PoolStream", "WorkerError"]
+__all__ = ["DEFAULT_SLOT_BYTES", "DecodePool", "PoolStream"]
 
 #: Shared memory per in-flight chunk: a parsed chunk of ~4,096 records of ~1 KB
 #: needs ~4 MB; larger results go through the pipe instead (slower, same output).
 DEFAULT_SLOT_BYTES: Final = 16 << 20
 _ALIGN: Final = 64
 _WORKER_CODE: Final = "from tfrecord_engine.procpool import _worker_main; _worker_main()"
-
-
-class WorkerError(TFRecordError, RuntimeError):
-    """A decode worker process failed to start or died."""
 
 
 def _shm_dir() -> str:
