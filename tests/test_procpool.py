@@ -272,3 +272,33 @@ def test_invalid_worker_counts(parsed: tfe.RecordDataset) -> None:
         parsed.batches(4, workers=-1)
     with pytest.raises(tfe.InvalidArgumentError):
         DecodePool(parsed, 0, slots=1)
+
+
+# Python >= 3.12 warns about fork() in a process with threads; this child uses none.
+@pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")
+def test_a_forked_copy_does_not_use_its_parents_workers(data_path: str) -> None:
+    ds = tfe.RecordDataset(data_path, features=FEATURES)
+    try:
+        list(ds.batches(300, workers=1))
+        (pool,) = ds._pools
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through the pipe
+            code = 1
+            try:
+                it = ds.batches(300, workers=1)
+                n = sum(len(b["label"]) for b in it)
+                mine = ds._pools[0]
+                code = 0 if n == N and mine is not pool and mine.owner == os.getpid() else 2
+                ds.close()
+            finally:
+                os.write(write, bytes([code]))
+                os._exit(0)
+        os.close(write)
+        assert os.read(read, 1) == b"\0"
+        os.waitpid(pid, 0)
+        # The parent's pool still serves the parent.
+        assert sum(len(b["label"]) for b in ds.batches(300, workers=1)) == N
+        assert ds._pools == [pool]
+    finally:
+        ds.close()

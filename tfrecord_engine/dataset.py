@@ -13,6 +13,7 @@ import copy
 import glob
 import importlib
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, cast
 
@@ -53,6 +54,8 @@ IntArray = npt.NDArray[np.int64]
 #: Records read, checked and decoded together ahead of the consumer.
 DEFAULT_CHUNK_RECORDS = 4096
 PathArg = str | os.PathLike[str]
+#: Guards every dataset's idle decode pools (epochs may start on several threads).
+_POOLS_LOCK = threading.Lock()
 
 
 def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> FileRecords:
@@ -213,9 +216,11 @@ class RecordDataset:
 
     def close(self) -> None:
         """Releases mapped files and stops decode workers; the dataset reopens on next use."""
-        pools, self._pools = self._pools, []
+        with _POOLS_LOCK:
+            pools, self._pools = self._pools, []
         for pool in pools:
-            pool.close()
+            if pool.owner == os.getpid():
+                pool.close()
         if self._gather is not None:
             self._gather.close()
         for r in self._readers or []:
@@ -497,24 +502,27 @@ class RecordDataset:
 
     def _take_pool(self, workers: int, slots: int) -> DecodePool:
         """An idle pool of ``workers`` processes with ``slots`` slots, or a new one."""
-        pools = self._pools
-        for pool in pools:
-            if pool.workers == workers and pool.slots == slots:
-                pools.remove(pool)
-                return pool
+        with _POOLS_LOCK:
+            # A forked copy of this dataset must not talk to its parent's workers.
+            self._pools = [p for p in self._pools if p.owner == os.getpid()]
+            for pool in self._pools:
+                if pool.workers == workers and pool.slots == slots:
+                    self._pools.remove(pool)
+                    return pool
         return DecodePool(self, workers, slots=slots)
 
     def _return_pool(self, pool: DecodePool) -> None:
         """Keeps a pool for the next epoch (one per shape), or stops it."""
-        pools = self._pools
-        if (
-            pool.broken
-            or self._readers is None
-            or any(p.workers == pool.workers and p.slots == pool.slots for p in pools)
-        ):
+        with _POOLS_LOCK:
+            keep = not (
+                pool.broken
+                or self._readers is None
+                or any(p.workers == pool.workers and p.slots == pool.slots for p in self._pools)
+            )
+            if keep:
+                self._pools.append(pool)
+        if not keep:
             pool.close()
-        else:
-            pools.append(pool)
 
 
 class RecordBatchIterator(Iterator[Any]):

@@ -69,7 +69,9 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _shutdown(procs: list[subprocess.Popen[bytes]], conns: list[Connection]) -> None:
+def _shutdown(owner: int, procs: list[subprocess.Popen[bytes]], conns: list[Connection]) -> None:
+    if os.getpid() != owner:
+        return  # a forked copy: the workers are its parent's
     for conn in conns:
         with contextlib.suppress(OSError):
             conn.close()
@@ -113,6 +115,8 @@ class DecodePool:
             raise InvalidArgumentError("decode worker processes need a POSIX system")
         self.workers = workers
         self.slots = slots
+        #: The process that started the workers (a forked child must not use them).
+        self.owner = os.getpid()
         self.slot_bytes = slot_bytes
         self._procs: list[subprocess.Popen[bytes]] = []
         self._tasks: list[Connection] = []
@@ -132,7 +136,9 @@ class DecodePool:
                 ) from exc
             self._shm = mmap.mmap(fd, slots * slot_bytes)
             self._view = np.frombuffer(self._shm, dtype=np.uint8)
-            self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._tasks)
+            self._finalizer = weakref.finalize(
+                self, _shutdown, self.owner, self._procs, self._tasks
+            )
             for _ in range(workers):
                 self._start_worker(dataset, path)
             for w in range(workers):
@@ -252,7 +258,7 @@ class DecodePool:
         if finalizer is not None:
             finalizer()
         else:
-            _shutdown(self._procs, self._tasks)
+            _shutdown(self.owner, self._procs, self._tasks)
 
 
 class PoolStream(Iterator[list[Ready]]):
