@@ -6,6 +6,7 @@ alternating, and keeps the best of several runs.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -18,6 +19,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 DATA_DIR = Path(os.environ.get("TFE_BENCH_DATA", "bench-data"))
 REPEATS = int(os.environ.get("TFE_BENCH_REPEATS", "3"))
+#: Pause before each timed run: TensorFlow's thread pools keep spinning for a while after
+#: its pipeline ends, which slows whatever runs next in the process (measured: our
+#: reader at 2.9-3.8 GB/s right after a TensorFlow run, 4.7-5.2 GB/s on its own).
+SETTLE_S = float(os.environ.get("TFE_BENCH_SETTLE", "0.5"))
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -104,6 +109,8 @@ def compare(
     results: dict[str, Measurement] = {}
     for _ in range(repeats):
         for name, fn in cases:
+            gc.collect()
+            time.sleep(SETTLE_S)
             with peak_rss() as peak:
                 t0 = time.perf_counter()
                 records, nbytes = fn()
