@@ -397,14 +397,15 @@ def _merge_groups(
             parts.append((pos, group.var_values, group.var_counts))
         elif layout.count:
             counts[pos] = layout.count
+            vals: npt.NDArray[Any]
             if width is None:
-                vals = template.template_values(buf, starts[pos], ends[pos], layout)
+                vals = template.template_values(buf, starts[pos], ends[pos], layout).reshape(-1)
             else:
                 rows = template.template_rows(buf, starts[pos], ends[pos], layout, width)
                 if rows is None:
                     raise _Delegate  # raw values of the wrong size: the exact path raises
-                vals = rows
-            parts.append((pos, vals.reshape(-1, *vals.shape[2:]), counts[pos]))
+                vals = rows.reshape(rows.shape[0] * rows.shape[1], width)
+            parts.append((pos, vals, counts[pos]))
     if walked is not None:
         col = walked[key]
         counts[rest] = col.counts
