@@ -445,7 +445,8 @@ def _raw_rows(
     ok = ok.copy()
     ok[owner[~sized]] = False
     rows = np.zeros((vs.shape[0], width), np.uint8)
-    rows[sized] = read_rows(buf, vs[sized], width)
+    if sized.any():
+        rows[sized] = read_rows(buf, vs[sized], width)
     return rows, counts, ok
 
 
