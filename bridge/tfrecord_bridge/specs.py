@@ -97,7 +97,8 @@ def tf_decode_raw(tf: TF, spec: S.RawFeature, strings: Any) -> Any:
     values = tf.io.decode_raw(strings, getattr(tf, name), little_endian=True)
     if spec.dtype == "uint32":
         values = tf.bitcast(values, tf.uint32)
-    return tf.reshape(values, tf.concat([tf.shape(strings), list(spec.shape)], axis=0))
+    shape = tf.constant(list(spec.shape), tf.int32)
+    return tf.reshape(values, tf.concat([tf.shape(strings), shape], axis=0))
 
 
 def element_spec(tf: TF, features: Mapping[str, Any], batch_size: int | None) -> dict[str, Any]:
