@@ -45,7 +45,7 @@ def as_rows(values: npt.NDArray[Any], nbytes: int) -> U8 | None:
     return np.frombuffer(joined, np.uint8).reshape(values.shape[0], nbytes)
 
 
-def _sizes(values: npt.NDArray[Any], nbytes: int) -> npt.NDArray[np.int64]:
+def _sizes(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     if values.dtype != object:
         return np.full(values.shape[0], values.shape[1], np.int64)
     return np.fromiter(map(len, values.tolist()), np.int64, values.shape[0])
@@ -55,13 +55,15 @@ def _check(name: str, spec: RawFeature, col: Column, single: bool) -> None:
     """Raises for the first record (in order) whose value is missing or not one value of
     ``nbytes`` bytes, with the wording of the FixedLenFeature errors."""
     nbytes = spec.nbytes
-    has_default = spec.default_value is not None
-    one = col.present & (col.counts == 1)
-    wrong_size = np.zeros_like(one)
-    if one.any():
-        sizes = _sizes(col.values, nbytes)
-        wrong_size[one] = sizes[col.offsets[:-1][one]] != nbytes
-    bad = (col.present & ~one) | wrong_size | (~col.present & (not has_default))
+    one = col.counts == 1
+    bad = col.present & ~one
+    if spec.default_value is None:
+        bad |= ~col.present
+    # Rows (the fast paths) hold only values of nbytes bytes; bytes objects are measured.
+    if col.values.dtype == object or col.values.shape[1:] != (nbytes,):
+        sizes = _sizes(col.values)
+        take = col.present & one
+        bad[take] |= sizes[col.offsets[:-1][take]] != nbytes
     if not bad.any():
         return
     i = int(np.argmax(bad))
@@ -79,7 +81,7 @@ def _check(name: str, spec: RawFeature, col: Column, single: bool) -> None:
             "a RawFeature takes exactly 1"
         )
     else:
-        size = int(_sizes(col.values, nbytes)[col.offsets[i]])
+        size = int(_sizes(col.values)[col.offsets[i]])
         shape = "[" + ",".join(str(d) for d in spec.shape) + "]"
         message = (
             f"Number of raw bytes != expected.  Value size: {size} bytes but output shape "
