@@ -4,6 +4,10 @@ The element spec of the bridge is, by construction, the element spec of TensorFl
 own pipeline (``TFRecordDataset -> batch -> parse_example``) for the same specs: it is
 read off a trace of ``tf.io.parse_example`` on a string vector of the batch size
 (fixed when every batch is full, ``None`` otherwise).
+
+A :class:`~tfrecord_engine.RawFeature` has no ``tf.io`` twin: TensorFlow's pipeline for
+it parses ``FixedLenFeature([], tf.string)`` and applies ``tf.io.decode_raw`` and a
+reshape (:func:`tf_decode_raw`), and its element spec is traced through both.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 import tfrecord_engine as tfe
 from tfrecord_engine.example import specs as S
 
-__all__ = ["element_spec", "tf_feature_spec"]
+__all__ = ["element_spec", "tf_decode_raw", "tf_feature_spec"]
 
 # TensorFlow ships no complete type stubs: every TF object is ``Any`` at this boundary.
 TF = Any
@@ -43,9 +47,18 @@ def _tf_partition(tf: TF, part: Any) -> Any:
 def tf_feature_spec(tf: TF, spec: Any) -> Any:
     """The ``tf.io`` feature spec with the same meaning as one of ours.
 
+    For a :class:`~tfrecord_engine.RawFeature`: the string feature that
+    :func:`tf_decode_raw` then turns into its values (the default, if any, as its bytes).
+
     Raises:
         InvalidArgumentError: ``spec`` is not one of the engine's feature specs.
     """
+    if isinstance(spec, S.RawFeature):
+        raw_default: bytes | None = None
+        if spec.default_value is not None:
+            little = np.dtype(spec.dtype).newbyteorder("<")
+            raw_default = np.asarray(spec.default_value, little).tobytes()
+        return tf.io.FixedLenFeature([], tf.string, default_value=raw_default)
     dt = _tf_dtype(tf, spec.dtype) if hasattr(spec, "dtype") else None
     if isinstance(spec, S.FixedLenFeature):
         default = None
@@ -74,12 +87,34 @@ def tf_feature_spec(tf: TF, spec: Any) -> Any:
     raise tfe.InvalidArgumentError(f"not a tfrecord_engine feature spec: {spec!r}")
 
 
+def tf_decode_raw(tf: TF, spec: S.RawFeature, strings: Any) -> Any:
+    """``[batch, *shape]`` values of a RawFeature from TensorFlow's parsed strings ``[batch]``.
+
+    ``tf.io.decode_raw`` (little-endian) then a reshape; uint32, which ``decode_raw``
+    does not offer, is decoded as int32 and bitcast.
+    """
+    name = "int32" if spec.dtype == "uint32" else spec.dtype
+    values = tf.io.decode_raw(strings, getattr(tf, name), little_endian=True)
+    if spec.dtype == "uint32":
+        values = tf.bitcast(values, tf.uint32)
+    shape = tf.constant(list(spec.shape), tf.int32)
+    return tf.reshape(values, tf.concat([tf.shape(strings), shape], axis=0))
+
+
 def element_spec(tf: TF, features: Mapping[str, Any], batch_size: int | None) -> dict[str, Any]:
     """TensorFlow's own element spec for ``parse_example`` of batches of ``batch_size``.
 
     ``batch_size=None`` leaves the batch dimension unknown (a partial last batch).
     """
     tf_specs = {k: tf_feature_spec(tf, v) for k, v in features.items()}
-    traced = tf.function(lambda s: tf.io.parse_example(s, tf_specs), autograph=False)
+
+    def parse(serialized: Any) -> dict[str, Any]:
+        out = dict(tf.io.parse_example(serialized, tf_specs))
+        for key, spec in features.items():
+            if isinstance(spec, S.RawFeature):
+                out[key] = tf_decode_raw(tf, spec, out[key])
+        return out
+
+    traced = tf.function(parse, autograph=False)
     outputs = traced.get_concrete_function(tf.TensorSpec([batch_size], tf.string))
     return {k: tf.type_spec_from_value(v) for k, v in outputs.structured_outputs.items()}

@@ -73,39 +73,50 @@ def add_records(
         # A malformed record: the per-record path raises the error that names it.
         _one_by_one(stats, records, wheres, kind)
         return
-    lengths = _lengths([records[i] for i in plain], seen)
-    if lengths is None:
+    parsed = _lengths([records[i] for i in plain], seen)
+    if parsed is None:
         _one_by_one(stats, records, wheres, kind)
         return
+    lengths, sizes = parsed
     stats.records += len(plain)
     for key, (rows, kinds) in seen.items():
         feature = stats.features.setdefault(key, FeatureStats())
         counts = lengths.get(key)
         if counts is not None:
             feature.add_many(_TYPES[kinds[0]], counts[np.asarray(rows, dtype=np.int64)])
+            if key in sizes:
+                feature.add_sizes(sizes[key])
             continue
         for k in kinds:  # conflicting kinds in this batch: types only
             feature.add_many(_TYPES[k], None)
     _one_by_one(stats, [records[i] for i in sequences], [wheres[i] for i in sequences], kind)
 
 
+Arrays = dict[str, npt.NDArray[np.int64]]
+
+
 def _lengths(
     records: list[bytes], seen: dict[str, tuple[list[int], list[int]]]
-) -> dict[str, npt.NDArray[np.int64]] | None:
-    """Value counts per record of every key with one kind in the batch (None: failed)."""
+) -> tuple[Arrays, Arrays] | None:
+    """Value counts per record of every key with one kind in the batch, and the byte
+    size of every bytes value (None: failed)."""
     spec = {
         key: RaggedFeature(_DTYPES[kinds[0]])
         for key, (_, kinds) in seen.items()
         if len(set(kinds)) == 1
     }
     if not spec or not records:
-        return {}
+        return {}, {}
     try:
         parsed = parse_example(records, spec)
     except ParseError:
         return None
-    out: dict[str, npt.NDArray[np.int64]] = {}
+    out: Arrays = {}
+    sizes: Arrays = {}
     for key, value in parsed.items():
         assert isinstance(value, RaggedValue)
         out[key] = np.diff(value.row_splits).astype(np.int64)
-    return out
+        if spec[key].dtype == "string":
+            flat = np.asarray(value.values).tolist()
+            sizes[key] = np.fromiter(map(len, flat), np.int64, len(flat))
+    return out, sizes

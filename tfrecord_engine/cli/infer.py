@@ -12,6 +12,12 @@ The rules (what ``tfr schema`` suggests), per key of an ``Example`` or a context
 - several types: no spec parses every record; the key is commented out (as is a
   feature list that only ever held empty steps: its type is unknown).
 
+A bytes key with one value in every record, every value of the same size of at least
+``RAW_HINT_BYTES`` bytes (an array stored with ``tobytes()``, typically), keeps its
+``FixedLenFeature([], "string")`` suggestion; the comment adds that
+``RawFeature([size], "uint8")`` reads it as an array (the dtype and shape are the
+writer's to say).
+
 Per key of a ``SequenceExample``'s feature lists: every step of every record holds L
 values -> ``FixedLenSequenceFeature([L])`` (``allow_missing=True`` if some records lack
 the list); otherwise ``VarLenFeature``.
@@ -26,7 +32,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FeatureStats", "SchemaStats", "render_json", "render_python"]
+__all__ = ["RAW_HINT_BYTES", "FeatureStats", "SchemaStats", "render_json", "render_python"]
+
+#: Fixed-size bytes values at least this long get the RawFeature hint.
+RAW_HINT_BYTES: Final = 16
 
 _DTYPES: Final = {"int64": "int64", "float": "float32", "bytes": "string"}
 _TF_DTYPES: Final = {"int64": "tf.int64", "float": "tf.float32", "bytes": "tf.string"}
@@ -52,6 +61,16 @@ class FeatureStats:
     # Feature lists only: steps per record.
     min_steps: int | None = None
     max_steps: int | None = None
+    # Bytes values only: the smallest and largest value sizes seen.
+    min_bytes: int | None = None
+    max_bytes: int | None = None
+
+    def add_sizes(self, sizes: npt.NDArray[np.int64]) -> None:
+        """Counts the byte sizes of bytes values."""
+        if sizes.size:
+            lo, hi = int(sizes.min()), int(sizes.max())
+            self.min_bytes = lo if self.min_bytes is None else min(self.min_bytes, lo)
+            self.max_bytes = hi if self.max_bytes is None else max(self.max_bytes, hi)
 
     def add(self, values: npt.NDArray[Any]) -> None:
         """Counts one value list (one record's feature, or one step of a list)."""
@@ -60,6 +79,8 @@ class FeatureStats:
         n = len(values)
         self.min_len = n if self.min_len is None else min(self.min_len, n)
         self.max_len = n if self.max_len is None else max(self.max_len, n)
+        if t == "bytes":
+            self.add_sizes(np.fromiter(map(len, values.tolist()), np.int64, n))
 
     def add_many(self, type_name: str, lengths: npt.NDArray[np.int64] | None) -> None:
         """Counts ``len(lengths)`` records holding this key with ``type_name`` values.
@@ -142,11 +163,22 @@ class SchemaStats:
             return f"{prefix}VarLenFeature({dtype})", f"{lo}-{hi} values per step, {steps}"
         if fixed and s.present == self.records:
             shape = "[]" if lo == 1 else f"[{lo}]"
-            return f"{prefix}FixedLenFeature({shape}, {dtype})", f"always {_values(lo)}"
+            note = f"always {_values(lo)}"
+            if t == "bytes" and lo == 1 and not tf:
+                note += _raw_hint(s)
+            return f"{prefix}FixedLenFeature({shape}, {dtype})", note
         if fixed and lo == 1:
             expr = f"{prefix}FixedLenFeature([], {dtype}, default_value={_ZEROS[t]})"
             return expr, f"1 value{where}; the default fills the rest"
         return f"{prefix}VarLenFeature({dtype})", f"{lo}-{hi} values{where}"
+
+
+def _raw_hint(s: FeatureStats) -> str:
+    """The RawFeature hint for single bytes values of one size (see the module rules)."""
+    size = s.min_bytes
+    if size is None or size != s.max_bytes or size < RAW_HINT_BYTES:
+        return ""
+    return f' of {size} bytes: tfe.RawFeature([{size}], "uint8") reads arrays'
 
 
 def _values(n: int) -> str:

@@ -17,11 +17,13 @@ import numpy.typing as npt
 from ..errors import ExampleParseError
 from .columns import Column, object_array
 from .ragged import batched_ragged, single_ragged
+from .raw import assemble_raw
 from .specs import (
     FeatureSpec,
     FixedLenFeature,
     FixedLenSequenceFeature,
     RaggedFeature,
+    RawFeature,
     SparseFeature,
     UniformRowLength,
     VarLenFeature,
@@ -218,6 +220,8 @@ def assemble(features: Mapping[str, FeatureSpec], column: ColumnOf, single: bool
     for name, spec in features.items():
         if isinstance(spec, FixedLenFeature):
             out[name] = fixed(name, spec, column(name), single)
+        elif isinstance(spec, RawFeature):
+            out[name] = assemble_raw(name, spec, column(name), single)
         elif isinstance(spec, FixedLenSequenceFeature):
             out[name] = _sequence(name, spec, column(name), single)
         elif isinstance(spec, VarLenFeature):

@@ -22,13 +22,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import TFRecordError
-from . import lockstep, template
+from ..words import read_rows
+from . import lockstep, raw, template
 from .assemble import assemble
 from .columns import Column, empty_values, from_rows, object_array
 from .parse import _plan, parse_single_example
 from .parse import parse_example as parse_example_exact
 from .records import Request, decode_requests, to_records
-from .specs import FeatureSpec, FixedLenFeature
+from .specs import FeatureSpec, FixedLenFeature, RawFeature
 from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
 __all__ = ["BatchDecoder", "Columns", "DecodeStats", "join_records", "parse_example"]
@@ -88,9 +89,15 @@ class BatchDecoder:
         self._order = list(self._requests.values())
         self._keys = [r.raw_key for r in self._order]
         self._kinds = [r.kind for r in self._order]
+        # Bytes per value of each RawFeature key (None for other keys): their values are
+        # gathered as uint8 rows, never as bytes objects (see :mod:`.raw`).
+        self._widths = [
+            spec.nbytes if isinstance(spec := self.features.get(r.key), RawFeature) else None
+            for r in self._order
+        ]
         self._templates: list[template.Template] = []
         self._skip_templates = 0  # chunks left to walk without trying templates
-        self._dense = all(type(f) is FixedLenFeature for f in self.features.values())
+        self._dense = all(type(f) in (FixedLenFeature, RawFeature) for f in self.features.values())
         self.stats = DecodeStats()
 
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
@@ -149,8 +156,9 @@ class BatchDecoder:
     ) -> list[dict[str, Any] | TFRecordError]:
         """Outputs of batches ``[bounds[i], bounds[i+1])`` of a chunk, or each one's error.
 
-        When every feature is a :class:`FixedLenFeature`, each batch's outputs are row
-        slices of the whole chunk's, so the chunk is assembled once and sliced (views);
+        When every feature is a :class:`FixedLenFeature` or :class:`RawFeature`, each
+        batch's outputs are row slices of the whole chunk's, so the chunk is assembled
+        once and sliced (views);
         if that raises, batches are assembled one by one so the error is the batch's own.
         """
         if self._dense and len(bounds) > 2:
@@ -202,6 +210,7 @@ class BatchDecoder:
                 ends,
                 i,
                 kind=req.kind,
+                width=self._widths[i],
                 groups=groups,
                 rest=rest,
                 walked=walked,
@@ -284,14 +293,16 @@ class BatchDecoder:
             recs = table.record[sel]
             spans.append((recs, table.list_start[sel], table.list_end[sel]))
         decoded = []
-        for req, (recs, ls, le) in zip(self._order, spans, strict=True):
-            values, counts, ok = self._decode_lists(buf, req.kind, ls, le)
+        for req, width, (recs, ls, le) in zip(self._order, self._widths, spans, strict=True):
+            values, counts, ok = self._decode_lists(buf, req.kind, ls, le, width)
             fallback[recs[~ok]] = True
             decoded.append((recs, values, counts))
         fb = np.flatnonzero(fallback)
         rows = self._exact_rows(buf, starts, ends, fb) if fb.size else []
         out: dict[str, Column] = {}
-        for req, (fast_recs, fast_values, fast_counts) in zip(self._order, decoded, strict=True):
+        for req, width, (fast_recs, fast_values, fast_counts) in zip(
+            self._order, self._widths, decoded, strict=True
+        ):
             keep = ~fallback[fast_recs]
             recs, values, counts = fast_recs, fast_values, fast_counts
             if not keep.all():
@@ -305,22 +316,31 @@ class BatchDecoder:
                 fcol = from_rows(rows, req.key, req.kind)
                 col_counts[fb] = fcol.counts
                 present[fb] = fcol.present
-                values = _merge(values, recs, counts, slow=(fcol.values, fb, fcol.counts))
+                slow_values = fcol.values
+                if width is not None:
+                    slow_rows = raw.as_rows(slow_values, width)
+                    if slow_rows is None:
+                        raise _Delegate  # a raw value of the wrong size: the exact path raises
+                    slow_values = slow_rows
+                values = _merge(values, recs, counts, slow=(slow_values, fb, fcol.counts))
             out[req.key] = Column(values, col_counts, present)
         self.stats.fallback_records += int(fb.size)
         return out
 
     def _decode_lists(
-        self, buf: npt.NDArray[np.uint8], kind: int, ls: I64, le: I64
+        self, buf: npt.NDArray[np.uint8], kind: int, ls: I64, le: I64, width: int | None
     ) -> tuple[npt.NDArray[Any], I64, npt.NDArray[np.bool_]]:
         if ls.size == 0:
-            return empty_values(kind), np.zeros(0, np.int64), np.ones(0, np.bool_)
+            empty = empty_values(kind) if width is None else raw.empty_rows(width)
+            return empty, np.zeros(0, np.int64), np.ones(0, np.bool_)
         if kind == KIND_INT64:
             values, counts, ok = lockstep.packed_varints(buf, ls, le)
             return values, counts, ok
         if kind == KIND_FLOAT:
             fvalues, counts, ok = lockstep.packed_floats(buf, ls, le)
             return fvalues, counts, ok
+        if width is not None:
+            return _raw_rows(buf, lockstep.bytes_values(buf, ls, le), width)
         vs, ve, counts, ok = lockstep.bytes_values(buf, ls, le)
         # One bytes object per value, sliced in C (no Python bytecode per value).
         view = memoryview(buf)  # type: ignore[arg-type]  # numpy arrays are buffers
@@ -352,6 +372,7 @@ def _merge_groups(
     i: int,
     *,
     kind: int,
+    width: int | None,
     groups: list[template.Group],
     rest: npt.NDArray[np.intp],
     walked: Columns | None,
@@ -376,8 +397,15 @@ def _merge_groups(
             parts.append((pos, group.var_values, group.var_counts))
         elif layout.count:
             counts[pos] = layout.count
-            vals = template.template_values(buf, starts[pos], ends[pos], layout)
-            parts.append((pos, vals.reshape(-1), counts[pos]))
+            vals: npt.NDArray[Any]
+            if width is None:
+                vals = template.template_values(buf, starts[pos], ends[pos], layout).reshape(-1)
+            else:
+                rows = template.template_rows(buf, starts[pos], ends[pos], layout, width)
+                if rows is None:
+                    raise _Delegate  # raw values of the wrong size: the exact path raises
+                vals = rows.reshape(rows.shape[0] * rows.shape[1], width)
+            parts.append((pos, vals, counts[pos]))
     if walked is not None:
         col = walked[key]
         counts[rest] = col.counts
@@ -387,11 +415,39 @@ def _merge_groups(
     if len(parts) == 1 and parts[0][0].shape[0] == n and (walked is None or rest.size == n):
         return Column(parts[0][1], counts, present)  # one source, in record order
     offsets = np.cumsum(counts) - counts
-    values = np.empty(int(counts.sum()), dtype=empty_values(kind).dtype)
+    total = int(counts.sum())
+    if width is None:
+        values = np.empty(total, dtype=empty_values(kind).dtype)
+    else:
+        values = np.empty((total, width), np.uint8)
     for pos, vals, cnt in parts:
         first = np.cumsum(cnt) - cnt
         values[np.repeat(offsets[pos] - first, cnt) + np.arange(vals.shape[0])] = vals
     return Column(values, counts, present)
+
+
+def _raw_rows(
+    buf: npt.NDArray[np.uint8], lists: tuple[I64, I64, I64, npt.NDArray[np.bool_]], width: int
+) -> tuple[npt.NDArray[np.uint8], I64, npt.NDArray[np.bool_]]:
+    """A RawFeature key's values as uint8 rows ``[values, width]`` (one strided gather).
+
+    ``lists`` is what :func:`lockstep.bytes_values` returns for the key's lists.
+
+    A list holding a value of another size is flagged not ok: its record goes to the
+    exact per-record path, and from there (it cannot be a row) to the exact batch path,
+    which raises the error.
+    """
+    vs, ve, counts, ok = lists
+    sized = (ve - vs) == width
+    if sized.all():
+        return read_rows(buf, vs, width), counts, ok
+    owner = np.repeat(np.arange(counts.shape[0]), counts)
+    ok = ok.copy()
+    ok[owner[~sized]] = False
+    rows = np.zeros((vs.shape[0], width), np.uint8)
+    if sized.any():
+        rows[sized] = read_rows(buf, vs[sized], width)
+    return rows, counts, ok
 
 
 def join_records(records: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64, I64]:

@@ -9,7 +9,8 @@ assembled per spec:
   padded with its default value;
 - ``SparseFeature`` -> :class:`SparseValue` sorted by index (out-of-range indices are not
   checked, as in TensorFlow);
-- ``RaggedFeature`` -> :class:`RaggedValue` (single, no partitions: a 1-D array).
+- ``RaggedFeature`` -> :class:`RaggedValue` (single, no partitions: a 1-D array);
+- ``RawFeature`` -> ``np.ndarray`` ``[batch, *shape]`` of its dtype (:mod:`.raw`).
 
 int64 -> int64, float32 -> float32, string -> object array of ``bytes``. Errors are
 :class:`~tfrecord_engine.errors.ExampleParseError` with TensorFlow's message text and
@@ -25,6 +26,7 @@ from typing import Any
 from ..errors import InvalidArgumentError, MalformedExampleError
 from . import assemble
 from .columns import Column, from_rows
+from .raw import assemble_raw
 from .records import (
     KIND_OF,
     Request,
@@ -37,12 +39,13 @@ from .specs import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     RaggedFeature,
+    RawFeature,
     SparseFeature,
     UniformRowLength,
     VarLenFeature,
 )
 from .values import SparseValue
-from .wire import KIND_INT64, Duplicates, RawValues, example_feature_map
+from .wire import KIND_BYTES, KIND_INT64, Duplicates, RawValues, example_feature_map
 
 __all__ = ["parse_example", "parse_single_example"]
 
@@ -56,6 +59,9 @@ def _plan(features: Mapping[str, FeatureSpec]) -> dict[str, Request]:
     for name, spec in features.items():
         if isinstance(spec, FixedLenFeature):
             add_request(requests, name, spec.dtype, "dense", counted=False)
+        elif isinstance(spec, RawFeature):
+            # Parsed as TensorFlow parses FixedLenFeature([], tf.string), then read as numbers.
+            add_request(requests, name, "string", "dense", counted=False)
         elif isinstance(spec, FixedLenSequenceFeature):
             if not spec.allow_missing:
                 raise InvalidArgumentError(
@@ -98,6 +104,11 @@ def _decode_all(
 def assemble_fixed(name: str, spec: FixedLenFeature, rows: list[Row], single: bool) -> Any:
     """A FixedLenFeature's output from per-record rows (see :mod:`.assemble`)."""
     return assemble.fixed(name, spec, from_rows(rows, name, KIND_OF[spec.dtype]), single)
+
+
+def assemble_raw_rows(name: str, spec: RawFeature, rows: list[Row], single: bool) -> Any:
+    """A RawFeature's output from per-record rows (see :mod:`.raw`)."""
+    return assemble_raw(name, spec, from_rows(rows, name, KIND_BYTES), single)
 
 
 def assemble_varlen(key: str, kind: int, rows: list[Row], single: bool) -> SparseValue:

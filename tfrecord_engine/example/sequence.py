@@ -1,8 +1,9 @@
 """``parse_sequence_example`` / ``parse_single_sequence_example`` with TensorFlow's semantics.
 
-Context features (``FixedLenFeature``, ``VarLenFeature``, ``RaggedFeature``) come out as in
-:func:`~tfrecord_engine.parse_example`. Sequence features (``FixedLenSequenceFeature``,
-``VarLenFeature``, ``RaggedFeature``) gain a step dimension:
+Context features (``FixedLenFeature``, ``VarLenFeature``, ``RaggedFeature``, and the
+engine's own ``RawFeature``) come out as in :func:`~tfrecord_engine.parse_example`.
+Sequence features (``FixedLenSequenceFeature``, ``VarLenFeature``, ``RaggedFeature``)
+gain a step dimension:
 
 - ``FixedLenSequenceFeature`` -> ``[batch, max_steps, *shape]`` padded with 0/b"", and its
   step counts in the third dict (``lengths``);
@@ -25,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ExampleParseError, InvalidArgumentError, MalformedExampleError
-from .parse import Row, assemble_fixed, assemble_ragged, assemble_varlen
+from .parse import Row, assemble_fixed, assemble_ragged, assemble_raw_rows, assemble_varlen
 from .ragged import batched_ragged
 from .records import (
     KIND_OF,
@@ -42,6 +43,7 @@ from .specs import (
     FixedLenFeature,
     FixedLenSequenceFeature,
     RaggedFeature,
+    RawFeature,
     UniformRowLength,
     VarLenFeature,
 )
@@ -86,6 +88,8 @@ def _plan(
     for name, spec in context.items():
         if isinstance(spec, FixedLenFeature):
             add_request(ctx, name, spec.dtype, "dense")
+        elif isinstance(spec, RawFeature):
+            add_request(ctx, name, "string", "dense")
         elif isinstance(spec, VarLenFeature):
             add_request(ctx, name, spec.dtype, "sparse")
         elif isinstance(spec, RaggedFeature):
@@ -329,6 +333,8 @@ def _parse(
     for name, spec in context.items():
         if isinstance(spec, FixedLenFeature):
             ctx_out[name] = assemble_fixed(name, spec, rows, single)
+        elif isinstance(spec, RawFeature):
+            ctx_out[name] = assemble_raw_rows(name, spec, rows, single)
         elif isinstance(spec, VarLenFeature):
             ctx_out[name] = assemble_varlen(name, KIND_OF[spec.dtype], rows, single)
         else:
@@ -357,7 +363,8 @@ def parse_sequence_example(
     Args:
         serialized: a list, tuple or 1-D array of serialized SequenceExamples (a single
             ``bytes`` is parsed without a batch dimension, as TensorFlow does).
-        context_features: key -> ``FixedLenFeature``/``VarLenFeature``/``RaggedFeature``.
+        context_features: key -> ``FixedLenFeature``/``VarLenFeature``/``RaggedFeature``/
+            ``RawFeature``.
         sequence_features: key -> ``FixedLenSequenceFeature``/``VarLenFeature``/
             ``RaggedFeature``.
 

@@ -7,6 +7,10 @@ and ``SparseFeature``. Each is a frozen, slotted dataclass that validates and no
 itself: ``dtype`` becomes one of ``"int64"``, ``"float32"``, ``"string"``; ``shape`` a
 tuple; a default value a flat tuple of Python scalars.
 
+:class:`RawFeature` has no ``tf.io`` twin: one bytes value per record read as a numeric
+array, what ``tf.io.decode_raw`` does after parsing. Its dtype is a numpy number type
+(uint8 ... float64) and its default value a flat tuple of numbers.
+
 ``dtype`` may be ``"int64"``/``"float32"``/``"string"`` (alias ``"bytes"``), a numpy dtype
 (``np.int64``, ``np.float32``, ``np.bytes_``/``object``), or any object with a ``.name``
 among those (so ``tf.int64`` works unchanged).
@@ -34,6 +38,8 @@ __all__ = [
     "FixedLenSequenceFeature",
     "Partition",
     "RaggedFeature",
+    "RawDType",
+    "RawFeature",
     "RowLengths",
     "RowLimits",
     "RowSplits",
@@ -410,6 +416,122 @@ class SparseFeature:
         object.__setattr__(self, "dtype", normalize_dtype(dtype))
 
 
+RawDType = Literal[
+    "uint8", "int8", "uint16", "int16", "int32", "uint32", "int64", "float16", "float32", "float64"
+]
+_RAW_DTYPES: tuple[RawDType, ...] = (
+    "uint8",
+    "int8",
+    "uint16",
+    "int16",
+    "int32",
+    "uint32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+)
+
+
+def _raw_dtype(dtype: object) -> RawDType:
+    np_dtype: np.dtype[Any] | None = None
+    if isinstance(dtype, (str, type, np.dtype)):
+        try:
+            np_dtype = np.dtype(dtype)
+        except TypeError:
+            np_dtype = None
+    if np_dtype is None:
+        name = getattr(dtype, "name", None)  # e.g. tf.uint8
+        if isinstance(name, str) and name in _RAW_DTYPES:
+            np_dtype = np.dtype(name)
+    if np_dtype is None or np_dtype.name not in _RAW_DTYPES:
+        raise InvalidArgumentError(
+            f"RawFeature: unsupported dtype {dtype!r}: must be one of {', '.join(_RAW_DTYPES)}"
+        )
+    if np_dtype.byteorder == ">" or (np_dtype.byteorder == "=" and not np.little_endian):
+        # Values are read little-endian (tf.io.decode_raw's default): a big-endian dtype
+        # would silently mean something else.
+        raise InvalidArgumentError(
+            f"RawFeature: dtype {dtype!r} is big-endian; values are read little-endian"
+        )
+    return _RAW_DTYPES[_RAW_DTYPES.index(np_dtype.name)]
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class RawFeature:
+    """One bytes value per record, read as a fixed-shape numeric array (``decode_raw``).
+
+    The feature must be a ``bytes_list`` holding exactly one value of
+    ``prod(shape) * itemsize`` bytes in every record; the output is ``[batch, *shape]``
+    of ``dtype``, the value's bytes read little-endian and row-major, exactly what
+    ``tf.io.decode_raw(value, dtype)`` then a reshape give. This is the usual way arrays
+    are stored in TFRecords (``array.tobytes()``); decoding straight into the array
+    spares a bytes object and an ``np.frombuffer`` per record.
+
+    Args:
+        shape: the output shape per record (``[]`` for one value).
+        dtype: uint8 (default), int8, uint16, int16, int32, uint32, int64, float16,
+            float32 or float64: a name, a numpy dtype/type, or an object with ``.name``
+            (``tf.uint8``). Big-endian dtypes are refused.
+        default_value: used when the feature is missing: an array-like with
+            ``prod(shape)`` values that ``dtype`` holds exactly. ``None``: required.
+
+    Example:
+        >>> spec = RawFeature([2, 2], "uint16")
+        >>> spec.dtype, spec.nbytes
+        ('uint16', 8)
+    """
+
+    shape: tuple[int, ...]
+    dtype: RawDType
+    default_value: tuple[Any, ...] | None = None
+
+    def __init__(
+        self, shape: ShapeLike, dtype: DTypeLike = "uint8", default_value: object = None
+    ) -> None:
+        shape = _shape(shape, "RawFeature")
+        name = _raw_dtype(dtype)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", name)
+        object.__setattr__(self, "default_value", None)
+        if default_value is not None:
+            object.__setattr__(self, "default_value", _raw_default(default_value, shape, name))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one record's value: ``prod(shape) * itemsize``."""
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+
+def _raw_default(value: object, shape: tuple[int, ...], dtype: RawDType) -> tuple[Any, ...]:
+    try:
+        given = np.asarray(value)
+        if given.dtype.kind not in "biuf":
+            raise TypeError(f"not numbers ({given.dtype})")
+        with np.errstate(all="ignore"):
+            cast = given.astype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"RawFeature: default value {value!r} is not an array of {dtype}: {exc}"
+        ) from None
+    if cast.size != math.prod(shape):
+        raise InvalidArgumentError(
+            f"RawFeature: default value has {cast.size} values, but the requested shape "
+            f"{list(shape)} has {math.prod(shape)}"
+        )
+    exact = np.array_equal(cast, given, equal_nan=cast.dtype.kind == "f")
+    if not exact:
+        raise InvalidArgumentError(
+            f"RawFeature: default value {value!r} does not fit {dtype} exactly"
+        )
+    return tuple(cast.reshape(-1).tolist())
+
+
 FeatureSpec = (
-    FixedLenFeature | VarLenFeature | FixedLenSequenceFeature | RaggedFeature | SparseFeature
+    FixedLenFeature
+    | VarLenFeature
+    | FixedLenSequenceFeature
+    | RaggedFeature
+    | SparseFeature
+    | RawFeature
 )

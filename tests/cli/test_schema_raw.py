@@ -1,0 +1,85 @@
+"""``tfr schema`` hints at RawFeature for fixed-size bytes values, and the hint parses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tfrecord_engine as tfe
+from tests.cli.helpers import invoke
+from tfrecord_engine.cli.infer import RAW_HINT_BYTES
+
+
+@pytest.fixture
+def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _write(path: str, records: list[bytes]) -> None:
+    with tfe.TFRecordWriter(path) as w:
+        w.write_many(records)
+
+
+def _line(out: str, key: str) -> str:
+    (line,) = [x for x in out.splitlines() if x.startswith(f'    "{key}"')]
+    return line
+
+
+def test_fixed_size_bytes_get_the_hint_and_it_parses(cwd: Path) -> None:
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (30, 784), dtype=np.uint8)
+    records = [
+        tfe.encode_example({"image": im.tobytes(), "label": i, "name": f"n{i}"})
+        for i, im in enumerate(images)
+    ]
+    _write("m.tfrecord", records)
+    out = invoke("schema", "m.tfrecord").stdout
+    assert _line(out, "image") == (
+        '    "image": tfe.FixedLenFeature([], "string"),  # always 1 value of 784 bytes: '
+        'tfe.RawFeature([784], "uint8") reads arrays'
+    )
+    assert _line(out, "name").endswith("# always 1 value")  # sizes vary: no hint
+    assert _line(out, "label").endswith("# always 1 value")
+    hinted = _line(out, "image").split("# always 1 value of 784 bytes: ")[1]
+    spec = eval(hinted.removesuffix(" reads arrays"), {"tfe": tfe})
+    got = tfe.parse_example(records, {"image": spec})["image"]
+    np.testing.assert_array_equal(got, images)
+    # TensorFlow's specs have no RawFeature: no hint there.
+    assert "RawFeature" not in invoke("schema", "--tf", "m.tfrecord").stdout
+
+
+@pytest.mark.parametrize(
+    ("values", "hint"),
+    [
+        ([b"x" * RAW_HINT_BYTES] * 3, True),
+        ([b"x" * (RAW_HINT_BYTES - 1)] * 3, False),  # short strings: no hint
+        ([b"x" * 20, b"y" * 20, b"z" * 21], False),  # one size differs
+        ([[b"x" * 20, b"y" * 20]] * 3, False),  # two values per record
+        ([b"x" * 20, b"y" * 20, None], False),  # missing in one record
+    ],
+)
+def test_hint_only_for_one_value_of_one_size(cwd: Path, values: list[Any], hint: bool) -> None:
+    records = [tfe.encode_example({} if v is None else {"b": v}) for v in values]
+    _write("b.tfrecord", records)
+    out = invoke("schema", "b.tfrecord").stdout
+    assert ("RawFeature" in _line(out, "b")) is hint
+    note = invoke("schema", "--json", "b.tfrecord").stdout
+    assert ("RawFeature" in note) is hint
+
+
+def test_sequence_example_context_gets_the_hint(cwd: Path) -> None:
+    records = [
+        tfe.encode_sequence_example({"emb": np.full(8, i, "<f4").tobytes()}, {"t": [[1], [2]]})
+        for i in range(3)
+    ]
+    _write("s.tfrecord", records)
+    out = invoke("schema", "s.tfrecord").stdout
+    assert 'tfe.RawFeature([32], "uint8") reads arrays' in _line(out, "emb")
+    context, _, _ = tfe.parse_sequence_example(
+        records, context_features={"emb": tfe.RawFeature([8], "float32")}
+    )
+    assert context["emb"][:, 0].tolist() == [0.0, 1.0, 2.0]
