@@ -302,3 +302,60 @@ def test_a_forked_copy_does_not_use_its_parents_workers(data_path: str) -> None:
         assert ds._pools == [pool]
     finally:
         ds.close()
+
+
+def test_fixed_size_strings_cross_as_rows_and_arrive_as_bytes(tmp_path: Path) -> None:
+    # One layout for every record: the template takes whole chunks, so workers ship the
+    # image as V<size> rows (defer_bytes) and the parent makes the bytes objects.
+    features = {
+        "label": tfe.FixedLenFeature([], "int64"),
+        "image": tfe.FixedLenFeature([], "string"),
+        "pair": tfe.FixedLenFeature([2], "string"),
+    }
+    path = tmp_path / "m.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(
+            tfe.encode_example(
+                {
+                    "label": i % 10,
+                    "image": bytes([i % 256]) * 5 + b"\0",
+                    "pair": np.array([b"ab\0", bytes([i % 256]) * 3], dtype=object),
+                }
+            )
+            for i in range(5000)
+        )
+    ds = tfe.RecordDataset(str(path), features=features)
+    try:
+        want = list(ds.batches(512))
+        got = list(ds.batches(512, workers=1))
+        _same_batches(got, want)
+        for b in got:
+            for key in ("image", "pair"):
+                assert b[key].dtype == object
+                assert {type(v) for v in b[key].reshape(-1).tolist()} == {bytes}
+        assert got[3]["image"][7] == bytes([(3 * 512 + 7) % 256]) * 5 + b"\0"
+        assert got[0]["pair"][5].tolist() == [b"ab\0", bytes([5]) * 3]
+    finally:
+        ds.close()
+
+
+def test_defer_bytes_leaves_rows_only_where_one_template_takes_the_chunk(
+    parsed: tfe.RecordDataset,
+) -> None:
+    from tfrecord_engine.example.batch import BatchDecoder
+
+    decoder = BatchDecoder(FEATURES)
+    decoder.defer_bytes = True
+    records = parsed.read_raw(np.arange(N))
+    # Several layouts (image sizes differ): values are merged, so bytes objects.
+    out = decoder.decode_records(records)
+    assert out["img"].dtype == object
+    assert_same(out, parsed.decoder.decode_records(records))
+    # One layout: the rows stay rows until the parent's conversion.
+    same = [tfe.encode_example({"s": bytes([i % 256, 0])}) for i in range(200)]
+    one = BatchDecoder({"s": tfe.FixedLenFeature([], "string")})
+    one.defer_bytes = True
+    rows = one.decode_records(same)
+    assert rows["s"].dtype == np.dtype("V2")
+    procpool._bytes_objects(rows)
+    assert rows["s"].tolist() == [bytes([i % 256, 0]) for i in range(200)]

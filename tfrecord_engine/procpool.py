@@ -229,17 +229,18 @@ class DecodePool:
         if kind == "error":
             raise reply[1]
         if kind == "inline":
-            result: list[Ready] = pickle.loads(reply[1])
-            return result
-        _, stream_len, spans = reply
-        total = max([stream_len, *(o + n for o, n in spans)])
-        base = slot * self.slot_bytes
-        # One copy out of the slot; the arrays are views of this buffer.
-        buf = self._view[base : base + total].copy()
-        view = memoryview(buf)
-        chunk: list[Ready] = pickle.loads(
-            view[:stream_len], buffers=[view[o : o + n] for o, n in spans]
-        )
+            chunk: list[Ready] = pickle.loads(reply[1])
+        else:
+            _, stream_len, spans = reply
+            total = max([stream_len, *(o + n for o, n in spans)])
+            base = slot * self.slot_bytes
+            # One copy out of the slot; the arrays are views of this buffer.
+            buf = self._view[base : base + total].copy()
+            view = memoryview(buf)
+            chunk = pickle.loads(view[:stream_len], buffers=[view[o : o + n] for o, n in spans])
+        for ready in chunk:
+            if isinstance(ready.output, dict):
+                _bytes_objects(ready.output)
         return chunk
 
     def close(self) -> None:
@@ -337,6 +338,19 @@ class PoolStream(Iterator[list[Ready]]):
 # ---- the worker side ------------------------------------------------------------------
 
 
+def _bytes_objects(parsed: dict[str, Any]) -> None:
+    """Turns the ``V<size>`` arrays of a worker's batch into arrays of ``bytes``.
+
+    Workers decode with ``BatchDecoder.defer_bytes``: fixed-size string values cross as
+    rows and the bytes objects are made once, here.
+    """
+    for key, value in parsed.items():
+        if isinstance(value, np.ndarray) and value.dtype.kind == "V":
+            out = np.empty(value.shape, dtype=object)
+            out.reshape(-1)[:] = value.reshape(-1).tolist()
+            parsed[key] = out
+
+
 def _picklable(exc: BaseException) -> BaseException:
     try:
         pickle.loads(pickle.dumps(exc))
@@ -418,6 +432,8 @@ def _worker_main() -> None:
         # Damage found while indexing was reported by the parent already.
         ds.__setstate__({**state, "on_damage_report": _ignore})
         ds._use(indexes)
+        if ds.features is not None:
+            ds.decoder.defer_bytes = True
         fd = os.open(shm_path, os.O_RDWR)
         try:
             shm = mmap.mmap(fd, 0)

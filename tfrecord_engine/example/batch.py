@@ -32,7 +32,13 @@ from .records import Request, decode_requests, to_records
 from .specs import FeatureSpec, FixedLenFeature, RawFeature
 from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
-__all__ = ["BatchDecoder", "Columns", "DecodeStats", "join_records", "parse_example"]
+__all__ = [
+    "BatchDecoder",
+    "Columns",
+    "DecodeStats",
+    "join_records",
+    "parse_example",
+]
 
 I64 = npt.NDArray[np.int64]
 Columns = dict[str, Column]
@@ -98,6 +104,16 @@ class BatchDecoder:
         self._templates: list[template.Template] = []
         self._skip_templates = 0  # chunks left to walk without trying templates
         self._dense = all(type(f) in (FixedLenFeature, RawFeature) for f in self.features.values())
+        #: Leave template-decoded FixedLenFeature string values as ``V<size>`` arrays (the
+        #: bytes objects are made later, by whoever receives them: decode workers ship
+        #: the rows and the parent makes the objects once). Outputs then hold such
+        #: arrays (``tfrecord_engine.procpool`` converts them).
+        self.defer_bytes = False
+        self._deferrable = {
+            key
+            for key, f in self.features.items()
+            if type(f) is FixedLenFeature and f.dtype == "string"
+        }
         self.stats = DecodeStats()
 
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
@@ -215,6 +231,7 @@ class BatchDecoder:
                 rest=rest,
                 walked=walked,
                 key=req.key,
+                as_void=self.defer_bytes and req.key in self._deferrable,
             )
             for i, req in enumerate(self._order)
         }
@@ -377,9 +394,15 @@ def _merge_groups(
     rest: npt.NDArray[np.intp],
     walked: Columns | None,
     key: str,
+    as_void: bool = False,
 ) -> Column:
-    """Key ``i``'s column of a chunk from its template groups and its walked records."""
+    """Key ``i``'s column of a chunk from its template groups and its walked records.
+
+    ``as_void``: bytes values of a chunk that one template takes whole may stay a
+    ``V<size>`` array (no merge with other sources needs bytes objects).
+    """
     n = starts.shape[0]
+    as_void = as_void and len(groups) == 1 and walked is None
     counts = np.zeros(n, np.int64)
     present = np.zeros(n, np.bool_)
     # (positions, values in record order, values per record)
@@ -399,7 +422,9 @@ def _merge_groups(
             counts[pos] = layout.count
             vals: npt.NDArray[Any]
             if width is None:
-                vals = template.template_values(buf, starts[pos], ends[pos], layout).reshape(-1)
+                vals = template.template_values(
+                    buf, starts[pos], ends[pos], layout, as_void=as_void
+                ).reshape(-1)
             else:
                 rows = template.template_rows(buf, starts[pos], ends[pos], layout, width)
                 if rows is None:

@@ -392,13 +392,22 @@ def match_template(buf: U8, starts: I64, ends: I64, template: Template) -> Group
     return Group(cand, t, values, counts)
 
 
-def template_values(buf: U8, starts: I64, ends: I64, layout: FieldLayout) -> npt.NDArray[Any]:
+def template_values(
+    buf: U8, starts: I64, ends: I64, layout: FieldLayout, *, as_void: bool = False
+) -> npt.NDArray[Any]:
     """The values of ``layout`` for the records ``[starts, ends)``, ``[n, count]``.
 
-    Float and int64 values come as numeric arrays; bytes values as an object array.
+    Float and int64 values come as numeric arrays; bytes values as an object array, or
+    with ``as_void`` (when all of them have one size > 0) as a ``V<size>`` array that
+    the caller turns into ``bytes`` later.
     """
     m = starts.shape[0]
     base = ends if layout.from_end else starts
+    if layout.kind == KIND_BYTES and as_void and len(set(layout.widths)) == 1:
+        size = layout.widths[0]
+        if size > 0:
+            at = base[:, None] + np.asarray(layout.value_offsets, np.int64)
+            return read_rows(buf, at, size).view(f"V{size}").reshape(m, layout.count)
     if layout.kind == KIND_BYTES:
         out = np.empty((m, layout.count), dtype=object)
         for j, (off, size) in enumerate(zip(layout.value_offsets, layout.widths, strict=True)):
