@@ -22,7 +22,7 @@ import tfrecord_engine as tfe
 from tfrecord_engine import framing
 from tfrecord_engine.example.batch import LOCKSTEP_MIN_BATCH, BatchDecoder
 from tfrecord_engine.example.specs import FeatureSpec
-from tfrecord_engine.testing.examples import RawFeature, serialize_example, serialize_feature
+from tfrecord_engine.testing.examples import FeatureValues, serialize_example, serialize_feature
 
 SPEC: dict[str, FeatureSpec] = {
     "i": tfe.VarLenFeature("int64"),
@@ -138,7 +138,10 @@ def test_unpacked_lists_and_empty_features() -> None:
 
 
 def test_fallback_shapes() -> None:
-    entries: list[tuple[str, RawFeature]] = [("i", ("int64", [9])), ("s", ("string", [b"a", b""]))]
+    entries: list[tuple[str, FeatureValues]] = [
+        ("i", ("int64", [9])),
+        ("s", ("string", [b"a", b""])),
+    ]
     records = [
         serialize_example(entries, split_at=1),
         serialize_example(entries, unknown_field=True),

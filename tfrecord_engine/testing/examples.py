@@ -39,8 +39,8 @@ from .list_encodings import GARBAGE, mixed_lists
 
 __all__ = [
     "Entry",
+    "FeatureValues",
     "ParseCase",
-    "RawFeature",
     "SequenceCase",
     "feature_values",
     "parse_cases",
@@ -52,9 +52,9 @@ __all__ = [
 ]
 
 KINDS = ("int64", "float32", "string")
-RawFeature = tuple[str, list[Any]] | None
+FeatureValues = tuple[str, list[Any]] | None
 """``(dtype, values)`` for a Feature, or ``None`` for an empty Feature (no list at all)."""
-Entry = tuple[str, "RawFeature | bytes"]
+Entry = tuple[str, "FeatureValues | bytes"]
 """A map entry: key and feature; ``bytes`` is a Feature serialized already, kept as is."""
 
 
@@ -75,7 +75,7 @@ def _ld(tag: int, payload: bytes) -> bytes:
     return bytes([tag]) + _varint(len(payload)) + payload
 
 
-def serialize_feature(feature: RawFeature, *, packed: bool = True) -> bytes:
+def serialize_feature(feature: FeatureValues, *, packed: bool = True) -> bytes:
     """Serializes one ``Feature``; ``packed=False`` writes numbers unpacked."""
     if feature is None:
         return b""
@@ -103,7 +103,7 @@ def _entry(key: str, value: bytes, *, value_first: bool = False) -> bytes:
     return _ld(0x0A, v + k if value_first else k + v)
 
 
-def _feature_bytes(feature: RawFeature | bytes, packed: bool) -> bytes:
+def _feature_bytes(feature: FeatureValues | bytes, packed: bool) -> bytes:
     return feature if isinstance(feature, bytes) else serialize_feature(feature, packed=packed)
 
 
@@ -131,7 +131,7 @@ def serialize_example(
 
 def serialize_sequence_example(
     context: Sequence[Entry],
-    feature_lists: Sequence[tuple[str, Sequence[RawFeature | bytes]]],
+    feature_lists: Sequence[tuple[str, Sequence[FeatureValues | bytes]]],
     *,
     packed: bool = True,
 ) -> bytes:
@@ -164,7 +164,7 @@ def feature_values(
 
 
 @st.composite
-def raw_features(draw: st.DrawFn) -> RawFeature:
+def raw_features(draw: st.DrawFn) -> FeatureValues:
     """A Feature of any kind (or an empty Feature)."""
     if draw(st.integers(0, 9)) == 0:
         return None
@@ -250,7 +250,7 @@ def _values(draw: st.DrawFn, dtype: str, n: int) -> list[Any]:
     return draw(feature_values(dtype, min_size=n, max_size=n))
 
 
-def _mismatch(draw: st.DrawFn, dtype: str, n: int, mode: _Mode) -> RawFeature | str:
+def _mismatch(draw: st.DrawFn, dtype: str, n: int, mode: _Mode) -> FeatureValues | str:
     """The feature for ``mode``; the string "skip" means: leave the key out."""
     if mode == "missing":
         return "skip"
@@ -266,9 +266,9 @@ def _mismatch(draw: st.DrawFn, dtype: str, n: int, mode: _Mode) -> RawFeature | 
 
 def _ragged_entries(
     draw: st.DrawFn, name: str, spec: RaggedFeature
-) -> list[tuple[str, RawFeature]]:
+) -> list[tuple[str, FeatureValues]]:
     count = draw(st.integers(0, 3))
-    out: list[tuple[str, RawFeature]] = []
+    out: list[tuple[str, FeatureValues]] = []
     for part in spec.partitions:
         if isinstance(part, UniformRowLength):
             lengths = [part.length] * count
@@ -301,12 +301,12 @@ def _ragged_entries(
 
 def _record_entries(
     draw: st.DrawFn, features: dict[str, FeatureSpec]
-) -> list[tuple[str, RawFeature]]:
+) -> list[tuple[str, FeatureValues]]:
     modes = st.sampled_from(["ok"] * 12 + ["missing", "empty", "type", "count"])
-    entries: list[tuple[str, RawFeature]] = []
+    entries: list[tuple[str, FeatureValues]] = []
     for name, spec in features.items():
         mode = draw(modes)
-        feat: RawFeature | str
+        feat: FeatureValues | str
         if isinstance(spec, FixedLenFeature):
             feat = _mismatch(draw, spec.dtype, math.prod(spec.shape), mode)
         elif isinstance(spec, FixedLenSequenceFeature):
@@ -385,7 +385,7 @@ def parse_cases(
     return ParseCase(features, records, single)
 
 
-def _mixed_feature(draw: st.DrawFn, feature: RawFeature | bytes) -> RawFeature | bytes:
+def _mixed_feature(draw: st.DrawFn, feature: FeatureValues | bytes) -> FeatureValues | bytes:
     """Half the time, ``feature`` re-encoded with a drawn mixed encoding."""
     if feature is None or isinstance(feature, bytes) or not draw(st.booleans()):
         return feature
@@ -413,12 +413,12 @@ class SequenceCase:
 
 def _ragged_steps(
     draw: st.DrawFn, name: str, spec: RaggedFeature
-) -> list[tuple[str, list[RawFeature]]]:
+) -> list[tuple[str, list[FeatureValues]]]:
     """Feature lists for a sequence RaggedFeature: each step partitioned on its own."""
     keys = [spec.value_key or name] + [
         p.key for p in spec.partitions if not isinstance(p, UniformRowLength)
     ]
-    steps: dict[str, list[RawFeature]] = {key: [] for key in keys}
+    steps: dict[str, list[FeatureValues]] = {key: [] for key in keys}
     for _ in range(draw(st.integers(0, 3))):
         present = dict(_ragged_entries(draw, name, spec))
         for key in keys:
@@ -480,7 +480,7 @@ def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3, mixed: bool = False) 
             feat = _mismatch(draw, spec.dtype, n, mode)
             if feat != "skip":
                 context.append((name, feat))  # type: ignore[arg-type]
-        lists: list[tuple[str, list[RawFeature]]] = []
+        lists: list[tuple[str, list[FeatureValues]]] = []
         for name, spec in seq.items():
             if isinstance(spec, RaggedFeature):
                 lists.extend(_ragged_steps(draw, name, spec))
@@ -488,7 +488,7 @@ def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3, mixed: bool = False) 
             mode = draw(modes)
             if mode == "missing":
                 continue
-            steps: list[RawFeature] = []
+            steps: list[FeatureValues] = []
             for _ in range(draw(st.integers(0, 3))):
                 n = (
                     math.prod(spec.shape)
@@ -501,7 +501,7 @@ def sequence_cases(draw: st.DrawFn, *, max_batch: int = 3, mixed: bool = False) 
                 feat = _mismatch(draw, spec.dtype, n, step_mode)
                 steps.append(None if feat == "skip" else feat)  # type: ignore[arg-type]
             lists.append((name, steps))
-        written: Sequence[tuple[str, Sequence[RawFeature | bytes]]] = lists
+        written: Sequence[tuple[str, Sequence[FeatureValues | bytes]]] = lists
         if mixed:
             context = _mix(draw, context)
             written = [(k, [_mixed_feature(draw, f) for f in steps]) for k, steps in lists]
