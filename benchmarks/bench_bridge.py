@@ -9,7 +9,8 @@ idiomatic fast pipeline ``TFRecordDataset(path).batch(256).map(parse_example, AU
 process, alternating, best of several runs; with ``--device /GPU:0`` both end with
 ``prefetch_to_device``. A second table compares the bridge with the engine's own numpy
 iterator (``RecordDataset.batches``): the bridge cannot be faster than the decoder
-that feeds it.
+that feeds it. A third compares with the native pipeline with tf.data's autotuning
+model turned off, as the bridge does (see ``docs/bridge.md``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,20 @@ def _cases(
             n += _first_dim(batch)
         return n, 0
 
+    # The same native pipeline without tf.data's autotuning model (the bridge turns it
+    # off): the model thread makes every iteration wait for it at the end, 20-300 ms
+    # measured, so this shows how much of the bridge's lead over the default comes
+    # from that alone.
+    untuned = tf.data.Options()
+    untuned.autotune.enabled = False
+    untuned_ds = theirs_ds.with_options(untuned)
+
+    def theirs_untuned() -> tuple[int, int]:
+        n = 0
+        for batch in untuned_ds:
+            n += _first_dim(batch)
+        return n, 0
+
     def engine() -> tuple[int, int]:
         n = 0
         for batch in ds.batches(BATCH, shuffle=shuffle, seed=1):
@@ -74,6 +89,7 @@ def _cases(
         ("to_tf_dataset", ours),
         ("tf.data parse_example", theirs),
         ("RecordDataset.batches (numpy)", engine),
+        ("tf.data parse_example, autotune off", theirs_untuned),
     ]
 
 
@@ -81,20 +97,23 @@ def run(device: str | None = None) -> str:
     """Runs the bridge benchmarks; returns a Markdown table."""
     rows: list[tuple[str, Measurement, Measurement | None]] = []
     overhead: list[tuple[str, Measurement, Measurement | None]] = []
+    untuned: list[tuple[str, Measurement, Measurement | None]] = []
     for label, path, name, shuffle in (
         ("MNIST-like, batches of 256", mnist_like(), "mnist", False),
         ("tabular, batches of 256", tabular(), "tabular", False),
         ("MNIST-like, global shuffle vs shuffle(10000)", mnist_like(), "mnist", True),
     ):
-        ours, theirs, engine = compare(_cases(path, name, shuffle, device))
+        ours, theirs, engine, theirs_untuned = compare(_cases(path, name, shuffle, device))
         rows.append((label, ours, theirs))
         overhead.append((label, ours, engine))
+        untuned.append((label, ours, theirs_untuned))
     where = f", prefetch_to_device({device!r})" if device else ""
     return "\n\n".join(
         [
             table(f"tf.data tensors: bridge vs native pipeline{where}", rows),
             # How much of the engine's own speed survives the trip into tf.data.
             table("Bridge vs the engine's numpy batches (same process)", overhead),
+            table("Bridge vs the native pipeline without tf.data autotuning", untuned),
         ]
     )
 
