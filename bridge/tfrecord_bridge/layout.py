@@ -52,6 +52,13 @@ class Layout:
                 self.slots.append(Slot(key, "ragged", spec, spec.ragged_rank))
             else:
                 self.slots.append(Slot(key, "dense", spec))
+        # Fixed per layout and needed for every batch: worked out once (TF's dtype and
+        # shape objects are slow to query).
+        self._np_dtypes = [
+            [np.dtype(object) if dt == tf.string else np.dtype(dt.as_numpy_dtype) for dt, _ in c]
+            for c in map(self._components, self.slots)
+        ]
+        self._packing_list = self._compute_packing()
 
     def _components(self, slot: Slot) -> list[tuple[Any, list[int | None]]]:
         """``(tf dtype, static shape)`` of each flat component of ``slot``."""
@@ -78,9 +85,8 @@ class Layout:
     def flatten(self, batch: Mapping[str, Any]) -> list[np.ndarray[Any, Any]]:
         """An engine batch (numpy, ``SparseValue``, ``RaggedValue``) as flat arrays."""
         out: list[np.ndarray[Any, Any]] = []
-        for slot in self.slots:
+        for slot, np_dtypes in zip(self.slots, self._np_dtypes, strict=True):
             value = batch[slot.key]
-            comps = self._components(slot)
             if slot.kind == "dense":
                 arrays = [value]
             elif slot.kind == "sparse":
@@ -96,13 +102,19 @@ class Layout:
                         f"dimensions where TensorFlow has {slot.ragged_rank}"
                     )
                 arrays = [value, *splits]
-            for arr, (dt, _) in zip(arrays, comps, strict=True):
-                np_dtype = object if dt == self._tf.string else dt.as_numpy_dtype
-                out.append(np.asarray(arr).astype(np_dtype, copy=False))
+            for arr, np_dtype in zip(arrays, np_dtypes, strict=True):
+                if isinstance(arr, np.ndarray) and arr.dtype == np_dtype:
+                    out.append(arr)  # the usual case: as the engine returned it
+                else:
+                    out.append(np.asarray(arr).astype(np_dtype, copy=False))
         return out
 
     @property
     def _packing(self) -> list[tuple[str, list[int | None]]]:
+        """How each flat component travels in a chunk, with its static shape."""
+        return self._packing_list
+
+    def _compute_packing(self) -> list[tuple[str, list[int | None]]]:
         """How each flat component travels in a chunk, with its static shape.
 
         ``"stack"``: a dense component whose inner shape is fixed; a chunk's batches
