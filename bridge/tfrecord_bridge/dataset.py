@@ -30,6 +30,7 @@ well would be a third thread contending for the GIL with this one and the consum
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -177,6 +178,40 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         first, stop = bounds[int(c)], bounds[int(c) + 1]
         return layout.pack([source.get(int(e), k) for k in range(first, stop)])
 
+    out = _chunk_pipeline(
+        tf,
+        layout,
+        num_chunks=num_chunks,
+        num_batches=num_batches,
+        fetch=fetch,
+        next_epoch=next_epoch,
+        num_parallel_calls=num_parallel_calls,
+        prefetch=prefetch,
+    )
+    if device is not None:
+        # Must be the last transformation (TensorFlow's rule).
+        out = out.apply(tf.data.experimental.prefetch_to_device(device))
+    return out
+
+
+def _chunk_pipeline(
+    tf: Any,
+    layout: Layout,
+    *,
+    num_chunks: int,
+    num_batches: int,
+    fetch: Callable[[np.int64, np.int64], list[npt.NDArray[Any]]],
+    next_epoch: Callable[[], npt.NDArray[np.int64]],
+    num_parallel_calls: int = 1,
+    prefetch: int | None = None,
+) -> TFDataset:
+    """The ``tf.data`` side of the bridge: ``fetch(epoch, chunk)`` packed chunks as batches.
+
+    ``fetch`` returns :meth:`Layout.pack` of the batches of one chunk and must be a
+    pure function of its arguments; ``next_epoch`` is called once per iteration. The
+    benchmark runs it on precomputed chunks to measure the TensorFlow side alone.
+    """
+
     def draw_epoch() -> Any:
         # Stateful: drawn once per iteration, never folded into a constant.
         e = tf.numpy_function(next_epoch, [], tf.int64, stateful=True, name="tfe_next_epoch")
@@ -221,8 +256,4 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     # A stateless map would otherwise be made parallel: concurrent chunk calls only
     # contend for the GIL.
     options.experimental_optimization.map_parallelization = False
-    out = out.with_options(options)
-    if device is not None:
-        # Must be the last transformation (TensorFlow's rule).
-        out = out.apply(tf.data.experimental.prefetch_to_device(device))
-    return out
+    return out.with_options(options)
