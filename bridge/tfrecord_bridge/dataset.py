@@ -108,7 +108,8 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         prefetch: batches buffered at the end (default ``tf.data.AUTOTUNE``).
         readahead: chunks of ~4,096 records the engine prepares ahead on a thread of
             its own (default 0: the final ``prefetch`` already reads ahead, and one
-            more thread contending for the GIL is slower).
+            more thread contending for the GIL is slower). Worth 1-2 for remote files,
+            where reading mostly waits on the network (without the GIL).
         chunk_batches: batches handed to TensorFlow per ``numpy_function`` call
             (default: about 4,096 records' worth). A call costs ~0.1-1 ms whatever
             its size, so one per batch would cap small batches well below the engine.
