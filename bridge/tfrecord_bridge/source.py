@@ -7,9 +7,9 @@ must not decode record by record. It keeps one open
 :class:`~tfrecord_engine.dataset.RecordBatchIterator` per recent epoch (a *cursor*):
 the engine reads, checks and decodes ~4,096 records at a time (on its worker thread
 ahead of the requests when ``readahead > 0``, else on the first request that needs
-them), and the other requests for the cursor's next batches are only hand-overs. A request
-anywhere else (a restored checkpoint, a skipped batch) re-opens the cursor at that
-batch with ``batches(..., state=...)``, computed from the engine's own sampler.
+them), and the other requests for the cursor's next batches are only hand-overs. A
+request anywhere else (a restored checkpoint, a skipped batch) re-opens the cursor at
+that batch with ``batches(..., state=...)``, computed from the engine's own sampler.
 
 This module does not import TensorFlow.
 """
