@@ -9,19 +9,25 @@ idiomatic fast pipeline ``TFRecordDataset(path).batch(256).map(parse_example, AU
 process, alternating, best of several runs; with ``--device /GPU:0`` both end with
 ``prefetch_to_device``. A second table compares the bridge with the engine's own numpy
 iterator (``RecordDataset.batches``): the bridge cannot be faster than the decoder
-that feeds it.
+that feeds it. A third compares with the native pipeline with tf.data's autotuning
+model turned off, as the bridge does (see ``docs/bridge.md``), and a fourth runs the
+bridge's own pipeline on chunks decoded in advance: its TensorFlow side alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 import tfrecord_engine as tfe
 from benchmarks.bench_pipeline import _specs
 from benchmarks.common import Measurement, compare, table
 from benchmarks.data import mnist_like, tabular
+from tfrecord_engine.dataset import DEFAULT_CHUNK_RECORDS
 
 BATCH = 256
 
@@ -64,37 +70,97 @@ def _cases(
             n += _first_dim(batch)
         return n, 0
 
+    # The same native pipeline without tf.data's autotuning model (the bridge turns it
+    # off): the model thread makes every iteration wait for it at the end, 20-300 ms
+    # measured, so this shows how much of the bridge's lead over the default comes
+    # from that alone.
+    untuned = tf.data.Options()
+    untuned.autotune.enabled = False
+    untuned_ds = theirs_ds.with_options(untuned)
+
+    def theirs_untuned() -> tuple[int, int]:
+        n = 0
+        for batch in untuned_ds:
+            n += _first_dim(batch)
+        return n, 0
+
     def engine() -> tuple[int, int]:
         n = 0
         for batch in ds.batches(BATCH, shuffle=shuffle, seed=1):
             n += len(batch["label"])
         return n, 0
 
+    standin_ds = _standin(tf, ds, ours_spec, shuffle)
+
+    def standin() -> tuple[int, int]:
+        n = 0
+        for batch in standin_ds:
+            n += _first_dim(batch)
+        return n, 0
+
     return [
         ("to_tf_dataset", ours),
         ("tf.data parse_example", theirs),
         ("RecordDataset.batches (numpy)", engine),
+        ("tf.data parse_example, autotune off", theirs_untuned),
+        ("bridge pipeline on precomputed chunks", standin),
     ]
+
+
+def _standin(tf: Any, ds: tfe.RecordDataset, features: dict[str, Any], shuffle: bool) -> Any:
+    """The bridge's own pipeline fed one epoch's chunks decoded in advance.
+
+    What it costs is the TensorFlow side alone (the ``numpy_function`` hand-off, unbatch,
+    prefetch, the consumer's loop): the bridge's speed with a decoder that needs no
+    time under the GIL (e.g. one in worker processes).
+    """
+    from tfrecord_bridge.dataset import _chunk_pipeline
+    from tfrecord_bridge.layout import Layout
+    from tfrecord_bridge.source import EpochBatches
+    from tfrecord_bridge.specs import element_spec
+
+    source = EpochBatches(ds, BATCH, shuffle=shuffle, seed=1, readahead=0)
+    layout = Layout(tf, element_spec(tf, features, None))
+    bounds = source.chunks(max(1, DEFAULT_CHUNK_RECORDS // BATCH))
+    chunks = [
+        layout.pack([source.get(0, k) for k in range(a, b)]) for a, b in itertools.pairwise(bounds)
+    ]
+    source.close()
+    return _chunk_pipeline(
+        tf,
+        layout,
+        num_chunks=len(chunks),
+        num_batches=source.num_batches,
+        fetch=lambda e, c: chunks[int(c)],
+        next_epoch=lambda: np.array(0, np.int64),
+    )
 
 
 def run(device: str | None = None) -> str:
     """Runs the bridge benchmarks; returns a Markdown table."""
     rows: list[tuple[str, Measurement, Measurement | None]] = []
     overhead: list[tuple[str, Measurement, Measurement | None]] = []
+    untuned: list[tuple[str, Measurement, Measurement | None]] = []
+    tf_side: list[tuple[str, Measurement, Measurement | None]] = []
     for label, path, name, shuffle in (
         ("MNIST-like, batches of 256", mnist_like(), "mnist", False),
         ("tabular, batches of 256", tabular(), "tabular", False),
         ("MNIST-like, global shuffle vs shuffle(10000)", mnist_like(), "mnist", True),
     ):
-        ours, theirs, engine = compare(_cases(path, name, shuffle, device))
+        ours, theirs, engine, theirs_untuned, standin = compare(_cases(path, name, shuffle, device))
         rows.append((label, ours, theirs))
         overhead.append((label, ours, engine))
+        untuned.append((label, ours, theirs_untuned))
+        tf_side.append((label, standin, ours))
     where = f", prefetch_to_device({device!r})" if device else ""
     return "\n\n".join(
         [
             table(f"tf.data tensors: bridge vs native pipeline{where}", rows),
             # How much of the engine's own speed survives the trip into tf.data.
             table("Bridge vs the engine's numpy batches (same process)", overhead),
+            table("Bridge vs the native pipeline without tf.data autotuning", untuned),
+            # The ceiling for the bridge once decoding leaves the GIL.
+            table("The bridge's TensorFlow side alone (chunks decoded in advance)", tf_side),
         ]
     )
 

@@ -6,8 +6,9 @@ The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
       .scan(e = next_epoch() at chunk 0, else the state e -> (e, c))
       .map(numpy_function(batches of chunk c of epoch e, one row per batch))
       .unbatch()                                   # one element per batch
-      .map(rebuild tensors, SparseTensor, RaggedTensor with static shapes)
+      [.map(rebuild SparseTensor, RaggedTensor)]   # only if some feature is not dense
       .assert_cardinality(num_batches).prefetch(...)
+      .with_options(no autotuning model)
       [.apply(prefetch_to_device(device))]
 
 Each iteration (each Keras epoch) draws the next epoch number once, at its first chunk,
@@ -21,11 +22,15 @@ Batches cross into TensorFlow a chunk (~4,096 records) per ``numpy_function`` ca
 call costs about as much as decoding a few hundred records, so one per batch would cap
 the bridge well below the engine. The chunk function is a pure function of
 ``(epoch, chunk)`` (:class:`~tfrecord_bridge.source.EpochBatches`), served by the
-engine's chunked batch decoder running ahead on a worker thread.
+engine's chunked batch decoder. By default it decodes inside the call, on the thread of
+the final ``prefetch``, which is then the read-ahead: an engine read-ahead thread as
+well would be a third thread contending for the GIL with this one and the consumer
+(measured slower; see ``docs/bridge.md``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,7 +69,7 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     epoch: int = 0,
     num_parallel_calls: int = 1,
     prefetch: int | None = None,
-    readahead: int = 2,
+    readahead: int = 0,
     chunk_batches: int | None = None,
 ) -> TFDataset:
     """A ``tf.data.Dataset`` of parsed batches of ``ds``, from the engine's batch decoder.
@@ -98,10 +103,13 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
             A restored iterator keeps the epoch it saved; when restoring in a new
             process, pass the epoch the following iteration should use (as Keras's
             ``fit(initial_epoch=...)``).
-        num_parallel_calls: concurrent chunk requests (decoding itself runs ahead on
-            the engine's worker thread, so one is usually enough).
+        num_parallel_calls: concurrent chunk requests. One (the default) decodes on the
+            thread of the final ``prefetch``; more only contend for the GIL.
         prefetch: batches buffered at the end (default ``tf.data.AUTOTUNE``).
-        readahead: chunks of ~4,096 records the engine prepares ahead.
+        readahead: chunks of ~4,096 records the engine prepares ahead on a thread of
+            its own (default 0: the final ``prefetch`` already reads ahead, and one
+            more thread contending for the GIL is slower). Worth 1-2 for remote files,
+            where reading mostly waits on the network (without the GIL).
         chunk_batches: batches handed to TensorFlow per ``numpy_function`` call
             (default: about 4,096 records' worth). A call costs ~0.1-1 ms whatever
             its size, so one per batch would cap small batches well below the engine.
@@ -109,7 +117,10 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     Returns:
         a ``tf.data.Dataset`` with a known cardinality (batches per epoch); its
         iterators can be saved with ``tf.train.Checkpoint(iterator=it)`` (without
-        ``device``: TensorFlow cannot checkpoint ``prefetch_to_device``).
+        ``device``: TensorFlow cannot checkpoint ``prefetch_to_device``). Its options
+        turn tf.data's autotuning model off (``options().autotune.enabled`` is
+        ``False``, inherited by what is built on it; ``AUTOTUNE`` parallelism then
+        means one call per core): re-enable it with ``with_options`` if wanted.
 
     Raises:
         InvalidArgumentError: ``ds`` has no features, or the arguments are invalid.
@@ -168,6 +179,40 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         first, stop = bounds[int(c)], bounds[int(c) + 1]
         return layout.pack([source.get(int(e), k) for k in range(first, stop)])
 
+    out = _chunk_pipeline(
+        tf,
+        layout,
+        num_chunks=num_chunks,
+        num_batches=num_batches,
+        fetch=fetch,
+        next_epoch=next_epoch,
+        num_parallel_calls=num_parallel_calls,
+        prefetch=prefetch,
+    )
+    if device is not None:
+        # Must be the last transformation (TensorFlow's rule).
+        out = out.apply(tf.data.experimental.prefetch_to_device(device))
+    return out
+
+
+def _chunk_pipeline(
+    tf: Any,
+    layout: Layout,
+    *,
+    num_chunks: int,
+    num_batches: int,
+    fetch: Callable[[np.int64, np.int64], list[npt.NDArray[Any]]],
+    next_epoch: Callable[[], npt.NDArray[np.int64]],
+    num_parallel_calls: int = 1,
+    prefetch: int | None = None,
+) -> TFDataset:
+    """The ``tf.data`` side of the bridge: ``fetch(epoch, chunk)`` packed chunks as batches.
+
+    ``fetch`` returns :meth:`Layout.pack` of the batches of one chunk and must be a
+    pure function of its arguments; ``next_epoch`` is called once per iteration. The
+    benchmark runs it on precomputed chunks to measure the TensorFlow side alone.
+    """
+
     def draw_epoch() -> Any:
         # Stateful: drawn once per iteration, never folded into a constant.
         e = tf.numpy_function(next_epoch, [], tf.int64, stateful=True, name="tfe_next_epoch")
@@ -185,22 +230,31 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         flat = tf.numpy_function(fetch, [e, c], layout.packed_dtypes, stateful=False)
         return layout.unpack_chunk(list(flat))
 
-    out = (
-        tf.data.Dataset.range(num_chunks)
-        .scan(tf.constant(-1, tf.int64), with_epoch)
-        .map(chunk, num_parallel_calls=num_parallel_calls, deterministic=True)
-        # One element per batch; a checkpoint saves the current chunk and the position.
-        .unbatch()
-        .map(layout.rebuild_packed)
-        .apply(tf.data.experimental.assert_cardinality(num_batches))
-        .prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
+    chunks = tf.data.Dataset.range(num_chunks).scan(tf.constant(-1, tf.int64), with_epoch)
+    if num_parallel_calls == 1:
+        # A plain map runs in the prefetch thread below: no thread of its own to hand
+        # chunks over from (and map_parallelization is off, see the options).
+        chunks = chunks.map(chunk)
+    else:
+        chunks = chunks.map(chunk, num_parallel_calls=num_parallel_calls, deterministic=True)
+    # One element per batch; a checkpoint saves the current chunk and the position.
+    out = chunks.unbatch()
+    if not layout.dense_only:
+        out = out.map(layout.rebuild_packed)
+    out = out.apply(tf.data.experimental.assert_cardinality(num_batches)).prefetch(
+        tf.data.AUTOTUNE if prefetch is None else prefetch
     )
     options = tf.data.Options()
     # The epoch counter is Python state; what a checkpoint needs of it, the epoch of the
     # current iteration, is saved as the scan state.
     options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
-    out = out.with_options(options)
-    if device is not None:
-        # Must be the last transformation (TensorFlow's rule).
-        out = out.apply(tf.data.experimental.prefetch_to_device(device))
-    return out
+    # Nothing here needs tuning (one chunk call at a time, the prefetch buffer sizes
+    # itself), and tf.data's autotuning model costs a thread competing for the CPU and,
+    # measured, 20-130 ms at the end of every iteration, while the iterator waits for
+    # it: as much as decoding 20k-60k records. A caller can turn it back on with
+    # ``with_options``.
+    options.autotune.enabled = False
+    # A stateless map would otherwise be made parallel: concurrent chunk calls only
+    # contend for the GIL.
+    options.experimental_optimization.map_parallelization = False
+    return out.with_options(options)

@@ -52,6 +52,13 @@ class Layout:
                 self.slots.append(Slot(key, "ragged", spec, spec.ragged_rank))
             else:
                 self.slots.append(Slot(key, "dense", spec))
+        # Fixed per layout and needed for every batch: worked out once (TF's dtype and
+        # shape objects are slow to query).
+        self._np_dtypes = [
+            [np.dtype(object) if dt == tf.string else np.dtype(dt.as_numpy_dtype) for dt, _ in c]
+            for c in map(self._components, self.slots)
+        ]
+        self._packing_list = self._compute_packing()
 
     def _components(self, slot: Slot) -> list[tuple[Any, list[int | None]]]:
         """``(tf dtype, static shape)`` of each flat component of ``slot``."""
@@ -78,9 +85,8 @@ class Layout:
     def flatten(self, batch: Mapping[str, Any]) -> list[np.ndarray[Any, Any]]:
         """An engine batch (numpy, ``SparseValue``, ``RaggedValue``) as flat arrays."""
         out: list[np.ndarray[Any, Any]] = []
-        for slot in self.slots:
+        for slot, np_dtypes in zip(self.slots, self._np_dtypes, strict=True):
             value = batch[slot.key]
-            comps = self._components(slot)
             if slot.kind == "dense":
                 arrays = [value]
             elif slot.kind == "sparse":
@@ -96,13 +102,19 @@ class Layout:
                         f"dimensions where TensorFlow has {slot.ragged_rank}"
                     )
                 arrays = [value, *splits]
-            for arr, (dt, _) in zip(arrays, comps, strict=True):
-                np_dtype = object if dt == self._tf.string else dt.as_numpy_dtype
-                out.append(np.asarray(arr).astype(np_dtype, copy=False))
+            for arr, np_dtype in zip(arrays, np_dtypes, strict=True):
+                if isinstance(arr, np.ndarray) and arr.dtype == np_dtype:
+                    out.append(arr)  # the usual case: as the engine returned it
+                else:
+                    out.append(np.asarray(arr).astype(np_dtype, copy=False))
         return out
 
     @property
     def _packing(self) -> list[tuple[str, list[int | None]]]:
+        """How each flat component travels in a chunk, with its static shape."""
+        return self._packing_list
+
+    def _compute_packing(self) -> list[tuple[str, list[int | None]]]:
         """How each flat component travels in a chunk, with its static shape.
 
         ``"stack"``: a dense component whose inner shape is fixed; a chunk's batches
@@ -142,7 +154,8 @@ class Layout:
         out: list[np.ndarray[Any, Any]] = []
         for parts, (how, _) in zip(zip(*flats, strict=True), self._packing, strict=True):
             if how == "stack":
-                out.append(np.stack(parts))
+                whole = _rows_of_one_array(parts)
+                out.append(np.stack(parts) if whole is None else whole)
                 continue
             rows = [p.reshape(-1) for p in parts] if how == "shaped" else list(parts)
             splits = np.zeros(len(rows) + 1, np.int64)
@@ -152,8 +165,24 @@ class Layout:
                 out.append(np.array([p.shape for p in parts], np.int64).reshape(len(parts), -1))
         return out
 
-    def unpack_chunk(self, flat: list[Any]) -> tuple[Any, ...]:
-        """The packed chunk as tensors with one row per batch, ready to ``unbatch``."""
+    @property
+    def dense_only(self) -> bool:
+        """Every output is a plain tensor: ``unbatch`` of :meth:`unpack_chunk` is the batch."""
+        # A dense feature is one component; "shaped" ones (FixedLenSequenceFeature) need
+        # their per-batch shape restored after ``unbatch``.
+        return all(how == "stack" for how, _ in self._packing)
+
+    def unpack_chunk(self, flat: list[Any]) -> Any:
+        """The packed chunk as tensors with one row per batch, ready to ``unbatch``.
+
+        With :attr:`dense_only`, a dict of ``[batches, batch, ...]`` tensors whose rows
+        are the batches as they are (no rebuild step needed after ``unbatch``); otherwise
+        a tuple of rows for :meth:`rebuild_packed`.
+        """
+        if self.dense_only:
+            for tensor, (_, shape) in zip(flat, self._packing, strict=True):
+                tensor.set_shape([None, *shape])
+            return {slot.key: tensor for slot, tensor in zip(self.slots, flat, strict=True)}
         tf = self._tf
         out = []
         pos = 0
@@ -208,3 +237,40 @@ class Layout:
                     parts[0], parts[1:], validate=False
                 )
         return out
+
+
+def _rows_of_one_array(parts: tuple[np.ndarray[Any, Any], ...]) -> np.ndarray[Any, Any] | None:
+    """``np.stack(parts)`` without copying, when the parts are consecutive row blocks.
+
+    The engine slices an all-dense chunk into batches as views of one array per
+    feature; stacking them again would copy the whole chunk. Only views of an array
+    that owns its memory qualify (never a view of a mapped file, which may be closed
+    while TensorFlow still holds the tensor). Returns ``None`` when they do not qualify.
+    """
+    first = parts[0]
+    base = first.base
+    if not (
+        isinstance(base, np.ndarray)
+        and base.flags.owndata
+        and first.flags.c_contiguous
+        and first.nbytes  # nothing to save, and empty views need not be consecutive
+    ):
+        return None
+    start = first.__array_interface__["data"][0]
+    for i, part in enumerate(parts):
+        if (
+            part.base is not base
+            or part.shape != first.shape
+            or part.dtype != first.dtype
+            or not part.flags.c_contiguous
+            or part.__array_interface__["data"][0] != start + i * first.nbytes
+        ):
+            return None
+    # Each part lies inside ``base``'s one allocation and they follow each other, so
+    # their union does too: one read-only view over it, rows of ``first.nbytes``.
+    return np.lib.stride_tricks.as_strided(
+        first,
+        shape=(len(parts), *first.shape),
+        strides=(first.nbytes, *first.strides),
+        writeable=False,
+    )

@@ -1,14 +1,15 @@
-"""Batch ``k`` of epoch ``e`` as a pure function, served from the engine's read-ahead.
+"""Batch ``k`` of epoch ``e`` as a pure function, served from an open engine iterator.
 
 :class:`EpochBatches` is what the ``tf.data`` pipeline calls (through
 ``tf.numpy_function``) for every ``(epoch, batch)`` pair. For checkpointing, its answer
 must depend on nothing but those two numbers and the fixed arguments; for speed, it
 must not decode record by record. It keeps one open
 :class:`~tfrecord_engine.dataset.RecordBatchIterator` per recent epoch (a *cursor*):
-the engine reads, checks and decodes ~4,096-record chunks on its worker thread ahead of
-the requests, and a request for the cursor's next batch is only a hand-over. A request
-anywhere else (a restored checkpoint, a skipped batch) re-opens the cursor at that
-batch with ``batches(..., state=...)``, computed from the engine's own sampler.
+the engine reads, checks and decodes ~4,096 records at a time (on its worker thread
+ahead of the requests when ``readahead > 0``, else on the first request that needs
+them), and the other requests for the cursor's next batches are only hand-overs. A
+request anywhere else (a restored checkpoint, a skipped batch) re-opens the cursor at
+that batch with ``batches(..., state=...)``, computed from the engine's own sampler.
 
 This module does not import TensorFlow.
 """
@@ -53,7 +54,8 @@ class EpochBatches:
         shard_index, shard_count: this input pipeline's exact share of every epoch.
         drop_remainder, pad_remainder: as for ``RecordDataset.batches``.
         first_epoch: the epoch of the first iteration (see :meth:`next_epoch`).
-        readahead: chunks the engine prepares ahead on its worker thread.
+        readahead: chunks the engine prepares ahead on its worker thread (0: none,
+            each chunk is decoded by the request that needs it).
         batch_multiple: with ``pad_remainder``, append fully masked batches until the
             batch count is a multiple of this (the replicas one input pipeline feeds:
             ``tf.distribute`` silently drops a last step that not every replica has).

@@ -21,10 +21,14 @@ N = 45
 BATCH = 4
 
 
-def _dataset(tmp: str) -> tfe.RecordDataset:
+def _dataset(tmp: str, dense: bool = False) -> tfe.RecordDataset:
     features = {"index": tfe.FixedLenFeature([], "int64"), "v": tfe.VarLenFeature("int64")}
+    if dense:
+        # Every output a plain tensor: the pipeline has no rebuild step after unbatch.
+        features["v"] = tfe.FixedLenFeature([2], "int64")
     records = [
-        tfe.encode_example({"index": [i], "v": np.arange(i % 4, dtype=np.int64)}) for i in range(N)
+        tfe.encode_example({"index": [i], "v": np.arange(2 if dense else i % 4, dtype=np.int64)})
+        for i in range(N)
     ]
     return tfe.RecordDataset(write_file(tmp, records), features=features)
 
@@ -41,12 +45,22 @@ def _engine_epoch(ds: tfe.RecordDataset, epoch: int) -> list[list[int]]:
 
 
 @pytest.mark.parametrize(
-    ("head", "chunk"), [(1, None), (5, None), (11, None), (12, None), (5, 2), (7, 3)]
+    ("head", "chunk", "dense"),
+    [
+        (1, None, False),
+        (5, None, False),
+        (11, None, False),
+        (12, None, False),
+        (5, 2, False),
+        (7, 3, False),
+        (5, None, True),
+        (7, 3, True),
+    ],
 )
 def test_restore_mid_epoch_continues_the_same_epoch(
-    tf: ModuleType, tmp_path: Any, head: int, chunk: int | None
+    tf: ModuleType, tmp_path: Any, head: int, chunk: int | None, dense: bool
 ) -> None:
-    ds = _dataset(str(tmp_path))
+    ds = _dataset(str(tmp_path), dense)
     tf_ds = _make(ds, chunk_batches=chunk)
     epoch0, epoch1, epoch2 = (_engine_epoch(ds, e) for e in range(3))
     assert epoch0 != epoch1
@@ -60,7 +74,7 @@ def test_restore_mid_epoch_continues_the_same_epoch(
     assert got + rest_same == epoch1
     # Restore into an iterator of a brand-new pipeline (fresh Python state) that is set
     # to start epoch 2 next, as after `fit(initial_epoch=2)`.
-    fresh = _make(_dataset(str(tmp_path)), epoch=2, chunk_batches=chunk)
+    fresh = _make(_dataset(str(tmp_path), dense), epoch=2, chunk_batches=chunk)
     it2 = iter(fresh)
     tf.train.Checkpoint(iterator=it2).restore(path).assert_consumed()
     rest = epoch_indices(it2)
