@@ -70,6 +70,7 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     num_parallel_calls: int = 1,
     prefetch: int | None = None,
     readahead: int = 0,
+    workers: int = 0,
     chunk_batches: int | None = None,
 ) -> TFDataset:
     """A ``tf.data.Dataset`` of parsed batches of ``ds``, from the engine's batch decoder.
@@ -110,6 +111,10 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
             its own (default 0: the final ``prefetch`` already reads ahead, and one
             more thread contending for the GIL is slower). Worth 1-2 for remote files,
             where reading mostly waits on the network (without the GIL).
+        workers: decode in this many worker processes (see ``RecordDataset.batches``
+            and docs/workers.md): the engine's decoding then leaves this process's GIL
+            to TensorFlow's threads and the training loop. 0 (the default) decodes in
+            the ``numpy_function`` call.
         chunk_batches: batches handed to TensorFlow per ``numpy_function`` call
             (default: about 4,096 records' worth). A call costs ~0.1-1 ms whatever
             its size, so one per batch would cap small batches well below the engine.
@@ -154,6 +159,7 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         first_epoch=epoch,
         readahead=readahead,
         batch_multiple=multiple,
+        workers=workers,
     )
     if num_parallel_calls < 1:
         raise InvalidArgumentError(f"num_parallel_calls must be >= 1, got {num_parallel_calls}")

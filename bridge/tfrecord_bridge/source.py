@@ -59,6 +59,8 @@ class EpochBatches:
         batch_multiple: with ``pad_remainder``, append fully masked batches until the
             batch count is a multiple of this (the replicas one input pipeline feeds:
             ``tf.distribute`` silently drops a last step that not every replica has).
+        workers: decode in this many worker processes (``RecordDataset.batches``); 0
+            decodes in this process.
 
     Example:
         >>> import os, tempfile, tfrecord_engine as tfe
@@ -86,6 +88,7 @@ class EpochBatches:
         first_epoch: int = 0,
         readahead: int = 2,
         batch_multiple: int = 1,
+        workers: int = 0,
     ) -> None:
         if dataset.features is None:
             raise InvalidArgumentError(
@@ -104,6 +107,7 @@ class EpochBatches:
             "pad_remainder": pad_remainder,
         }
         self._readahead = readahead
+        self._workers = workers
         # Validates every argument once, up front, and fixes the batch count: it is the
         # same for every epoch (only the order changes).
         self.engine_batches = len(self._sampler(first_epoch))
@@ -208,6 +212,7 @@ class EpochBatches:
             epoch=epoch,
             state=sampler.get_state(),
             readahead=self._readahead,
+            workers=self._workers,
             **args,
         )
         cursor = _Cursor(iterator, batch)
