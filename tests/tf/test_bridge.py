@@ -215,3 +215,18 @@ def test_damage_surfaces_as_a_tensorflow_error(tf: ModuleType, tmp_path: Any) ->
     # Chunked: the chunk that holds it fails as a whole (nothing is skipped silently).
     with pytest.raises(tf.errors.OpError, match=r"CorruptedRecordError: .*record 19"):
         list(to_tf_dataset(ds, 4))
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_decode_workers_give_the_same_batches(tf: ModuleType, tmp_path: Any, shuffle: bool) -> None:
+    ds = _index_file(str(tmp_path), 300)
+    try:
+        one = epoch_indices(to_tf_dataset(ds, 16, shuffle=shuffle, seed=3, chunk_batches=4))
+        got = epoch_indices(
+            to_tf_dataset(ds, 16, shuffle=shuffle, seed=3, chunk_batches=4, workers=2)
+        )
+        assert got == one
+        assert sorted(i for b in got for i in b) == list(range(300))
+        assert [p.workers for p in ds._pools] == [2]  # the epoch was decoded by workers
+    finally:
+        ds.close()

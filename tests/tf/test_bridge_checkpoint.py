@@ -129,3 +129,21 @@ def test_restore_in_a_fresh_process(tf: ModuleType, tmp_path: Any) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     rest = json.loads(done.stdout.strip().splitlines()[-1])
     assert head + rest == full
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_restore_mid_epoch_with_decode_workers(tf: ModuleType, tmp_path: Any, dense: bool) -> None:
+    # Decoding in worker processes: the same epochs, and a restore continues exactly.
+    ds = _dataset(str(tmp_path), dense)
+    try:
+        tf_ds = _make(ds, workers=1, chunk_batches=3)
+        assert epoch_indices(tf_ds) == _engine_epoch(ds, 0)
+        it = iter(tf_ds)
+        head = epoch_indices(next(it) for _ in range(5))
+        path = tf.train.Checkpoint(iterator=it).save(str(tmp_path / "ckpt" / "it"))
+        fresh = _make(_dataset(str(tmp_path), dense), epoch=2, workers=1, chunk_batches=3)
+        it2 = iter(fresh)
+        tf.train.Checkpoint(iterator=it2).restore(path).assert_consumed()
+        assert head + epoch_indices(it2) == _engine_epoch(ds, 1)
+    finally:
+        ds.close()
