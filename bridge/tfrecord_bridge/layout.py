@@ -121,13 +121,18 @@ class Layout:
         (all of one size) are stacked into one array. ``"rows"``: batches differ in
         their first dimension (sparse and ragged parts): ragged rows. ``"shaped"``:
         batches also differ beyond it (``FixedLenSequenceFeature``): flattened rows
-        plus each batch's shape.
+        plus each batch's shape. ``"empty"``: a dense component with no elements (a 0 in
+        its shape): only each batch's size travels, and the batch is made again after
+        ``unbatch`` (TensorFlow 2.21's ``unbatch`` crashes the process on a tensor with
+        a zero inner dimension).
         """
         out = []
         for slot in self.slots:
             for _, shape in self._components(slot):
                 if None in shape[1:]:
                     out.append(("shaped", shape))
+                elif slot.kind == "dense" and 0 in shape[1:]:
+                    out.append(("empty", shape))
                 elif slot.kind == "dense":
                     out.append(("stack", shape))
                 else:
@@ -140,7 +145,7 @@ class Layout:
         i64 = self._tf.int64
         out = []
         for dt, (how, _) in zip(self.dtypes, self._packing, strict=True):
-            out += {"stack": [dt], "rows": [dt, i64], "shaped": [dt, i64, i64]}[how]
+            out += {"stack": [dt], "rows": [dt, i64], "shaped": [dt, i64, i64], "empty": [i64]}[how]
         return out
 
     def pack(self, batches: list[Mapping[str, Any]]) -> list[np.ndarray[Any, Any]]:
@@ -156,6 +161,9 @@ class Layout:
             if how == "stack":
                 whole = _rows_of_one_array(parts)
                 out.append(np.stack(parts) if whole is None else whole)
+                continue
+            if how == "empty":
+                out.append(np.array([p.shape[0] for p in parts], np.int64))
                 continue
             rows = [p.reshape(-1) for p in parts] if how == "shaped" else list(parts)
             splits = np.zeros(len(rows) + 1, np.int64)
@@ -187,8 +195,8 @@ class Layout:
         out = []
         pos = 0
         for how, shape in self._packing:
-            if how == "stack":
-                flat[pos].set_shape([None, *shape])
+            if how in ("stack", "empty"):
+                flat[pos].set_shape([None, *shape] if how == "stack" else [None])
                 out.append(flat[pos])
                 pos += 1
                 continue
@@ -205,12 +213,17 @@ class Layout:
 
     def rebuild_packed(self, *row: Any) -> dict[str, Any]:
         """One unbatched row of :meth:`unpack_chunk` as the batch's tensors."""
+        tf = self._tf
         flat = []
         pos = 0
-        for how, _ in self._packing:
+        for (how, shape), dtype in zip(self._packing, self.dtypes, strict=True):
             if how == "shaped":
-                flat.append(self._tf.reshape(row[pos], row[pos + 1]))
+                flat.append(tf.reshape(row[pos], row[pos + 1]))
                 pos += 2
+            elif how == "empty":
+                size = tf.reshape(row[pos], [1])
+                flat.append(tf.zeros(tf.concat([size, shape[1:]], 0), dtype))
+                pos += 1
             else:
                 flat.append(row[pos])
                 pos += 1

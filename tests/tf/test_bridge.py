@@ -230,3 +230,30 @@ def test_decode_workers_give_the_same_batches(tf: ModuleType, tmp_path: Any, shu
         assert [p.workers for p in ds._pools] == [2]  # the epoch was decoded by workers
     finally:
         ds.close()
+
+
+def test_zero_size_dense_features(tf: ModuleType, tmp_path: Any) -> None:
+    # TensorFlow 2.21's Dataset.unbatch() kills the process (SIGSEGV) on a tensor with a
+    # zero inner dimension; the bridge rebuilds such outputs after unbatch instead.
+    features = {
+        "i": tfe.FixedLenFeature([], "int64"),
+        "e": tfe.FixedLenFeature([0], "int64"),
+        "s": tfe.FixedLenFeature([2, 0], "string"),
+    }
+    records = [
+        tfe.encode_example({"i": [k], "e": np.zeros(0, np.int64), "s": np.zeros(0, object)})
+        for k in range(11)
+    ]
+    path = write_file(str(tmp_path), records)
+    ds = tfe.RecordDataset(path, features=features)
+    for pad in (False, True):
+        got = list(to_tf_dataset(ds, 4, pad_remainder=pad))
+        want = list(native(tf, path, features, 4))
+        assert len(got) == len(want) == 3
+        for a, b in zip(got, want, strict=True):
+            n = int(b["i"].shape[0])
+            assert a["i"].numpy()[:n].tolist() == b["i"].numpy().tolist()
+            assert a["e"].shape[1:] == (0,)
+            assert a["s"].shape[1:] == (2, 0)
+            assert a["s"].dtype == tf.string
+            assert a["e"].shape[0] == a["i"].shape[0]

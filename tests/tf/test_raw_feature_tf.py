@@ -67,9 +67,16 @@ def test_lockstep_batches_equal_tf_decode_raw(tf: ModuleType, case: RawCase) -> 
 
 @pytest.mark.parametrize(
     ("shape", "dtype"),
-    # No zero-size shape here: to_tf_dataset crashes TensorFlow on zero-size dense
-    # outputs (FixedLenFeature([0], ...) too), a bridge issue outside RawFeature.
-    [([28, 28], "uint8"), ([3], "uint32"), ([2, 2], "float16"), ([], "float64"), ([1, 3], "int16")],
+    [
+        ([28, 28], "uint8"),
+        ([3], "uint32"),
+        ([2, 2], "float16"),
+        ([], "float64"),
+        ([1, 3], "int16"),
+        # Zero-size outputs (TensorFlow's unbatch crashes on them; the bridge avoids it).
+        ([0], "uint8"),
+        ([2, 0], "float32"),
+    ],
 )
 def test_bridge_matches_tensorflows_pipeline(tf: ModuleType, shape: list[int], dtype: str) -> None:
     spec = tfe.RawFeature(shape, dtype)
