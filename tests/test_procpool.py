@@ -359,3 +359,17 @@ def test_defer_bytes_leaves_rows_only_where_one_template_takes_the_chunk(
     assert rows["s"].dtype == np.dtype("V2")
     procpool._bytes_objects(rows)
     assert rows["s"].tolist() == [bytes([i % 256, 0]) for i in range(200)]
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_compressed_files_with_workers(tmp_path: Path, compression: str) -> None:
+    path = tmp_path / "c.tfrecord"
+    with tfe.TFRecordWriter(path, compression, index=True) as w:
+        w.write_many([_record(i) for i in range(400)])
+    ds = tfe.RecordDataset(str(path), features=FEATURES, compression=compression)
+    try:
+        for shuffle in (False, True):
+            want = list(ds.batches(64, shuffle=shuffle, seed=1))
+            _same_batches(list(ds.batches(64, shuffle=shuffle, seed=1, workers=1)), want)
+    finally:
+        ds.close()

@@ -65,6 +65,10 @@ def test_parsed_batches_over_http(served: Served, mem: str) -> None:
     labels = np.concatenate([b["label"] for b in ds.batches(8, shuffle=True, seed=1)])
     assert sorted(labels.tolist()) == list(range(50))
     assert ds[7]["x"].tolist() == [7.0, 7.0, 7.0]
+    # Decode workers open the URL themselves (with the parent's index).
+    with_workers = [b["label"] for b in ds.batches(8, shuffle=True, seed=1, workers=1)]
+    assert np.concatenate(with_workers).tolist() == labels.tolist()
+    ds.close()
 
 
 def test_globs_expand_on_both_backends(served: Served, mem: str) -> None:
