@@ -129,6 +129,11 @@ def compare(
     return [results[name] for name, _ in cases]
 
 
+def _gbs(m: Measurement) -> str:
+    # Parsed pipelines do not count payload bytes: no GB/s to show.
+    return f"{m.gb_per_s:.2f}" if m.nbytes else "-"
+
+
 def table(title: str, rows: Sequence[tuple[str, Measurement, Measurement | None]]) -> str:
     """Formats ``(case, ours, anchor)`` rows as a Markdown table with ratios."""
     lines = [
@@ -144,10 +149,10 @@ def table(title: str, rows: Sequence[tuple[str, Measurement, Measurement | None]
         else:
             a_name = anchor.name
             a_rps = f"{anchor.records_per_s:,.0f}"
-            a_gbs = f"{anchor.gb_per_s:.2f}"
+            a_gbs = _gbs(anchor)
             ratio = f"{anchor.seconds / ours.seconds:.2f}x"
         lines.append(
-            f"| {case} | {ours.records_per_s:,.0f} | {ours.gb_per_s:.2f} | {a_name} | {a_rps} | "
+            f"| {case} | {ours.records_per_s:,.0f} | {_gbs(ours)} | {a_name} | {a_rps} | "
             f"{a_gbs} | {ratio} | {ours.peak_rss / 1e6:.0f} |"
         )
     return "\n".join(lines)
