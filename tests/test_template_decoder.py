@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 
 import tfrecord_engine as tfe
+from tfrecord_engine.example import batch as batch_module
 from tfrecord_engine.example import template
 from tfrecord_engine.example.batch import BatchDecoder, join_records
 from tfrecord_engine.example.parse import parse_example as parse_exact
@@ -232,3 +234,48 @@ def test_chunks_where_templates_barely_help_walk_without_trying() -> None:
     before = dec.stats.template_records
     assert_same(dec.decode_records(records[::-1]), parse_exact(records[::-1], feats))
     assert dec.stats.template_records == before
+
+
+@settings(max_examples=60, suppress_health_check=_SLOW_DATA, deadline=None)
+@given(layout_batches())
+def test_parse_example_mid_size_batches_equal_the_exact_path(batch: LayoutBatch) -> None:
+    # 64-1023 records: parse_example uses this thread's cached decoder when its learnt
+    # layouts take the batch. Twice: the second call starts from the first's templates.
+    for records in (batch.records, batch.records[::-1]):
+        exact = _outcome(lambda r=records: parse_exact(r, batch.features))
+        fast = _outcome(lambda r=records: tfe.parse_example(r, batch.features))
+        assert fast[0] == exact[0], (fast, exact)
+        if exact[0] == "ok":
+            assert_same(fast[1], exact[1])
+        else:
+            assert fast[1] == exact[1]
+
+
+def test_parse_example_caches_a_decoder_per_thread_and_spec() -> None:
+    records = _mnist_like(300)
+    want = parse_exact(records, MNIST)
+    for _ in range(3):
+        assert_same(tfe.parse_example(records, MNIST), want)
+    cached = batch_module._cached_decoder(MNIST)
+    assert cached is not None
+    assert cached.stats.template_records >= 600  # the later calls were template-decoded
+    # Equal specs share the decoder; another spec gets its own.
+    assert batch_module._cached_decoder(dict(MNIST)) is cached
+    other = {"label": tfe.FixedLenFeature([], "int64")}
+    assert batch_module._cached_decoder(other) is not cached
+    # Each thread has its own (decoders keep state between calls).
+    seen: list[object] = []
+    results: list[dict[str, object]] = []
+
+    def work() -> None:
+        seen.append(batch_module._cached_decoder(MNIST))
+        results.append(tfe.parse_example(records, MNIST))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(d) for d in seen} | {id(cached)}) == 4
+    for got in results:
+        assert_same(got, want)

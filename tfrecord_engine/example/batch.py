@@ -13,7 +13,10 @@ raises exactly what ``parse_example`` raises.
 
 from __future__ import annotations
 
+import collections
 import itertools
+import pickle
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,7 +45,8 @@ __all__ = [
 
 I64 = npt.NDArray[np.int64]
 Columns = dict[str, Column]
-#: Batches at least this large are decoded in lockstep by :func:`parse_example`.
+#: Batches at least this large are always batch-decoded by :func:`parse_example`
+#: (smaller ones from ``TEMPLATE_MIN_RECORDS`` on when learnt templates take them).
 LOCKSTEP_MIN_BATCH = 1024
 #: Chunks at least this large try template decoding (:mod:`.template`) first.
 TEMPLATE_MIN_RECORDS = 64
@@ -197,6 +201,17 @@ class BatchDecoder:
             return self.assemble(columns, start, stop)
         except TFRecordError as exc:
             return exc
+
+    def try_templates(self) -> bool:
+        """Whether the next chunk tries templates (counts a skipped chunk if not).
+
+        :func:`parse_example` asks before decoding a mid-size batch, which pays off only
+        when templates take (nearly) all of it.
+        """
+        if self._skip_templates:
+            self._skip_templates -= 1
+            return False
+        return True
 
     def decode_exact(self, records: Sequence[bytes]) -> dict[str, Any]:
         """The exact per-record path (:func:`parse_example`), for batches that raise."""
@@ -513,9 +528,10 @@ def _merge(
 def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[str, Any]:
     """Parses a batch of serialized Examples like ``tf.io.parse_example``.
 
-    Batches of at least ``LOCKSTEP_MIN_BATCH`` records go through the lockstep decoder
-    (:class:`BatchDecoder`); the results and errors are exactly those of the per-record
-    path
+    Batches of at least ``LOCKSTEP_MIN_BATCH`` records go through the batch decoder
+    (:class:`BatchDecoder`), and so do batches of ``TEMPLATE_MIN_RECORDS`` or more
+    while the record layouts it learnt in earlier calls (per thread and feature spec)
+    take them; the results and errors are exactly those of the per-record path
     (:func:`tfrecord_engine.example.parse.parse_example`), which it falls back to.
 
     Args:
@@ -544,7 +560,39 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
     if isinstance(serialized, (bytes, bytearray, memoryview)):
         return parse_single_example(serialized, features)
     records = to_records(serialized)
-    if len(records) < LOCKSTEP_MIN_BATCH:
-        # numpy's per-call overhead outweighs lockstep decoding on small batches.
+    n = len(records)
+    if n < TEMPLATE_MIN_RECORDS:
+        # numpy's per-call overhead outweighs batch decoding on small batches.
         return parse_example_exact(records, features)
-    return BatchDecoder(features).decode_records(records)
+    decoder = _cached_decoder(features)
+    if n >= LOCKSTEP_MIN_BATCH:
+        return (decoder or BatchDecoder(features)).decode_records(records)
+    # Mid-size batches: worth it when the layouts learnt in earlier calls take the
+    # records (a walk of many left-over records costs more than the exact path).
+    if decoder is None or not decoder.try_templates():
+        return parse_example_exact(records, features)
+    return decoder.decode_records(records)
+
+
+#: Per-thread decoders of recent feature specs (their templates are learnt once).
+_LOCAL = threading.local()
+_MAX_DECODERS = 16
+
+
+def _cached_decoder(features: Mapping[str, FeatureSpec]) -> BatchDecoder | None:
+    """This thread's decoder for ``features`` (by value), or None if it cannot be keyed."""
+    try:
+        key = pickle.dumps(dict(features), protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None  # specs that do not pickle: decode without a cache
+    cache: collections.OrderedDict[bytes, BatchDecoder] | None = getattr(_LOCAL, "cache", None)
+    if cache is None:
+        cache = _LOCAL.cache = collections.OrderedDict()
+    decoder = cache.get(key)
+    if decoder is None:
+        decoder = cache[key] = BatchDecoder(features)
+        while len(cache) > _MAX_DECODERS:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return decoder
