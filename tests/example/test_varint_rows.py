@@ -7,20 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tfrecord_engine.example import lockstep
-
-
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    v &= (1 << 64) - 1
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
+from tfrecord_engine.example.encode import _varint
 
 _value = st.one_of(
     st.integers(0, 127),
