@@ -27,11 +27,7 @@ from tfrecord_engine.testing.list_encodings import (
     mixed_lists,
     tf_values,
 )
-
-
-def _ld(tag: int, payload: bytes) -> bytes:
-    assert len(payload) < 128
-    return bytes([tag, len(payload)]) + payload
+from tfrecord_engine.testing.wirebytes import field as _ld
 
 
 def _f(*values: float) -> bytes:

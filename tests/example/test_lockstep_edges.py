@@ -23,6 +23,7 @@ from tfrecord_engine import framing
 from tfrecord_engine.example.batch import LOCKSTEP_MIN_BATCH, BatchDecoder
 from tfrecord_engine.example.specs import FeatureSpec
 from tfrecord_engine.testing.examples import FeatureValues, serialize_example, serialize_feature
+from tfrecord_engine.testing.wirebytes import field as _ld
 
 SPEC: dict[str, FeatureSpec] = {
     "i": tfe.VarLenFeature("int64"),
@@ -35,20 +36,6 @@ NEGATIVE = [-1, -2, -(2**31), -(2**63)]
 GOOD = serialize_example(
     [("i", ("int64", [1, 2])), ("f", ("float32", [0.5])), ("s", ("string", [b"x"]))]
 )
-
-
-def _varint(v: int) -> bytes:
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def _ld(tag: int, payload: bytes) -> bytes:
-    return bytes([tag]) + _varint(len(payload)) + payload
 
 
 def _example(entries: Sequence[tuple[bytes, bytes]]) -> bytes:

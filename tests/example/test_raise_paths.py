@@ -21,19 +21,8 @@ from tfrecord_engine.example.specs import (
     UniformRowLength,
     ValueRowIds,
 )
-
-
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def _ld(tag: int, payload: bytes) -> bytes:
-    return bytes([tag]) + _varint(len(payload)) + payload
+from tfrecord_engine.testing.wirebytes import field as _ld
+from tfrecord_engine.testing.wirebytes import varint as _varint
 
 
 def _entry(key: bytes, feature: bytes) -> bytes:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tfrecord_engine.example import lockstep
-from tfrecord_engine.example.encode import _varint
+from tfrecord_engine.testing.wirebytes import varint as _varint
 
 _value = st.one_of(
     st.integers(0, 127),

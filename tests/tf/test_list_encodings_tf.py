@@ -29,6 +29,7 @@ from tfrecord_engine.testing.examples import (
     sequence_cases,
 )
 from tfrecord_engine.testing.list_encodings import UNMODELED, MixedList, mixed_lists
+from tfrecord_engine.testing.wirebytes import field as _ld
 
 
 def _tf_text(exc: BaseException) -> str:
@@ -56,12 +57,6 @@ def _same_error(theirs: BaseException, ours: BaseException) -> None:
 _KEY = re.compile(
     r"Key: (\w+)|Feature list: (\w+)|Context feature: (\w+)|sequence feature (\w+) in"
 )
-
-
-def _ld(tag: int, payload: bytes) -> bytes:
-    n = len(payload)
-    head = bytes([n]) if n < 0x80 else bytes([(n & 0x7F) | 0x80, n >> 7])
-    return bytes([tag]) + head + payload
 
 
 _TAG = {"int64": 0x1A, "float32": 0x12}

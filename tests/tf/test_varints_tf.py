@@ -12,6 +12,7 @@ import tfrecord_engine as tfe
 from tests.example.test_varints import numpy_always
 from tests.tf.convert import assert_same_value, ours_outcome, outcome
 from tfrecord_engine.testing.varints import int64_examples
+from tfrecord_engine.testing.wirebytes import field as _ld
 
 _SPECS = {"x": tfe.VarLenFeature("int64"), "y": tfe.VarLenFeature("int64")}
 
@@ -54,11 +55,3 @@ def test_tenth_byte_high_bits_are_dropped_as_in_tensorflow(tf: ModuleType, last:
     want = list(tf.train.Example.FromString(record).features.feature["x"].int64_list.value)
     assert tfe.decode_example(record)["x"].tolist() == want
     assert want == [-1 if last & 1 else 2**63 - 1] * 30
-
-
-def _ld(tag: int, payload: bytes) -> bytes:
-    n, size = len(payload), b""
-    while n > 0x7F:
-        size += bytes([n & 0x7F | 0x80])
-        n >>= 7
-    return bytes([tag]) + size + bytes([n]) + payload

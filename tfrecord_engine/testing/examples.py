@@ -36,6 +36,8 @@ from ..example.specs import (
     VarLenFeature,
 )
 from .list_encodings import GARBAGE, mixed_lists
+from .wirebytes import field as _ld
+from .wirebytes import varint as _varint
 
 __all__ = [
     "Entry",
@@ -56,23 +58,6 @@ FeatureValues = tuple[str, list[Any]] | None
 """``(dtype, values)`` for a Feature, or ``None`` for an empty Feature (no list at all)."""
 Entry = tuple[str, "FeatureValues | bytes"]
 """A map entry: key and feature; ``bytes`` is a Feature serialized already, kept as is."""
-
-
-def _varint(v: int) -> bytes:
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _ld(tag: int, payload: bytes) -> bytes:
-    return bytes([tag]) + _varint(len(payload)) + payload
 
 
 def serialize_feature(feature: FeatureValues, *, packed: bool = True) -> bytes:

@@ -28,6 +28,9 @@ from typing import Any, Final, Literal
 
 from hypothesis import strategies as st
 
+from .wirebytes import field as _ld
+from .wirebytes import varint as _varint
+
 __all__ = [
     "ENCODINGS",
     "GARBAGE",
@@ -61,20 +64,6 @@ GARBAGE = b"\x10\x05"
 #: :func:`tf_steps` for a case whose outcome depends on TensorFlow re-reading value bytes
 #: as a Feature (compare with TensorFlow itself there).
 UNMODELED: Final = "unmodeled"
-
-
-def _varint(v: int) -> bytes:
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def _ld(tag: int, payload: bytes) -> bytes:
-    return bytes([tag]) + _varint(len(payload)) + payload
 
 
 def _packed(dtype: str, values: Sequence[Any]) -> bytes:

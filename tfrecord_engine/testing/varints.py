@@ -10,23 +10,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from .wirebytes import field as _ld
+from .wirebytes import varint as _canonical
+
 __all__ = ["int64_examples", "packed_runs", "varint_bytes"]
-
-_MASK64 = (1 << 64) - 1
-
-
-def _canonical(value: int) -> bytes:
-    value &= _MASK64
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _ld(tag: int, payload: bytes) -> bytes:
-    return bytes([tag]) + _canonical(len(payload)) + payload
 
 
 @st.composite
