@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
+from tests.test_batch_decoder import _outcome, assert_same
 from tfrecord_engine import framing
 from tfrecord_engine.example.batch import LOCKSTEP_MIN_BATCH, BatchDecoder
 from tfrecord_engine.example.specs import FeatureSpec
@@ -43,36 +44,6 @@ def _example(entries: Sequence[tuple[bytes, bytes]]) -> bytes:
     return _ld(0x0A, b"".join(_ld(0x0A, _ld(0x0A, k) + _ld(0x12, v)) for k, v in entries))
 
 
-def _outcome(fn: Any) -> tuple[str, Any]:
-    try:
-        return "ok", fn()
-    except tfe.TFRecordError as exc:
-        return "error", (
-            type(exc),
-            str(exc),
-            getattr(exc, "key", None),
-            getattr(exc, "index", None),
-        )
-
-
-def _same(a: Any, b: Any) -> None:
-    if isinstance(a, dict):
-        assert list(a) == list(b)
-        for k in a:
-            _same(a[k], b[k])
-    elif isinstance(a, (tfe.SparseValue, tfe.RaggedValue)):
-        assert type(a) is type(b)
-        for x, y in zip(a, b, strict=True):
-            _same(x, y)
-    else:
-        assert a.dtype == b.dtype
-        assert a.shape == b.shape
-        if a.dtype.kind == "f":
-            np.testing.assert_array_equal(a, b)
-        else:
-            assert a.tolist() == b.tolist()
-
-
 def _check(records: list[bytes], spec: dict[str, FeatureSpec] = SPEC, *, at: int = 0) -> Any:
     """Tiles ``records`` into a lockstep-sized batch (``records`` start at ``at``)."""
     n = max(LOCKSTEP_MIN_BATCH, len(records) + at)
@@ -81,7 +52,7 @@ def _check(records: list[bytes], spec: dict[str, FeatureSpec] = SPEC, *, at: int
     exact = _outcome(lambda: BatchDecoder(spec).decode_exact(batch))
     assert fast[0] == exact[0], (fast, exact)
     if fast[0] == "ok":
-        _same(fast[1], exact[1])
+        assert_same(fast[1], exact[1])
     else:
         assert fast[1] == exact[1]
     # The same records at the very end of the joined buffer (window reads near its end).
@@ -90,7 +61,7 @@ def _check(records: list[bytes], spec: dict[str, FeatureSpec] = SPEC, *, at: int
     exact_tail = _outcome(lambda: BatchDecoder(spec).decode_exact(tail))
     assert fast_tail[0] == exact_tail[0]
     if fast_tail[0] == "ok":
-        _same(fast_tail[1], exact_tail[1])
+        assert_same(fast_tail[1], exact_tail[1])
     return fast
 
 
@@ -200,7 +171,7 @@ def test_tiny_batches_in_lockstep() -> None:
         want = _outcome(lambda records=records: dec.decode_exact(records))
         assert got[0] == want[0]
         if got[0] == "ok":
-            _same(got[1], want[1])
+            assert_same(got[1], want[1])
 
 
 def test_dataset_batches_take_the_same_paths(tmp_path: Any) -> None:
@@ -233,7 +204,7 @@ def test_dataset_batches_take_the_same_paths(tmp_path: Any) -> None:
             pos += n
         assert pos == len(records)
         for g, w in zip(got, want_batches, strict=True):
-            _same(g, w)
+            assert_same(g, w)
 
 
 def test_floats_round_trip_bitwise() -> None:
@@ -281,6 +252,6 @@ def test_whole_batch_of_one_shape(record: bytes) -> None:
     exact = _outcome(lambda: BatchDecoder(SPEC).decode_exact(batch))
     assert fast[0] == exact[0]
     if fast[0] == "ok":
-        _same(fast[1], exact[1])
+        assert_same(fast[1], exact[1])
     else:
         assert fast[1] == exact[1]
