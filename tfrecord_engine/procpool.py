@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Final
 
@@ -247,8 +247,7 @@ class DecodePool:
         """Stops the workers and releases the shared memory. Idempotent."""
         self.broken = True
         self._finalizer_call()
-        view, self._view = getattr(self, "_view", None), np.empty(0, np.uint8)
-        del view
+        self._view = np.empty(0, np.uint8)  # the view pins the map: drop it first
         shm = getattr(self, "_shm", None)
         if shm is not None:
             with contextlib.suppress(BufferError):
@@ -273,7 +272,7 @@ class PoolStream(Iterator[list[Ready]]):
         self,
         pool: DecodePool,
         chunks: Iterator[list[IndexBatch]],
-        release: Any,
+        release: Callable[[DecodePool], None],
     ) -> None:
         self._pool: DecodePool | None = pool
         self._chunks = chunks
@@ -346,9 +345,18 @@ def _bytes_objects(parsed: dict[str, Any]) -> None:
     """
     for key, value in parsed.items():
         if isinstance(value, np.ndarray) and value.dtype.kind == "V":
-            out = np.empty(value.shape, dtype=object)
-            out.reshape(-1)[:] = value.reshape(-1).tolist()
-            parsed[key] = out
+            parsed[key] = _void_to_objects(value)
+
+
+def _void_to_objects(rows: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A ``V<size>`` array as an object array of ``bytes`` of the same shape.
+
+    ``tolist`` makes each element one bytes object in C (an "S" view would strip
+    trailing NUL bytes).
+    """
+    out = np.empty(rows.shape, dtype=object)
+    out.reshape(-1)[:] = rows.reshape(-1).tolist()
+    return out
 
 
 def _picklable(exc: BaseException) -> BaseException:
@@ -362,16 +370,17 @@ def _picklable(exc: BaseException) -> BaseException:
 def _bytes_array(shape: tuple[int, ...], data: Any, lengths: Any) -> np.ndarray[Any, Any]:
     """Rebuilds an object array of ``bytes`` from their concatenation (see _Pickler)."""
     n = int(np.prod(shape))
+    if n and isinstance(lengths, int) and lengths:
+        # Equal sizes: one C-level pass makes every bytes object.
+        return _void_to_objects(np.frombuffer(data, dtype=f"V{lengths}").reshape(shape))
     out = np.empty(n, dtype=object)
-    if n:
-        if isinstance(lengths, int):
-            # Equal sizes: one C-level pass makes every bytes object.
-            out[:] = np.frombuffer(data, dtype=f"V{lengths}").tolist() if lengths else [b""] * n
-        else:
-            ends = np.cumsum(lengths)
-            blob = bytes(data)
-            cuts = map(slice, (ends - lengths).tolist(), ends.tolist())
-            out[:] = list(map(blob.__getitem__, cuts))
+    if n and isinstance(lengths, int):
+        out[:] = [b""] * n
+    elif n:
+        ends = np.cumsum(lengths)
+        blob = bytes(data)
+        cuts = map(slice, (ends - lengths).tolist(), ends.tolist())
+        out[:] = list(map(blob.__getitem__, cuts))
     return out.reshape(shape)
 
 

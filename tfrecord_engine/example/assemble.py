@@ -97,10 +97,7 @@ def fixed(name: str, spec: FixedLenFeature, col: Column, single: bool) -> npt.ND
         out = out.reshape(n, count)
     else:
         out = np.empty((n, count), dtype=dtype)
-        values = col.values
-        if values.dtype.kind == "V":  # deferred bytes (BatchDecoder.defer_bytes)
-            values = object_array(values.reshape(-1).tolist())
-        out[col.present] = values.reshape(-1, count)
+        out[col.present] = col.values.reshape(-1, count)
         out[~col.present] = _default_array(spec)
     return out.reshape(spec.shape if single else (n, *spec.shape))
 

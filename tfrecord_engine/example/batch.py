@@ -414,7 +414,8 @@ def _merge_groups(
     """Key ``i``'s column of a chunk from its template groups and its walked records.
 
     ``as_void``: bytes values of a chunk that one template takes whole may stay a
-    ``V<size>`` array (no merge with other sources needs bytes objects).
+    ``V<size>`` array (no merge with other sources needs bytes objects, and every
+    record holds the key, so no default is filled in beside them).
     """
     n = starts.shape[0]
     as_void = as_void and len(groups) == 1 and walked is None
