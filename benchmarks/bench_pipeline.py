@@ -110,17 +110,14 @@ def _cases(path: str, name: str, shuffle: bool) -> list[tuple[str, Callable[[], 
     raw_specs = {k: v for k, v in ours_spec.items() if isinstance(v, tfe.RawFeature)}
     nbytes = 0  # payload bytes are not reported for parsed pipelines
 
-    def ours() -> tuple[int, int]:
-        n = 0
-        for batch in ds.batches(BATCH, shuffle=shuffle, seed=1, workers=WORKERS):
-            n += _count(batch)
-        return n, nbytes
+    def epoch(workers: int) -> Callable[[], tuple[int, int]]:
+        def run() -> tuple[int, int]:
+            n = 0
+            for batch in ds.batches(BATCH, shuffle=shuffle, seed=1, workers=workers):
+                n += _count(batch)
+            return n, nbytes
 
-    def ours_one_process() -> tuple[int, int]:
-        n = 0
-        for batch in ds.batches(BATCH, shuffle=shuffle, seed=1):
-            n += _count(batch)
-        return n, nbytes
+        return run
 
     def theirs() -> tuple[int, int]:
         raw = tf.data.TFRecordDataset(path)
@@ -137,9 +134,9 @@ def _cases(path: str, name: str, shuffle: bool) -> list[tuple[str, Callable[[], 
         return n, nbytes
 
     return [
-        (f"RecordDataset.batches(workers={WORKERS})", ours),
+        (f"RecordDataset.batches(workers={WORKERS})", epoch(WORKERS)),
         ("tf.data parse_example", theirs),
-        ("RecordDataset.batches (one process)", ours_one_process),
+        ("RecordDataset.batches (one process)", epoch(0)),
     ]
 
 
