@@ -126,6 +126,27 @@ def test_read_time_damage_raises_at_its_batch(tmp_path: Path, readahead: int) ->
 
 
 @pytest.mark.parametrize("readahead", [0, 2])
+def test_close_while_the_damage_error_propagates(tmp_path: Path, readahead: int) -> None:
+    # ``close`` in a ``finally`` (or ``with``) runs while the error's traceback still
+    # holds views of the mapped file: the CRC error must come through, not a BufferError
+    # from closing the mapping.
+    path = _file(tmp_path)
+    ds = _opened(path, "raise", [])
+    _rot(path, 13)
+
+    def read_then_close() -> None:
+        try:
+            _flat(ds.batches(4, readahead=readahead))
+        finally:
+            ds.close()
+
+    with pytest.raises(tfe.CorruptedRecordError, match="record 13"):
+        read_then_close()
+    # Closed, the dataset reopens on next use.
+    assert ds[12] == RECORDS[12]
+
+
+@pytest.mark.parametrize("readahead", [0, 2])
 def test_read_time_damage_skip_drops_the_record(tmp_path: Path, readahead: int) -> None:
     path = _file(tmp_path)
     reports: list[tfe.DamageReport] = []

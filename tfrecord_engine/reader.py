@@ -41,7 +41,7 @@ import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
-from . import framing, remote
+from . import framing, kernels, remote
 from .compression import Compression, normalize_compression
 from .errors import DamageWarning, DataLossError
 from .filekind import stream_kind
@@ -231,7 +231,9 @@ def _check_block(
     end = begin + lengths.astype(np.int64)
     records = list(map(buf.__getitem__, map(slice, begin.tolist(), end.tolist())))
     if verify:
-        crcs = np.fromiter(map(_crc32c.crc32c, records), np.uint32, count=len(records))
+        crcs = kernels.crc32c_spans(raw, begin, end)
+        if crcs is None:
+            crcs = np.fromiter(map(_crc32c.crc32c, records), np.uint32, count=len(records))
         bad |= framing.mask_crc_array(crcs) != read_words(raw, end).astype(np.uint32)
     first = int(np.argmax(bad)) if bad.any() else len(starts)
     return first, records

@@ -8,6 +8,7 @@ with numpy, one ``crc32c`` call per record is the only per-record work besides s
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import threading
 from collections import OrderedDict
@@ -18,7 +19,7 @@ import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
-from . import framing
+from . import framing, kernels
 from .errors import (
     StaleIndexError,
 )
@@ -61,9 +62,13 @@ class RandomAccessSource(Protocol):
 def crc_spans(buf: U8, starts: IntArray, ends: IntArray) -> npt.NDArray[np.uint32]:
     """Masked CRC32C of ``buf[starts[j]:ends[j]]`` for every j, as stored in footers.
 
-    The per-record loop runs in C (``map`` over slices of one memoryview): no Python
-    bytecode and no copy per record, only the hardware CRC call.
+    With numba (:mod:`~tfrecord_engine.kernels`), one compiled loop over all spans
+    without the GIL. Otherwise the per-record loop runs in C (``map`` over slices of one
+    memoryview): no Python bytecode and no copy per record, only the hardware CRC call.
     """
+    compiled = kernels.crc32c_spans(buf, starts, ends)
+    if compiled is not None:
+        return framing.mask_crc_array(compiled)
     view = memoryview(buf)  # type: ignore[arg-type]  # numpy arrays are buffers
     crcs = np.fromiter(
         map(_crc32c.crc32c, map(view.__getitem__, map(slice, starts.tolist(), ends.tolist()))),
@@ -165,8 +170,12 @@ class LocalFileRecords:
     def close(self) -> None:
         self._raw = None  # the numpy view pins the mapping; drop it first
         if self._map is not None:
-            self._map.close()
-            self._map = None
+            mapping, self._map = self._map, None
+            # Arrays viewing the file may still be alive (held by the caller, or by the
+            # traceback of an error raised through ``close``): then the mapping is
+            # released when the last of them goes.
+            with contextlib.suppress(BufferError):
+                mapping.close()
 
 
 class LocalFilesGather:

@@ -56,7 +56,7 @@ def test_rows_path_is_taken_for_similar_lengths() -> None:
     buf = np.frombuffer(b"".join(runs) + b"\0" * 8, np.uint8)
     size = len(runs[0])
     starts = np.arange(50, dtype=np.int64) * size
-    values, counts, ok = lockstep.varint_runs(buf, starts, starts + size)
+    values, counts, ok = lockstep.numpy_varint_runs(buf, starts, starts + size)
     assert ok.all()
     assert counts.tolist() == [16] * 50
     assert values.reshape(50, 16)[7].tolist() == [(1 << 40) + k for k in range(16)]

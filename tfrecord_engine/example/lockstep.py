@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..words import read_rows, read_words
 
 __all__ = [
@@ -373,8 +374,18 @@ def varint_runs(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, Bool]:
     Returns:
         ``(values, counts, ok)``: all values concatenated (int64, two's complement as
         protobuf), values per run, and per run whether it decoded cleanly (it ends on a
-        varint's last byte and holds no varint longer than 10 bytes).
+        varint's last byte and holds no varint longer than 10 bytes). A run that is
+        not ok may or may not contribute values (the compiled kernel leaves them out);
+        its count says how many, so callers drop them with ``np.repeat(ok, counts)``.
     """
+    compiled = kernels.varint_runs(buf, p_start, p_end)
+    if compiled is not None:
+        return compiled
+    return numpy_varint_runs(buf, p_start, p_end)
+
+
+def numpy_varint_runs(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, Bool]:
+    """:func:`varint_runs` in whole-array numpy passes (without the compiled kernel)."""
     m = p_start.shape[0]
     lengths = p_end - p_start
     width = int(lengths.max(initial=0))

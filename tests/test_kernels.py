@@ -1,0 +1,233 @@
+"""The compiled kernels (numba) return exactly what the numpy / crc32c paths return."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
+
+import crc32c
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tfrecord_engine as tfe
+from tfrecord_engine import framing, kernels, source
+from tfrecord_engine.example import lockstep
+from tfrecord_engine.example.batch import BatchDecoder
+from tfrecord_engine.example.parse import parse_example as parse_exact
+from tfrecord_engine.testing.layouts import LayoutBatch, layout_batches
+from tfrecord_engine.testing.wirebytes import varint
+
+from .test_batch_decoder import _outcome, assert_same
+
+pytest.importorskip("numba")
+
+
+@contextmanager
+def _kernels_off() -> Iterator[None]:
+    old = os.environ.get("TFE_KERNELS")
+    os.environ["TFE_KERNELS"] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TFE_KERNELS"]
+        else:
+            os.environ["TFE_KERNELS"] = old
+
+
+def _reference_runs(data: bytes, spans: list[tuple[int, int]]) -> list[list[int] | None]:
+    """Protobuf's varint reading, one run at a time; None for a torn or over-long run."""
+    out: list[list[int] | None] = []
+    for s, e in spans:
+        values: list[int] | None = []
+        i = s
+        while i < e and values is not None:
+            value, shift, size = 0, 0, 0
+            while True:
+                if i >= e or size == 10:
+                    values = None
+                    break
+                byte = data[i]
+                i += 1
+                value |= (byte & 0x7F) << shift
+                shift += 7
+                size += 1
+                if byte < 0x80:
+                    break
+            if values is not None:
+                value &= (1 << 64) - 1
+                values.append(value - (1 << 64) if value >= 1 << 63 else value)
+        out.append(values)
+    return out
+
+
+def test_kernels_are_in_use() -> None:
+    # The test extra installs numba: this suite must exercise the compiled paths.
+    assert kernels.enabled()
+    with _kernels_off():
+        assert not kernels.enabled()
+        assert (
+            kernels.varint_runs(np.zeros(4, np.uint8), np.zeros(1, np.int64), np.ones(1, np.int64))
+            is None
+        )
+
+
+_spans = st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), min_size=1, max_size=40)
+
+
+@given(data=st.binary(min_size=1, max_size=400), offset=st.integers(0, 7), spans=_spans)
+def test_crc_spans_equal_crc32c(data: bytes, offset: int, spans: list[tuple[int, int]]) -> None:
+    # Every alignment of the buffer and of each span against 8-byte words.
+    raw = np.frombuffer(bytes(offset) + data, np.uint8)[offset:]
+    starts = np.array([min(s, raw.size) for s, _ in spans], np.int64)
+    ends = np.minimum(starts + np.array([n for _, n in spans], np.int64), raw.size)
+    got = kernels.crc32c_spans(raw, starts, ends)
+    assert got is not None
+    want = [crc32c.crc32c(data[s:e]) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+    assert got.tolist() == want
+
+
+def test_crc_spans_leave_out_of_bounds_and_long_spans_to_crc32c() -> None:
+    buf = np.zeros(100, np.uint8)
+    one = np.zeros(1, np.int64)
+    assert kernels.crc32c_spans(buf, one, np.array([101])) is None
+    assert kernels.crc32c_spans(buf, np.array([-1]), np.array([5])) is None
+    assert kernels.crc32c_spans(buf, np.array([9]), np.array([5])) is None
+    big = np.zeros(kernels.CRC_MAX_MEAN_SPAN + 1, np.uint8)
+    assert kernels.crc32c_spans(big, one, np.array([big.size])) is None
+    # source.crc_spans still answers for those, through crc32c.
+    masked = source.crc_spans(big, one, np.array([big.size]))
+    assert masked.tolist() == [framing.mask_crc(crc32c.crc32c(bytes(big.size)))]
+
+
+_value = st.one_of(
+    st.integers(0, 127), st.integers(0, 1 << 40), st.integers(-(1 << 63), (1 << 63) - 1)
+)
+_run = st.one_of(
+    st.lists(_value, max_size=12).map(lambda vs: b"".join(varint(v) for v in vs)),
+    st.binary(max_size=24),  # torn runs and arbitrary bytes
+    st.integers(1, 14).map(lambda k: b"\x80" * k + b"\x01"),  # 2..15-byte varints
+    st.integers(0, 8).map(lambda k: b"\xff" * 9 + bytes([k])),  # 10th-byte high bits
+)
+
+
+@given(runs=st.lists(_run, min_size=1, max_size=30), gap=st.binary(max_size=3))
+def test_varint_runs_equal_protobuf_and_the_numpy_path(runs: list[bytes], gap: bytes) -> None:
+    spans, parts, pos = [], [], 0
+    for r in runs:
+        parts += [r, gap]
+        spans.append((pos, pos + len(r)))
+        pos += len(r) + len(gap)
+    data = b"".join(parts) + b"\xff" * 16  # what follows must not leak into a run
+    buf = np.frombuffer(data, np.uint8)
+    p_start = np.array([s for s, _ in spans], np.int64)
+    p_end = np.array([e for _, e in spans], np.int64)
+    got = kernels.varint_runs(buf, p_start, p_end)
+    assert got is not None
+    values, counts, ok = got
+    want = _reference_runs(data, spans)
+    assert ok.tolist() == [w is not None for w in want]
+    assert counts.tolist() == [len(w) if w is not None else 0 for w in want]
+    assert values.tolist() == [v for w in want if w is not None for v in w]
+    # The numpy path agrees on which runs are clean and on their values.
+    n_values, n_counts, n_ok = lockstep.numpy_varint_runs(buf, p_start, p_end)
+    assert n_ok.tolist() == ok.tolist()
+    assert n_values[np.repeat(n_ok, n_counts)].tolist() == values.tolist()
+    # The kernel's Python source (what numba compiles) reads the same: a check of the
+    # source itself, and coverage for lines that compiled code does not report.
+    from tfrecord_engine import _kernels_numba
+
+    py_values = np.empty(values.size + 32 * len(runs), np.int64)
+    py_counts, py_ok = np.empty_like(counts), np.empty_like(ok)
+    n = _kernels_numba.varint_runs.py_func(  # type: ignore[no-untyped-call]
+        buf, p_start, p_end, py_values, py_counts, py_ok
+    )
+    assert py_values[:n].tolist() == values.tolist()
+    assert py_counts.tolist() == counts.tolist()
+    assert py_ok.tolist() == ok.tolist()
+
+
+def test_varint_runs_leave_out_of_bounds_runs_to_numpy() -> None:
+    buf = np.frombuffer(varint(300) * 4, np.uint8)
+    assert kernels.varint_runs(buf, np.array([0]), np.array([buf.size + 1])) is None
+    values, counts, ok = lockstep.varint_runs(buf, np.array([0]), np.array([buf.size]))
+    assert values.tolist() == [300] * 4
+    assert counts.tolist() == [4]
+    assert ok.tolist() == [True]
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(layout_batches())
+def test_decoder_without_kernels_equals_the_exact_path(batch: LayoutBatch) -> None:
+    # The rest of the suite runs with the kernels: this keeps the numpy paths honest.
+    exact = _outcome(lambda: parse_exact(batch.records, batch.features))
+    with _kernels_off():
+        fast = _outcome(lambda: BatchDecoder(batch.features).decode_records(batch.records))
+    assert fast[0] == exact[0], (fast, exact)
+    if exact[0] == "ok":
+        assert_same(fast[1], exact[1])
+    else:
+        assert fast[1] == exact[1]
+
+
+def _tabular_file(path: Path, n: int) -> dict[str, tfe.FixedLenFeature | tfe.VarLenFeature]:
+    rng = np.random.default_rng(7)
+    with tfe.TFRecordWriter(str(path)) as w:
+        for i in range(n):
+            ids = rng.integers(0, 1 << 40, int(rng.integers(0, 20)))
+            w.write(
+                tfe.encode_example(
+                    {"x": rng.random(8, np.float32).tolist(), "ids": ids, "label": [i % 7]}
+                )
+            )
+    return {
+        "x": tfe.FixedLenFeature([8], np.float32),
+        "ids": tfe.VarLenFeature(np.int64),
+        "label": tfe.FixedLenFeature([], np.int64),
+    }
+
+
+def _epoch(path: Path, features: dict[str, tfe.FixedLenFeature | tfe.VarLenFeature]) -> list[str]:
+    ds = tfe.RecordDataset(str(path), features=features)
+    try:
+        out = []
+        for batch in ds.batches(100):
+            ids = batch["ids"]
+            out.append(
+                repr(
+                    (
+                        batch["x"].tolist(),
+                        ids.values.tolist(),
+                        ids.indices.tolist(),
+                        batch["label"].tolist(),
+                    )
+                )
+            )
+        return out
+    finally:
+        ds.close()
+
+
+def test_epoch_and_damage_are_the_same_with_and_without_kernels(tmp_path: Path) -> None:
+    path = tmp_path / "tab.tfrecord"
+    features = _tabular_file(path, 1500)
+    with_kernels = _epoch(path, features)
+    with _kernels_off():
+        assert _epoch(path, features) == with_kernels
+    # One flipped payload byte: the same error, naming the same record, either way.
+    index = tfe.Index.build(str(path))
+    raw = bytearray(path.read_bytes())
+    raw[int(index.offsets[1234]) + 12 + 3] ^= 0x10
+    path.write_bytes(bytes(raw))
+    errors = []
+    for off in (False, True):
+        ctx: AbstractContextManager[None] = _kernels_off() if off else nullcontext()
+        with ctx, pytest.raises(tfe.CorruptedRecordError) as info:
+            _epoch(path, features)
+        errors.append((info.value.record_index, info.value.offset, info.value.reason))
+    assert errors[0] == errors[1]
+    assert errors[0][0] == 1234

@@ -1,0 +1,120 @@
+# mypy: ignore-errors
+# (numba types these functions itself, from the arrays they are called with; the typed
+# entry points are in kernels.py.)
+"""The numba-compiled loops behind :mod:`tfrecord_engine.kernels` (imported only there).
+
+Kept apart so that importing the package never imports numba. Nothing compiles at
+import: numba compiles each kernel on its first call, or loads it from its on-disk
+cache (``cache=True``). ``crc_spans`` uses SSE 4.2's CRC32C instruction, so
+:mod:`~tfrecord_engine.kernels` calls it only on CPUs that have it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from llvmlite import ir
+from numba import njit
+from numba.core import types
+from numba.extending import intrinsic
+
+__all__ = ["crc_spans", "varint_runs"]
+
+
+@intrinsic
+def _crc64(typingctx: Any, crc: Any, data: Any) -> Any:
+    """SSE 4.2 ``crc32 r64, r64``: the CRC32C state advanced by 8 little-endian bytes."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(64)])
+        fn = builder.module.declare_intrinsic("llvm.x86.sse42.crc32.64.64", fnty=fnty)
+        return builder.call(fn, args)
+
+    return types.uint64(types.uint64, types.uint64), codegen
+
+
+@intrinsic
+def _crc8(typingctx: Any, crc: Any, data: Any) -> Any:
+    """SSE 4.2 ``crc32 r32, r8``: the CRC32C state advanced by one byte."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), ir.IntType(8)])
+        fn = builder.module.declare_intrinsic("llvm.x86.sse42.crc32.32.8", fnty=fnty)
+        return builder.call(fn, args)
+
+    return types.uint32(types.uint32, types.uint8), codegen
+
+
+@njit(nogil=True, cache=True)
+def crc_spans(buf, words, base, starts, ends, out):  # noqa: PLR0917
+    """``out[j]`` = CRC32C of ``buf[starts[j]:ends[j]]``.
+
+    ``words[k]`` holds ``buf[base + 8k : base + 8k + 8]`` (an aligned uint64 view): the
+    middle of each span goes 8 bytes per instruction, its unaligned head and tail one
+    byte at a time.
+    """
+    for j in range(starts.shape[0]):
+        s = starts[j]
+        e = ends[j]
+        c = np.uint32(0xFFFFFFFF)
+        first = (max(s - base, 0) + 7) // 8
+        last = (e - base) // 8 if e >= base else 0
+        i = s
+        stop = min(e, base + 8 * first)
+        while i < stop:
+            c = _crc8(c, buf[i])
+            i += 1
+        wide = np.uint64(c)
+        k = first
+        while k < last:
+            wide = _crc64(wide, words[k])
+            k += 1
+        c = np.uint32(wide)
+        i = max(i, base + 8 * last)
+        while i < e:
+            c = _crc8(c, buf[i])
+            i += 1
+        out[j] = c ^ np.uint32(0xFFFFFFFF)
+
+
+@njit(nogil=True, cache=True)
+def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
+    """Decodes the runs ``buf[p_start[r]:p_end[r]]``; returns how many values it wrote.
+
+    Protobuf varints: 7-bit groups, low group first, the high bit set on every byte but
+    the last; a 10th byte contributes only bit 63 (the shift drops the rest). A run
+    torn at its end or holding a varint over 10 bytes gets ``ok[r] = False``, count 0
+    and no values.
+    """
+    n = 0
+    for r in range(p_start.shape[0]):
+        i = p_start[r]
+        e = p_end[r]
+        first = n
+        good = True
+        while i < e:
+            value = np.uint64(0)
+            size = 0
+            while True:
+                if i >= e or size == 10:
+                    good = False
+                    break
+                byte = buf[i]
+                i += 1
+                value |= np.uint64(byte & 0x7F) << np.uint64(7 * size)
+                size += 1
+                if byte < 0x80:
+                    break
+            if not good:
+                break
+            values[n] = np.int64(value)
+            n += 1
+        if good:
+            counts[r] = n - first
+            ok[r] = True
+        else:
+            n = first
+            counts[r] = 0
+            ok[r] = False
+    return n
