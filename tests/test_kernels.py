@@ -231,3 +231,33 @@ def test_epoch_and_damage_are_the_same_with_and_without_kernels(tmp_path: Path) 
         errors.append((info.value.record_index, info.value.offset, info.value.reason))
     assert errors[0] == errors[1]
     assert errors[0][0] == 1234
+
+
+def test_without_numba_every_entry_point_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a machine without numba (or where its LLVM library fails to load) sees.
+    monkeypatch.setitem(kernels._STATE, "kernels", None)
+    assert not kernels.available()
+    assert not kernels.enabled()
+    buf = np.frombuffer(b"123456789" + varint(300), np.uint8)
+    assert kernels.crc32c_spans(buf, np.array([0]), np.array([9])) is None
+    assert kernels.varint_runs(buf, np.array([9]), np.array([11])) is None
+    assert source.crc_spans(buf, np.array([0]), np.array([9])).tolist() == [
+        framing.mask_crc(0xE3069283)
+    ]
+    values, counts, ok = lockstep.varint_runs(buf, np.array([9]), np.array([11]))
+    assert (values.tolist(), counts.tolist(), ok.tolist()) == ([300], [1], [True])
+
+
+def test_a_kernel_that_fails_its_self_test_is_not_used() -> None:
+    def wrong_crc(buf, words, base, starts, ends, out):  # type: ignore[no-untyped-def]  # noqa: PLR0917
+        out[:] = 0
+
+    def broken(*args):  # type: ignore[no-untyped-def]
+        raise RuntimeError("LLVM ERROR: cannot select")
+
+    from tfrecord_engine import _kernels_numba
+
+    good = {"crc": _kernels_numba.crc_spans, "varints": _kernels_numba.varint_runs}
+    assert kernels._self_test(good, _kernels_numba.CompileErrors)
+    assert not kernels._self_test({**good, "crc": wrong_crc}, _kernels_numba.CompileErrors)
+    assert not kernels._self_test({**good, "varints": broken}, _kernels_numba.CompileErrors)

@@ -17,9 +17,13 @@ import numpy as np
 from llvmlite import ir
 from numba import njit
 from numba.core import types
+from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 
-__all__ = ["crc_spans", "varint_runs"]
+__all__ = ["CompileErrors", "crc_spans", "varint_runs"]
+
+#: What compiling a kernel can raise (numba's own errors; LLVM's come as RuntimeError).
+CompileErrors = (NumbaError, RuntimeError, OSError)
 
 
 @intrinsic

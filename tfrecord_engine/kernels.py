@@ -75,12 +75,33 @@ def _has_crc_instruction() -> bool:
 def _compile() -> dict[str, Any] | None:
     try:
         from . import _kernels_numba as compiled  # noqa: PLC0415 - numba on first use only
-    except ImportError:  # pragma: no cover - numba is in the test extra
+    except (ImportError, OSError):
+        # Not installed, or installed but its LLVM library cannot be loaded (seen under
+        # an address-space limit): the numpy paths serve, only slower.
         return None
-    return {
+    kernels = {
         "crc": compiled.crc_spans if _has_crc_instruction() else None,
         "varints": compiled.varint_runs,
     }
+    return kernels if _self_test(kernels, compiled.CompileErrors) else None
+
+
+def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> bool:
+    """Compiles (or loads from the cache) each kernel and checks it on known answers."""
+    probe = np.frombuffer(b"123456789" + b"\xac\x02\x01", np.uint8)
+    try:
+        crc = kernels["crc"]
+        if crc is not None:
+            out = np.zeros(1, np.uint32)
+            base, words = _aligned_words(probe)
+            crc(probe, words, base, np.array([0]), np.array([9]), out)
+            if int(out[0]) != 0xE3069283:  # CRC32C("123456789"), the standard check value
+                return False
+        values, counts, ok = np.zeros(3, np.int64), np.zeros(1, np.int64), np.zeros(1, np.bool_)
+        n = kernels["varints"](probe, np.array([9]), np.array([12]), values, counts, ok)
+    except errors:
+        return False
+    return bool(n == 2 and values[:2].tolist() == [300, 1] and ok[0])
 
 
 def _aligned_words(buf: U8) -> tuple[int, npt.NDArray[np.uint64]]:

@@ -30,6 +30,7 @@ Where we differ from TensorFlow on purpose (all stricter, none loses data):
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -152,11 +153,18 @@ def _read_mapped(
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
             if policy == "raise":
                 yield from _iter_buffer(buf, path, verify)
             else:
                 yield from _iter_buffer_tolerant(buf, path, verify, policy, report)
+        finally:
+            # An error raised through here may still hold numpy views of the mapping in
+            # its traceback: then the mapping goes with them, and the error comes
+            # through rather than a BufferError from closing.
+            with contextlib.suppress(BufferError):
+                buf.close()
 
 
 def _iter_buffer(buf: mmap.mmap, path: str, verify: bool) -> Iterator[bytes]:
