@@ -134,10 +134,13 @@ def test_close_while_the_damage_error_propagates(tmp_path: Path, readahead: int)
     ds = _opened(path, "raise", [])
     _rot(path, 13)
 
+    it = ds.batches(4, readahead=readahead)
+
     def read_then_close() -> None:
         try:
-            _flat(ds.batches(4, readahead=readahead))
+            _flat(it)
         finally:
+            it.close()
             ds.close()
 
     with pytest.raises(tfe.CorruptedRecordError, match="record 13"):

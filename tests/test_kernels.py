@@ -193,9 +193,10 @@ def _tabular_file(path: Path, n: int) -> dict[str, tfe.FixedLenFeature | tfe.Var
 
 def _epoch(path: Path, features: dict[str, tfe.FixedLenFeature | tfe.VarLenFeature]) -> list[str]:
     ds = tfe.RecordDataset(str(path), features=features)
+    it = ds.batches(100)
     try:
         out = []
-        for batch in ds.batches(100):
+        for batch in it:
             ids = batch["ids"]
             out.append(
                 repr(
@@ -209,6 +210,7 @@ def _epoch(path: Path, features: dict[str, tfe.FixedLenFeature | tfe.VarLenFeatu
             )
         return out
     finally:
+        it.close()  # its read-ahead thread, which a raised error's traceback would keep
         ds.close()
 
 

@@ -14,8 +14,16 @@ from tfrecord_engine import CorruptedRecordError, DataLossError, InvalidArgument
 from tfrecord_engine.pipeline import ReadAhead
 
 
-def _readahead_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("tfe-readahead")]
+def _readahead_threads(before: frozenset[threading.Thread] = frozenset()) -> list[threading.Thread]:
+    """Read-ahead threads alive now that were not in ``before``.
+
+    Other tests' dropped iterators can linger until the garbage collector breaks the
+    reference cycle holding them (an error's traceback), and then exit on their own:
+    each test here checks only the threads started while it ran.
+    """
+    return [
+        t for t in threading.enumerate() if t.name.startswith("tfe-readahead") and t not in before
+    ]
 
 
 @given(
@@ -27,13 +35,15 @@ def _readahead_threads() -> list[threading.Thread]:
 def test_output_order_is_input_order_whatever_the_timing(
     items: list[int], workers: int, depth: int, delays: list[float]
 ) -> None:
+    before = frozenset(_readahead_threads())
+
     def fn(x: int) -> int:
         time.sleep(delays[x % len(delays)])
         return x * 3
 
     with ReadAhead(items, fn, workers=workers, depth=depth) as ra:
         assert list(ra) == [x * 3 for x in items]
-    assert _readahead_threads() == []
+    assert _readahead_threads(before) == []
 
 
 def test_window_is_bounded() -> None:
@@ -56,6 +66,8 @@ def test_window_is_bounded() -> None:
 
 
 def test_error_surfaces_at_its_position_and_shuts_down() -> None:
+    before = frozenset(_readahead_threads())
+
     def fn(x: int) -> int:
         if x == 7:
             raise CorruptedRecordError("bad", path="f", record_index=7, offset=70)
@@ -72,10 +84,11 @@ def test_error_surfaces_at_its_position_and_shuts_down() -> None:
     assert got == list(range(7))
     assert info.value.record_index == 7
     assert list(ra) == []  # closed after the error
-    assert _readahead_threads() == []
+    assert _readahead_threads(before) == []
 
 
 def test_early_close_cancels_and_joins() -> None:
+    before = frozenset(_readahead_threads())
     started = []
 
     def slow(x: int) -> int:
@@ -87,20 +100,21 @@ def test_early_close_cancels_and_joins() -> None:
     assert next(ra) == 0
     ra.close()
     ra.close()  # idempotent
-    assert _readahead_threads() == []
+    assert _readahead_threads(before) == []
     assert len(started) < 20
     with pytest.raises(StopIteration):
         next(ra)
 
 
 def test_dropped_iterator_leaves_no_threads() -> None:
+    before = frozenset(_readahead_threads())
     ra = ReadAhead(range(100), lambda x: x, workers=2, depth=4)
     next(ra)
     del ra
     deadline = time.monotonic() + 5
-    while _readahead_threads() and time.monotonic() < deadline:
+    while _readahead_threads(before) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _readahead_threads() == []
+    assert _readahead_threads(before) == []
 
 
 @pytest.mark.parametrize(("workers", "depth"), [(-1, 2), (2, 0)])
