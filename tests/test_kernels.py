@@ -259,7 +259,78 @@ def test_a_kernel_that_fails_its_self_test_is_not_used() -> None:
 
     from tfrecord_engine import _kernels_numba
 
-    good = {"crc": _kernels_numba.crc_spans, "varints": _kernels_numba.varint_runs}
+    good = kernels._load()
+    assert good is not None
     assert kernels._self_test(good, _kernels_numba.CompileErrors)
     assert not kernels._self_test({**good, "crc": wrong_crc}, _kernels_numba.CompileErrors)
     assert not kernels._self_test({**good, "varints": broken}, _kernels_numba.CompileErrors)
+    for name in ("match", "lengths"):
+        assert not kernels._self_test({**good, name: broken}, _kernels_numba.CompileErrors)
+
+
+@given(
+    data=st.binary(min_size=1, max_size=200),
+    base=st.lists(st.integers(0, 220), min_size=1, max_size=20),
+    at=st.lists(st.integers(-8, 40), min_size=1, max_size=6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_match_words_equals_the_numpy_check(
+    data: bytes, base: list[int], at: list[int], seed: int
+) -> None:
+    from tfrecord_engine.example import template
+
+    buf = np.frombuffer(data, np.uint8)
+    a = np.array(at, np.int64)
+    # Positions inside the buffer (as the template's are), near its end included.
+    b = np.minimum(np.array(base, np.int64) + 8, buf.size - 1 - int(a.max()))
+    if int(b.min()) + int(a.min()) < 0:
+        return
+    rng = np.random.default_rng(seed)
+    # Words taken from the buffer itself (so some records match), masks random bytes.
+    words = lockstep.read_words(buf, b[0] + a)
+    masks = rng.integers(0, 256, (a.size, 8), dtype=np.uint8).view(np.uint64).reshape(-1)
+    got = kernels.match_words(buf, b, a, words, masks)
+    assert got is not None
+    with _kernels_off():
+        want = template._check(buf, b, a, words, masks)
+    assert got.tolist() == want.tolist()
+
+
+@given(
+    fields=st.lists(
+        st.tuples(st.integers(0, 20), st.integers(1, 4), st.integers(0, 300)),
+        min_size=1,
+        max_size=4,
+    ),
+    records=st.lists(
+        st.tuples(st.binary(min_size=30, max_size=30), st.integers(-3, 3)), min_size=1, max_size=10
+    ),
+)
+def test_match_lengths_equals_the_numpy_check(
+    fields: list[tuple[int, int, int]], records: list[tuple[bytes, int]]
+) -> None:
+    # Some records carry the expected lengths (value + delta) at the fields' places.
+    raw = bytearray(b"".join(r for r, _ in records))
+    for j, (_, d) in enumerate(records):
+        if j % 2 == 0:
+            for pos, width, value in fields:
+                v = max(0, value + d)
+                for b in range(width):
+                    raw[30 * j + pos + b] = ((v >> (7 * b)) & 0x7F) | (0x80 if b < width - 1 else 0)
+    buf = np.frombuffer(bytes(raw), np.uint8)
+    base = np.arange(len(records), dtype=np.int64) * 30
+    delta = np.array([d for _, d in records], np.int64)
+    ok = np.ones(len(records), np.bool_)
+    ok[-1] = False  # an already rejected record stays rejected
+    want = ok.copy()
+    for pos, width, value in fields:
+        got_v = lockstep.swar_varints(
+            lockstep.read_words(buf, base + pos), np.full(base.shape[0], width, np.int64)
+        )
+        want &= got_v.view(np.int64) == value + delta
+    assert kernels.match_lengths(buf, base, ok, tuple(fields), delta)
+    assert ok.tolist() == want.tolist()
+    # A field reaching past the buffer: left to numpy, ``ok`` untouched.
+    before = ok.copy()
+    assert not kernels.match_lengths(buf, base, ok, ((29, 4, 0),), delta)
+    assert ok.tolist() == before.tolist()

@@ -20,7 +20,7 @@ from numba.core import types
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 
-__all__ = ["CompileErrors", "crc_spans", "varint_runs"]
+__all__ = ["CompileErrors", "crc_spans", "match_lengths", "match_words", "varint_runs"]
 
 #: What compiling a kernel can raise (numba's own errors; LLVM's come as RuntimeError).
 CompileErrors = (NumbaError, RuntimeError, OSError)
@@ -122,3 +122,42 @@ def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
             counts[r] = 0
             ok[r] = False
     return n
+
+
+@njit(nogil=True, cache=True)
+def match_words(buf, base, at, word, mask, ok):  # noqa: PLR0917
+    """``ok[j]``: for every k, the 8 bytes at ``base[j] + at[k]`` equal ``word[k]``
+    where ``mask[k]`` has bits set (little-endian; bytes past the buffer's end read 0).
+    """
+    n = buf.shape[0]
+    for j in range(base.shape[0]):
+        good = True
+        for k in range(at.shape[0]):
+            p = base[j] + at[k]
+            w = np.uint64(0)
+            for b in range(8):
+                if p + b < n:
+                    w |= np.uint64(buf[p + b]) << np.uint64(8 * b)
+            if (w ^ word[k]) & mask[k] != 0:
+                good = False
+                break
+        ok[j] = good
+
+
+@njit(nogil=True, cache=True)
+def match_lengths(buf, base, pos, width, value, delta, ok):  # noqa: PLR0917
+    """``ok[j]`` &= for every k, the ``width[k]`` 7-bit groups at ``base[j] + pos[k]``
+    read as ``value[k] + delta[j]`` (continuation bits are not looked at, as in
+    ``lockstep.swar_varints``; the template's structural check covers them).
+    """
+    for j in range(base.shape[0]):
+        if not ok[j]:
+            continue
+        for k in range(pos.shape[0]):
+            p = base[j] + pos[k]
+            got = 0
+            for b in range(width[k]):
+                got |= np.int64(buf[p + b] & 0x7F) << (7 * b)
+            if got != value[k] + delta[j]:
+                ok[j] = False
+                break

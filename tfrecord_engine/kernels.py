@@ -32,7 +32,14 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["available", "crc32c_spans", "enabled", "varint_runs"]
+__all__ = [
+    "available",
+    "crc32c_spans",
+    "enabled",
+    "match_lengths",
+    "match_words",
+    "varint_runs",
+]
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -82,6 +89,8 @@ def _compile() -> dict[str, Any] | None:
     kernels = {
         "crc": compiled.crc_spans if _has_crc_instruction() else None,
         "varints": compiled.varint_runs,
+        "match": compiled.match_words,
+        "lengths": compiled.match_lengths,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -99,9 +108,35 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
                 return False
         values, counts, ok = np.zeros(3, np.int64), np.zeros(1, np.int64), np.zeros(1, np.bool_)
         n = kernels["varints"](probe, np.array([9]), np.array([12]), values, counts, ok)
+        matched = np.zeros(2, np.bool_)
+        kernels["match"](
+            probe,
+            np.array([0, 1]),
+            np.array([8]),
+            np.array([0x0102AC39], np.uint64),  # "9", 0xAC, 0x02, 0x01 at offset 8
+            np.array([0xFFFFFFFF], np.uint64),
+            matched,
+        )
+        # 300 (0xAC 0x02) at offset 9 of record 0, read as 299 + delta 1.
+        lengths_ok = np.ones(1, np.bool_)
+        kernels["lengths"](
+            probe,
+            np.array([0]),
+            np.array([9]),
+            np.array([2]),
+            np.array([299]),
+            np.array([1]),
+            lengths_ok,
+        )
     except errors:
         return False
-    return bool(n == 2 and values[:2].tolist() == [300, 1] and ok[0])
+    return bool(
+        n == 2
+        and values[:2].tolist() == [300, 1]
+        and ok[0]
+        and matched.tolist() == [True, False]
+        and bool(lengths_ok[0])
+    )
 
 
 def _aligned_words(buf: U8) -> tuple[int, npt.NDArray[np.uint64]]:
@@ -182,3 +217,68 @@ def varint_runs(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, npt.NDArra
         ok,
     )
     return values[:n], counts, ok
+
+
+def match_words(
+    buf: U8,
+    base: I64,
+    at: I64,
+    word: npt.NDArray[np.uint64],
+    mask: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.bool_] | None:
+    """Per record j: whether ``read_words(buf, base[j] + at) ^ word & mask`` is all 0.
+
+    What template matching asks of every record (its structural bytes equal the
+    template's), without the ``[m, k]`` gather; None when the kernels are disabled or a
+    position falls before the buffer.
+    """
+    if not enabled() or base.shape[0] == 0 or at.shape[0] == 0:
+        return None
+    if int(base.min()) + int(at.min()) < 0:
+        return None
+    kernel: Callable[..., None] = _load()["match"]  # type: ignore[index]
+    ok = np.empty(base.shape[0], np.bool_)
+    kernel(
+        np.ascontiguousarray(buf).reshape(-1),
+        np.ascontiguousarray(base, np.int64),
+        np.ascontiguousarray(at, np.int64),
+        np.ascontiguousarray(word, np.uint64),
+        np.ascontiguousarray(mask, np.uint64),
+        ok,
+    )
+    return ok
+
+
+def match_lengths(
+    buf: U8,
+    base: I64,
+    ok: npt.NDArray[np.bool_],
+    fields: tuple[tuple[int, int, int], ...],
+    delta: I64,
+) -> bool:
+    """Clears ``ok[j]`` unless every ``(pos, width, value)`` length field of record j
+    reads ``value + delta[j]`` (its ``width`` 7-bit groups at ``base[j] + pos``).
+
+    Returns False (nothing done) when the kernels are disabled or a field would reach
+    outside the buffer: the caller checks with numpy then.
+    """
+    if not enabled() or base.shape[0] == 0 or not fields:
+        return False
+    pos = np.array([f[0] for f in fields], np.int64)
+    width = np.array([f[1] for f in fields], np.int64)
+    value = np.array([f[2] for f in fields], np.int64)
+    if int(base.min()) + int(pos.min()) < 0:
+        return False
+    if int(base.max()) + int((pos + width).max()) > buf.shape[0]:
+        return False
+    kernel: Callable[..., None] = _load()["lengths"]  # type: ignore[index]
+    kernel(
+        np.ascontiguousarray(buf).reshape(-1),
+        np.ascontiguousarray(base, np.int64),
+        pos,
+        width,
+        value,
+        np.ascontiguousarray(delta, np.int64),
+        ok,
+    )
+    return True

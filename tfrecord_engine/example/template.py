@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..words import read_rows
 from . import lockstep
 from .lockstep import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_NONE
@@ -359,6 +360,9 @@ def _check(
 ) -> Bool:
     if at.size == 0:
         return np.ones(base.shape[0], np.bool_)
+    compiled = kernels.match_words(buf, base, at, word, mask)
+    if compiled is not None:
+        return compiled
     words = lockstep.read_words(buf, base[:, None] + at)
     ok: Bool = ((words ^ word) & mask == 0).all(axis=1)
     return ok
@@ -377,11 +381,12 @@ def match_template(buf: U8, starts: I64, ends: I64, template: Template) -> Group
     ok = _check(buf, s, t.head_at, t.head_word, t.head_mask)
     ok &= _check(buf, e, t.tail_at, t.tail_word, t.tail_mask)
     delta = lengths[cand] - t.length
-    for pos, width, value in t.var_lengths:
-        got = lockstep.swar_varints(
-            lockstep.read_words(buf, s + pos), np.full(s.shape[0], width, np.int64)
-        )
-        ok &= got.view(np.int64) == value + delta
+    if not kernels.match_lengths(buf, s, ok, t.var_lengths, delta):
+        for pos, width, value in t.var_lengths:
+            got = lockstep.swar_varints(
+                lockstep.read_words(buf, s + pos), np.full(s.shape[0], width, np.int64)
+            )
+            ok &= got.view(np.int64) == value + delta
     cand = cand[ok]
     values, counts, runs_ok = lockstep.varint_runs(
         buf, starts[cand] + t.var_start, ends[cand] - t.var_tail
