@@ -334,3 +334,37 @@ def test_match_lengths_equals_the_numpy_check(
     before = ok.copy()
     assert not kernels.match_lengths(buf, base, ok, ((29, 4, 0),), delta)
     assert ok.tolist() == before.tolist()
+
+
+@given(
+    records=st.lists(st.binary(max_size=40), max_size=30),
+    tail=st.binary(max_size=30),
+    start=st.integers(0, 3),
+    max_records=st.integers(1, 40),
+    max_bytes=st.integers(0, 2000),
+)
+def test_walk_records_equals_the_python_walk(
+    records: list[bytes], tail: bytes, start: int, max_records: int, max_bytes: int
+) -> None:
+    import mmap
+
+    from tfrecord_engine import reader
+
+    # Framed records then arbitrary bytes (a torn or lying length), from any start.
+    blob = framing.frame_many(records) + tail
+    if len(blob) < 16:
+        return
+    buf = np.frombuffer(blob, np.uint8)
+    pos = min(start * 16, len(blob) - 1)
+    got = kernels.walk_records(buf, pos, max_records, max_bytes)
+    assert got is not None
+    with mmap.mmap(-1, len(blob)) as m:
+        m.write(blob)
+        old_records, old_bytes = reader._BLOCK_RECORDS, reader._BLOCK_BYTES
+        reader._BLOCK_RECORDS, reader._BLOCK_BYTES = max_records, max_bytes
+        try:
+            want_starts, want_stop = reader._walk_block(m, pos, len(blob))
+        finally:
+            reader._BLOCK_RECORDS, reader._BLOCK_BYTES = old_records, old_bytes
+    assert got[0].tolist() == want_starts
+    assert got[1] == want_stop

@@ -20,7 +20,14 @@ from numba.core import types
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 
-__all__ = ["CompileErrors", "crc_spans", "match_lengths", "match_words", "varint_runs"]
+__all__ = [
+    "CompileErrors",
+    "crc_spans",
+    "match_lengths",
+    "match_words",
+    "varint_runs",
+    "walk_records",
+]
 
 #: What compiling a kernel can raise (numba's own errors; LLVM's come as RuntimeError).
 CompileErrors = (NumbaError, RuntimeError, OSError)
@@ -161,3 +168,28 @@ def match_lengths(buf, base, pos, width, value, delta, ok):  # noqa: PLR0917
             if got != value[k] + delta[j]:
                 ok[j] = False
                 break
+
+
+@njit(nogil=True, cache=True)
+def walk_records(buf, pos, size, max_records, max_bytes, starts):  # noqa: PLR0917
+    """Record starts from ``pos`` by their length fields, while each record fits in
+    ``size`` (at most ``max_records``, none starting past ``pos + max_bytes``).
+
+    Returns ``(count, stop)``: how many starts were written and where the walk ended.
+    Length CRCs are not looked at here (the caller checks them in bulk).
+    """
+    stop = min(size - 16, pos + max_bytes)
+    count = 0
+    while count < max_records and pos <= stop:
+        length = np.uint64(0)
+        for b in range(8):
+            length |= np.uint64(buf[pos + b]) << np.uint64(8 * b)
+        if length > np.uint64(size):
+            break  # a lying length: the one-by-one path reports it
+        nxt = pos + np.int64(length) + 16
+        if nxt > size:
+            break
+        starts[count] = pos
+        count += 1
+        pos = nxt
+    return count, pos

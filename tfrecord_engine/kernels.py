@@ -39,6 +39,7 @@ __all__ = [
     "match_lengths",
     "match_words",
     "varint_runs",
+    "walk_records",
 ]
 
 U8 = npt.NDArray[np.uint8]
@@ -91,6 +92,7 @@ def _compile() -> dict[str, Any] | None:
         "varints": compiled.varint_runs,
         "match": compiled.match_words,
         "lengths": compiled.match_lengths,
+        "walk": compiled.walk_records,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -128,7 +130,13 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
             np.array([1]),
             lengths_ok,
         )
+        walked = np.zeros(4, np.int64)
+        # Two records of 0 and 1 bytes, then a length that does not fit.
+        framed = np.frombuffer(bytes(16) + b"\x01" + bytes(15) + b"\xff" * 20, np.uint8)
+        walk = kernels["walk"](framed, 0, framed.shape[0], 4, 1 << 20, walked)
     except errors:
+        return False
+    if tuple(walk) != (2, 33) or walked[:2].tolist() != [0, 16]:
         return False
     return bool(
         n == 2
@@ -282,3 +290,18 @@ def match_lengths(
         ok,
     )
     return True
+
+
+def walk_records(buf: U8, pos: int, max_records: int, max_bytes: int) -> tuple[I64, int] | None:
+    """Record starts from ``pos`` found by their length fields, and where the walk ended.
+
+    The walk goes on while each record (header, data, footer) fits in ``buf``, for at
+    most ``max_records`` records, none starting past ``pos + max_bytes``; the caller
+    checks the length CRCs. None when the kernels are disabled.
+    """
+    if not enabled() or pos < 0:
+        return None
+    kernel: Callable[..., tuple[int, int]] = _load()["walk"]  # type: ignore[index]
+    starts = np.empty(max_records, np.int64)
+    count, stop = kernel(buf, pos, buf.shape[0], max_records, max_bytes, starts)
+    return starts[:count], int(stop)

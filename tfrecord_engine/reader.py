@@ -182,8 +182,9 @@ def _iter_buffer(buf: mmap.mmap, path: str, verify: bool) -> Iterator[bytes]:
     try:
         pos = index = 0
         while pos < size:
-            starts, stop = _walk_block(buf, pos, size)
-            if not starts:
+            walked = kernels.walk_records(raw, pos, _BLOCK_RECORDS, _BLOCK_BYTES)
+            starts, stop = walked if walked is not None else _walk_block(buf, pos, size)
+            if len(starts) == 0:
                 break  # the walk stopped at once: the one-by-one path reports why
             if (stop - pos) > _BULK_MAX_RECORD * len(starts):
                 # Large records: per-record overhead is negligible, and copying then
@@ -193,7 +194,7 @@ def _iter_buffer(buf: mmap.mmap, path: str, verify: bool) -> Iterator[bytes]:
             yield from records if good == len(records) else records[:good]
             index += good
             if good < len(starts):
-                pos = starts[good]
+                pos = int(starts[good])
                 break
             pos = stop
     finally:
@@ -227,10 +228,13 @@ def _walk_block(buf: mmap.mmap, pos: int, size: int) -> tuple[list[int], int]:
 
 
 def _check_block(
-    buf: mmap.mmap, raw: npt.NDArray[np.uint8], starts: list[int], verify: bool
+    buf: mmap.mmap,
+    raw: npt.NDArray[np.uint8],
+    starts: list[int] | npt.NDArray[np.int64],
+    verify: bool,
 ) -> tuple[int, list[bytes]]:
     """The records at ``starts`` and how many of them, from the first, are intact."""
-    if not starts:
+    if len(starts) == 0:
         return 0, []
     at = np.asarray(starts, np.int64)
     lengths = read_words(raw, at)
