@@ -241,14 +241,16 @@ class TFRecordWriter:
             return
         data = record if type(record) is bytes else _as_bytes(record)
         try:
-            if self._compressor is None and len(data) >= _DIRECT_WRITE:
+            if self._compressor is not None:
+                self._emit(framing.frame(data))
+            elif len(data) < _DIRECT_WRITE:
+                self._write(framing.frame(data))
+            else:
                 # Large payloads: no join copy; the file's buffer takes the three parts.
                 write = self._write
                 write(framing.header(len(data)))
                 write(data)
                 write(framing.footer(data))
-            else:
-                self._emit(b"".join((framing.header(len(data)), data, framing.footer(data))))
         except OSError as exc:
             # The file (and the compressor state) is now behind what was accepted: the
             # writer must never again claim success.
