@@ -264,7 +264,7 @@ def test_a_kernel_that_fails_its_self_test_is_not_used() -> None:
     assert kernels._self_test(good, _kernels_numba.CompileErrors)
     assert not kernels._self_test({**good, "crc": wrong_crc}, _kernels_numba.CompileErrors)
     assert not kernels._self_test({**good, "varints": broken}, _kernels_numba.CompileErrors)
-    for name in ("match", "lengths"):
+    for name in ("match", "lengths", "walk", "frame"):
         assert not kernels._self_test({**good, name: broken}, _kernels_numba.CompileErrors)
 
 
@@ -368,3 +368,40 @@ def test_walk_records_equals_the_python_walk(
             reader._BLOCK_RECORDS, reader._BLOCK_BYTES = old_records, old_bytes
     assert got[0].tolist() == want_starts
     assert got[1] == want_stop
+
+
+@given(chunks=st.lists(st.lists(st.binary(max_size=300), max_size=20), min_size=1, max_size=4))
+def test_chunk_framer_equals_frame_many(chunks: list[list[bytes]]) -> None:
+    # One framer reused over chunks of changing sizes (its buffer grows and is reused),
+    # empty records included; the same bytes with the kernels off.
+    framer = framing.ChunkFramer()
+    for records in chunks:
+        want = framing.frame_many(records)
+        assert bytes(framer.frame(records)) == want
+        with _kernels_off():
+            assert bytes(framing.ChunkFramer().frame(records)) == want
+
+
+def test_frame_records_checks_its_spans_and_output_size() -> None:
+    data = np.frombuffer(b"abcdef", np.uint8)
+    starts, lengths = np.array([0, 3]), np.array([3, 3])
+    crcs = np.zeros(2, np.uint32)
+    out = np.empty(6 + 32, np.uint8)
+    assert kernels.frame_records(data, starts, lengths, crcs, crcs, out=out)
+    # A span past the data is left to the Python path.
+    assert not kernels.frame_records(data, starts, np.array([3, 4]), crcs, crcs, out=out)
+    with pytest.raises(ValueError, match="not the frames' size"):
+        kernels.frame_records(data, starts, lengths, crcs, crcs, out=out[:-1])
+
+
+def test_write_many_bytes_are_the_same_with_and_without_kernels(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    records = [rng.bytes(int(n)) for n in rng.integers(0, 3000, 2500)]  # > 1 MiB: chunks
+    paths = []
+    for off in (False, True):
+        path = tmp_path / f"w{int(off)}.tfrecord"
+        ctx: AbstractContextManager[None] = _kernels_off() if off else nullcontext()
+        with ctx, tfe.TFRecordWriter(path, durable=False) as w:
+            assert w.write_many(records) == len(records)
+        paths.append(path)
+    assert paths[0].read_bytes() == paths[1].read_bytes() == framing.frame_many(records)

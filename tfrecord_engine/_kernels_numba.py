@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 from numba import njit
-from numba.core import types
+from numba.core import cgutils, types
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 
 __all__ = [
     "CompileErrors",
     "crc_spans",
+    "frame_records",
     "match_lengths",
     "match_words",
     "varint_runs",
@@ -193,3 +194,47 @@ def walk_records(buf, pos, size, max_records, max_bytes, starts):  # noqa: PLR09
         count += 1
         pos = nxt
     return count, pos
+
+
+@intrinsic
+def _copy(typingctx: Any, dst: Any, dst_at: Any, src: Any, src_at: Any, n: Any) -> Any:  # noqa: PLR0917
+    """``memcpy(&dst[dst_at], &src[src_at], n)`` for uint8 arrays; the caller checks bounds.
+
+    numba's own slice assignment copies byte by byte (~0.6 ns a byte); this is LLVM's
+    memcpy.
+    """
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        d = context.make_array(signature.args[0])(context, builder, args[0])
+        s = context.make_array(signature.args[2])(context, builder, args[2])
+        target = builder.gep(d.data, [args[1]])
+        source = builder.gep(s.data, [args[3]])
+        cgutils.raw_memcpy(builder, target, source, args[4], 1)
+        return context.get_dummy_value()
+
+    return types.void(dst, types.int64, src, types.int64, types.int64), codegen
+
+
+@njit(nogil=True, cache=True)
+def frame_records(data, starts, lengths, length_crcs, data_crcs, out):  # noqa: PLR0917
+    """Writes the framed records (header, data, footer) back to back into ``out``.
+
+    Record j is ``data[starts[j] : starts[j] + lengths[j]]``; its header is the 8-byte
+    little-endian length and the masked length CRC ``length_crcs[j]``, its footer the
+    masked data CRC ``data_crcs[j]``.
+    """
+    p = 0
+    for j in range(starts.shape[0]):
+        n = lengths[j]
+        for b in range(8):
+            out[p + b] = (n >> (8 * b)) & 0xFF
+        c = length_crcs[j]
+        for b in range(4):
+            out[p + 8 + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
+        s = starts[j]
+        _copy(out, p + 12, data, s, n)
+        c = data_crcs[j]
+        q = p + 12 + n
+        for b in range(4):
+            out[q + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
+        p = q + 4

@@ -18,19 +18,21 @@ Byte ranges in this package are half-open: ``[offset, offset + size)``.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
+from . import kernels
 from .errors import CorruptedRecordError, TruncatedRecordError
 
 __all__ = [
     "FOOTER_SIZE",
     "HEADER_SIZE",
     "MASK_DELTA",
+    "ChunkFramer",
     "crc32c",
     "footer",
     "frame",
@@ -159,9 +161,7 @@ def frame(data: bytes | bytearray | memoryview) -> bytes:
     n = len(data)
     h = _HEADER_CACHE.get(n) or header(n)
     c = int(_crc32c.crc32c(data))
-    return b"".join(
-        (h, data, _FOOTER.pack((((c >> 15) | (c << 17)) + MASK_DELTA) & 0xFFFFFFFF))
-    )
+    return b"".join((h, data, _FOOTER.pack((((c >> 15) | (c << 17)) + MASK_DELTA) & 0xFFFFFFFF)))
 
 
 def frame_parts(
@@ -185,6 +185,47 @@ def frame_parts(
         c = int(crc(data))
         append(pack_ftr((((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF))
     return parts
+
+
+class ChunkFramer:
+    """Frames chunks of records into one reused output buffer (``write_many``'s path).
+
+    With the compiled kernels (:mod:`~tfrecord_engine.kernels`): the records are joined
+    once, their CRCs computed over the joined buffer in one call, and headers and
+    footers written around copies of them in one compiled loop, into a buffer kept from
+    one chunk to the next (a fresh megabyte per chunk costs more in page faults than
+    the framing itself). Otherwise :func:`frame_parts`, joined. Both give the same
+    bytes.
+    """
+
+    def __init__(self) -> None:
+        self._out = np.empty(0, np.uint8)
+
+    def frame(self, records: Sequence[bytes | bytearray | memoryview]) -> bytes | memoryview:
+        """The framed stream of ``records``.
+
+        A memoryview into the framer's buffer is valid only until the next call: write
+        it out (or copy it) before framing the next chunk.
+        """
+        if len(records) > 1 and kernels.enabled():
+            data = np.frombuffer(b"".join(records), np.uint8)
+            lengths = np.fromiter(map(len, records), np.int64, count=len(records))
+            starts = np.cumsum(lengths) - lengths
+            crcs = kernels.crc32c_spans(data, starts, starts + lengths)
+            size = data.shape[0] + FRAME_OVERHEAD * len(records)
+            if self._out.shape[0] < size:
+                self._out = np.empty(size, np.uint8)
+            out = self._out[:size]
+            if crcs is not None and kernels.frame_records(
+                data,
+                starts,
+                lengths,
+                length_crc_array(lengths.astype(np.uint64)),
+                mask_crc_array(crcs),
+                out=out,
+            ):
+                return memoryview(out)  # type: ignore[arg-type]  # numpy arrays are buffers
+        return b"".join(frame_parts(records))
 
 
 def frame_many(records: Iterable[bytes | bytearray | memoryview]) -> bytes:

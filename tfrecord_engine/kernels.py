@@ -36,6 +36,7 @@ __all__ = [
     "available",
     "crc32c_spans",
     "enabled",
+    "frame_records",
     "match_lengths",
     "match_words",
     "varint_runs",
@@ -93,6 +94,7 @@ def _compile() -> dict[str, Any] | None:
         "match": compiled.match_words,
         "lengths": compiled.match_lengths,
         "walk": compiled.walk_records,
+        "frame": compiled.frame_records,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -134,7 +136,18 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
         # Two records of 0 and 1 bytes, then a length that does not fit.
         framed = np.frombuffer(bytes(16) + b"\x01" + bytes(15) + b"\xff" * 20, np.uint8)
         walk = kernels["walk"](framed, 0, framed.shape[0], 4, 1 << 20, walked)
+        framed_out = np.zeros(17, np.uint8)
+        kernels["frame"](
+            probe,
+            np.array([0]),
+            np.array([1]),
+            np.array([7], np.uint32),
+            np.array([9], np.uint32),
+            framed_out,
+        )
     except errors:
+        return False
+    if framed_out.tolist() != [1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0x31, 9, 0, 0, 0]:
         return False
     if tuple(walk) != (2, 33) or walked[:2].tolist() != [0, 16]:
         return False
@@ -305,3 +318,34 @@ def walk_records(buf: U8, pos: int, max_records: int, max_bytes: int) -> tuple[I
     starts = np.empty(max_records, np.int64)
     count, stop = kernel(buf, pos, buf.shape[0], max_records, max_bytes, starts)
     return starts[:count], int(stop)
+
+
+def frame_records(
+    data: U8,
+    starts: I64,
+    lengths: I64,
+    length_crcs: npt.NDArray[np.uint32],
+    data_crcs: npt.NDArray[np.uint32],
+    *,
+    out: U8,
+) -> bool:
+    """Writes the framed stream of records ``data[starts[j]:starts[j] + lengths[j]]``.
+
+    Headers and footers carry the given masked CRCs; ``out`` must hold exactly
+    ``lengths.sum() + 16 * len(lengths)`` bytes. False (and ``out`` untouched) when the
+    kernels are disabled or a record lies outside ``data``.
+    """
+    if not enabled() or not _in_bounds(data, starts, starts + lengths):
+        return False
+    if out.shape[0] != int(lengths.sum()) + 16 * lengths.shape[0]:
+        raise ValueError(f"frame_records: out holds {out.shape[0]} bytes, not the frames' size")
+    kernel: Callable[..., None] = _load()["frame"]  # type: ignore[index]
+    kernel(
+        data,
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(lengths, np.int64),
+        np.ascontiguousarray(length_crcs, np.uint32),
+        np.ascontiguousarray(data_crcs, np.uint32),
+        out,
+    )
+    return True

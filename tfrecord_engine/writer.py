@@ -176,6 +176,7 @@ class TFRecordWriter:
         self._write: Callable[[bytes | bytearray | memoryview], object] = (
             f.write if type(self._ops) is FileOps else functools.partial(self._ops.write, f)
         )
+        self._framer = framing.ChunkFramer()
         self._compressor: zlib._Compress | None = (
             make_compressor(self._kind) if self._kind is not Compression.NONE else None
         )
@@ -225,7 +226,7 @@ class TFRecordWriter:
             ) from self._failed
         return self._file
 
-    def _emit(self, data: bytes) -> None:
+    def _emit(self, data: bytes | memoryview) -> None:
         if self._compressor is not None:
             data = self._compressor.compress(data)
             if not data:
@@ -279,13 +280,13 @@ class TFRecordWriter:
                 chunk.append(data)
                 pending += len(data)
                 if pending >= _CHUNK:
-                    self._emit(b"".join(framing.frame_parts(chunk)))
+                    self._emit(self._framer.frame(chunk))
                     count += len(chunk)
                     self.records_written += len(chunk)
                     chunk = []
                     pending = 0
             if chunk:
-                self._emit(b"".join(framing.frame_parts(chunk)))
+                self._emit(self._framer.frame(chunk))
                 count += len(chunk)
                 self.records_written += len(chunk)
         except OSError as exc:
