@@ -2,8 +2,9 @@
 
     python -m benchmarks.bench_bridge
 
-Ours: ``to_tf_dataset(RecordDataset(path, features), 256, workers=2)`` (decoding in
-two worker processes; the "one process" rows decode in the ``numpy_function`` call).
+Ours: ``to_tf_dataset(RecordDataset(path, features), 256, workers=W)`` (decoding in W
+worker processes, one per core but one: 1 on 2 cores; ``TFE_BENCH_WORKERS`` overrides;
+the "one process" rows decode in the ``numpy_function`` call).
 TensorFlow's anchor is the idiomatic fast pipeline
 ``TFRecordDataset(path).batch(256).map(parse_example, AUTOTUNE).prefetch(AUTOTUNE)``;
 for the shuffled case ``.shuffle(10000)`` goes before ``.batch`` (ours is a true
@@ -27,14 +28,16 @@ from typing import Any
 import numpy as np
 
 import tfrecord_engine as tfe
-from benchmarks.bench_pipeline import _specs
+from benchmarks.bench_pipeline import _specs, _tf_parse
 from benchmarks.common import Measurement, compare, table
 from benchmarks.data import mnist_like, tabular
 from tfrecord_engine.dataset import DEFAULT_CHUNK_RECORDS
 
 BATCH = 256
-#: Decode processes for the bridge (TensorFlow's map runs on every core, AUTOTUNE).
-WORKERS = int(os.environ.get("TFE_BENCH_WORKERS", "2"))
+#: Decode processes for the bridge: one per core but one, which this process keeps for
+#: TensorFlow's side (the hand-off, unbatch, the consumer's loop). On 2 cores, two runs
+#: of this module gave MNIST-like 413k records/s with 1 worker, 265k with 2.
+WORKERS = int(os.environ.get("TFE_BENCH_WORKERS", str(max(1, (os.cpu_count() or 2) - 1))))
 
 
 def _first_dim(batch: dict[str, Any]) -> int:
@@ -61,6 +64,7 @@ def _cases(
     from tfrecord_bridge import to_tf_dataset
 
     ours_spec, tf_spec = _specs(name)
+    raw_specs = {k: v for k, v in ours_spec.items() if isinstance(v, tfe.RawFeature)}
     ds = tfe.RecordDataset(path, features=ours_spec)
     ours_ds = to_tf_dataset(ds, BATCH, shuffle=shuffle, seed=1, device=device, workers=WORKERS)
     one_process_ds = to_tf_dataset(ds, BATCH, shuffle=shuffle, seed=1, device=device)
@@ -70,7 +74,7 @@ def _cases(
         raw = raw.shuffle(10_000, seed=1)
     theirs_ds = (
         raw.batch(BATCH)
-        .map(lambda b: tf.io.parse_example(b, tf_spec), num_parallel_calls=tf.data.AUTOTUNE)
+        .map(lambda b: _tf_parse(b, tf_spec, raw_specs), num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
     )
     if device is not None:
@@ -140,6 +144,12 @@ def run(device: str | None = None) -> str:
     tf_side: list[tuple[str, Measurement, Measurement | None]] = []
     for label, path, name, shuffle in (
         ("MNIST-like, batches of 256", mnist_like(), "mnist", False),
+        (
+            "MNIST-like, image as uint8 [784] (RawFeature / decode_raw)",
+            mnist_like(),
+            "mnist_raw",
+            False,
+        ),
         ("tabular, batches of 256", tabular(), "tabular", False),
         ("MNIST-like, global shuffle vs shuffle(10000)", mnist_like(), "mnist", True),
     ):
