@@ -34,6 +34,7 @@ __all__ = [
     "MASK_DELTA",
     "ChunkFramer",
     "crc32c",
+    "crc_spans",
     "footer",
     "frame",
     "frame_many",
@@ -124,6 +125,27 @@ def mask_crc_array(crcs: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
     return out
 
 
+def crc_spans(
+    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint32]:
+    """Masked CRC32C of ``buf[starts[j]:ends[j]]`` for every j, as stored in footers.
+
+    With numba (:mod:`~tfrecord_engine.kernels`), one compiled loop over all spans
+    without the GIL. Otherwise the per-record loop runs in C (``map`` over slices of one
+    memoryview): no Python bytecode and no copy per record, only the hardware CRC call.
+    """
+    compiled = kernels.crc32c_spans(buf, starts, ends)
+    if compiled is not None:
+        return mask_crc_array(compiled)
+    view = memoryview(buf)  # type: ignore[arg-type]  # numpy arrays are buffers
+    crcs = np.fromiter(
+        map(_crc32c.crc32c, map(view.__getitem__, map(slice, starts.tolist(), ends.tolist()))),
+        dtype=np.uint32,
+        count=len(starts),
+    )
+    return mask_crc_array(crcs)
+
+
 # Headers depend only on the length; datasets repeat lengths a lot (fixed-size records),
 # so cache them. Bounded, and only ever holds correct headers, so sharing is safe.
 _HEADER_CACHE: dict[int, bytes] = {}
@@ -191,7 +213,7 @@ class ChunkFramer:
     """Frames chunks of records into one reused output buffer (``write_many``'s path).
 
     With the compiled kernels (:mod:`~tfrecord_engine.kernels`): the records are joined
-    once, their CRCs computed over the joined buffer in one call, and headers and
+    once, their CRCs computed over the joined buffer (:func:`crc_spans`), and headers and
     footers written around copies of them in one compiled loop, into a buffer kept from
     one chunk to the next (a fresh megabyte per chunk costs more in page faults than
     the framing itself). Otherwise :func:`frame_parts`, joined. Both give the same
@@ -211,17 +233,16 @@ class ChunkFramer:
             data = np.frombuffer(b"".join(records), np.uint8)
             lengths = np.fromiter(map(len, records), np.int64, count=len(records))
             starts = np.cumsum(lengths) - lengths
-            crcs = kernels.crc32c_spans(data, starts, starts + lengths)
             size = data.shape[0] + FRAME_OVERHEAD * len(records)
             if self._out.shape[0] < size:
                 self._out = np.empty(size, np.uint8)
             out = self._out[:size]
-            if crcs is not None and kernels.frame_records(
+            if kernels.frame_records(
                 data,
                 starts,
                 lengths,
                 length_crc_array(lengths.astype(np.uint64)),
-                mask_crc_array(crcs),
+                crc_spans(data, starts, starts + lengths),
                 out=out,
             ):
                 return memoryview(out)  # type: ignore[arg-type]  # numpy arrays are buffers

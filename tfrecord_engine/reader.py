@@ -243,10 +243,7 @@ def _check_block(
     end = begin + lengths.astype(np.int64)
     records = list(map(buf.__getitem__, map(slice, begin.tolist(), end.tolist())))
     if verify:
-        crcs = kernels.crc32c_spans(raw, begin, end)
-        if crcs is None:
-            crcs = np.fromiter(map(_crc32c.crc32c, records), np.uint32, count=len(records))
-        bad |= framing.mask_crc_array(crcs) != read_words(raw, end).astype(np.uint32)
+        bad |= framing.crc_spans(raw, begin, end) != read_words(raw, end).astype(np.uint32)
     first = int(np.argmax(bad)) if bad.any() else len(starts)
     return first, records
 

@@ -19,10 +19,11 @@ import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
-from . import framing, kernels
+from . import framing
 from .errors import (
     StaleIndexError,
 )
+from .framing import crc_spans
 from .index import Index
 from .ranges import coalesce
 
@@ -57,25 +58,6 @@ class RandomAccessSource(Protocol):
     def __getitem__(self, index: int) -> object: ...
 
     def __getitems__(self, indices: Sequence[int]) -> object: ...
-
-
-def crc_spans(buf: U8, starts: IntArray, ends: IntArray) -> npt.NDArray[np.uint32]:
-    """Masked CRC32C of ``buf[starts[j]:ends[j]]`` for every j, as stored in footers.
-
-    With numba (:mod:`~tfrecord_engine.kernels`), one compiled loop over all spans
-    without the GIL. Otherwise the per-record loop runs in C (``map`` over slices of one
-    memoryview): no Python bytecode and no copy per record, only the hardware CRC call.
-    """
-    compiled = kernels.crc32c_spans(buf, starts, ends)
-    if compiled is not None:
-        return framing.mask_crc_array(compiled)
-    view = memoryview(buf)  # type: ignore[arg-type]  # numpy arrays are buffers
-    crcs = np.fromiter(
-        map(_crc32c.crc32c, map(view.__getitem__, map(slice, starts.tolist(), ends.tolist()))),
-        dtype=np.uint32,
-        count=len(starts),
-    )
-    return framing.mask_crc_array(crcs)
 
 
 def verify_batch(
