@@ -8,13 +8,26 @@ the "one process" rows decode in the ``numpy_function`` call).
 TensorFlow's anchor is the idiomatic fast pipeline
 ``TFRecordDataset(path).batch(256).map(parse_example, AUTOTUNE).prefetch(AUTOTUNE)``;
 for the shuffled case ``.shuffle(10000)`` goes before ``.batch`` (ours is a true
-global shuffle). Both are iterated as TensorFlow tensors in the same
-process, alternating, best of several runs; with ``--device /GPU:0`` both end with
-``prefetch_to_device``. A second table compares the bridge with the engine's own numpy
-iterator (``RecordDataset.batches``): the bridge cannot be faster than the decoder
-that feeds it. A third compares with the native pipeline with tf.data's autotuning
-model turned off, as the bridge does (see ``docs/bridge.md``), and a fourth runs the
-bridge's own pipeline on chunks decoded in advance: its TensorFlow side alone.
+global shuffle). Both run in the same process, alternating, best of several runs; with
+``--device /GPU:0`` both end with ``prefetch_to_device``.
+
+Each pipeline is consumed three ways:
+
+- **in a tf.function**: one ``tf.function`` iterates the whole epoch, as Keras' ``fit``
+  and custom training loops consume a dataset (``next`` on the iterator is a graph
+  op): the pipeline's own throughput, with no Python between batches.
+- **Python loop**: ``for batch in dataset`` in eager mode; each batch becomes Python
+  ``EagerTensor`` objects (~150-250 µs per batch of three tensors on the 2-core
+  machine, paid by both sides).
+- **per-step calls**: a Python loop calling a ``tf.function`` step that takes
+  ``next(iterator)`` (Keras' loop with ``steps_per_execution=1`` and no model): the
+  step call's own overhead, under the GIL, then bounds both sides, and whatever the
+  bridge does under the GIL adds to it.
+
+A second table compares the bridge with the engine's own numpy iterator
+(``RecordDataset.batches``): the bridge cannot be faster than the decoder that feeds it.
+A third runs the bridge's own pipeline on chunks decoded in advance: its TensorFlow
+side alone.
 """
 
 from __future__ import annotations
@@ -45,13 +58,44 @@ def _first_dim(batch: dict[str, Any]) -> int:
 
 
 def _counting(dataset: Any) -> Callable[[], tuple[int, int]]:
-    """A benchmark case: one pass over a ``tf.data`` dataset, counting records."""
+    """A benchmark case: one pass over a ``tf.data`` dataset in a Python loop."""
 
     def run() -> tuple[int, int]:
         n = 0
         for batch in dataset:
             n += _first_dim(batch)
         return n, 0
+
+    return run
+
+
+def _in_graph(tf: Any, dataset: Any) -> Callable[[], tuple[int, int]]:
+    """A benchmark case: one pass inside one ``tf.function`` (no Python per batch)."""
+
+    def count() -> Any:
+        n = tf.constant(0, tf.int64)
+        for batch in dataset:
+            n += tf.shape(next(iter(batch.values())), out_type=tf.int64)[0]
+        return n
+
+    traced = tf.function(count)
+    return lambda: (int(traced()), 0)
+
+
+def _per_step(tf: Any, dataset: Any, steps: int) -> Callable[[], tuple[int, int]]:
+    """A benchmark case: ``steps`` calls of a ``tf.function`` step taking the next batch."""
+
+    def step(iterator: Any) -> Any:
+        return tf.shape(next(iter(next(iterator).values())), out_type=tf.int64)[0]
+
+    traced = tf.function(step)
+
+    def run() -> tuple[int, int]:
+        iterator = iter(dataset)
+        n = tf.constant(0, tf.int64)
+        for _ in range(steps):
+            n += traced(iterator)
+        return int(n), 0
 
     return run
 
@@ -80,14 +124,6 @@ def _cases(
     if device is not None:
         theirs_ds = theirs_ds.apply(tf.data.experimental.prefetch_to_device(device))
 
-    # The same native pipeline without tf.data's autotuning model (the bridge turns it
-    # off): the model thread makes every iteration wait for it at the end, 20-300 ms
-    # measured, so this shows how much of the bridge's lead over the default comes
-    # from that alone.
-    untuned = tf.data.Options()
-    untuned.autotune.enabled = False
-    untuned_ds = theirs_ds.with_options(untuned)
-
     def engine() -> tuple[int, int]:
         n = 0
         for batch in ds.batches(BATCH, shuffle=shuffle, seed=1, workers=WORKERS):
@@ -95,15 +131,20 @@ def _cases(
         return n, 0
 
     standin_ds = _standin(tf, ds, ours_spec, shuffle)
+    steps = -(-len(ds) // BATCH)
 
     # Each run of a bridge dataset is its next epoch (a new order when shuffled).
     return [
-        (f"to_tf_dataset(workers={WORKERS})", _counting(ours_ds)),
-        ("tf.data parse_example", _counting(theirs_ds)),
+        (f"to_tf_dataset(workers={WORKERS}), in a tf.function", _in_graph(tf, ours_ds)),
+        ("tf.data parse_example, in a tf.function", _in_graph(tf, theirs_ds)),
+        ("to_tf_dataset (one process), in a tf.function", _in_graph(tf, one_process_ds)),
+        (f"to_tf_dataset(workers={WORKERS}), Python loop", _counting(ours_ds)),
+        ("tf.data parse_example, Python loop", _counting(theirs_ds)),
+        ("to_tf_dataset (one process), Python loop", _counting(one_process_ds)),
+        (f"to_tf_dataset(workers={WORKERS}), per-step calls", _per_step(tf, ours_ds, steps)),
+        ("tf.data parse_example, per-step calls", _per_step(tf, theirs_ds, steps)),
         (f"RecordDataset.batches(workers={WORKERS}) (numpy)", engine),
-        ("to_tf_dataset (one process)", _counting(one_process_ds)),
-        ("tf.data parse_example, autotune off", _counting(untuned_ds)),
-        ("bridge pipeline on precomputed chunks", _counting(standin_ds)),
+        ("bridge pipeline on precomputed chunks, in a tf.function", _in_graph(tf, standin_ds)),
     ]
 
 
@@ -138,9 +179,10 @@ def _standin(tf: Any, ds: tfe.RecordDataset, features: dict[str, Any], shuffle: 
 
 def run(device: str | None = None) -> str:
     """Runs the bridge benchmarks; returns a Markdown table."""
-    rows: list[tuple[str, Measurement, Measurement | None]] = []
+    graph: list[tuple[str, Measurement, Measurement | None]] = []
+    loop: list[tuple[str, Measurement, Measurement | None]] = []
+    stepped: list[tuple[str, Measurement, Measurement | None]] = []
     overhead: list[tuple[str, Measurement, Measurement | None]] = []
-    untuned: list[tuple[str, Measurement, Measurement | None]] = []
     tf_side: list[tuple[str, Measurement, Measurement | None]] = []
     for label, path, name, shuffle in (
         ("MNIST-like, batches of 256", mnist_like(), "mnist", False),
@@ -153,23 +195,30 @@ def run(device: str | None = None) -> str:
         ("tabular, batches of 256", tabular(), "tabular", False),
         ("MNIST-like, global shuffle vs shuffle(10000)", mnist_like(), "mnist", True),
     ):
-        ours, theirs, engine, one_process, theirs_untuned, standin = compare(
-            _cases(path, name, shuffle, device)
+        (ours_g, theirs_g, one_g, ours_l, theirs_l, one_l, ours_s, theirs_s, engine, standin) = (
+            compare(_cases(path, name, shuffle, device))
         )
-        rows.append((f"{label}, workers={WORKERS}", ours, theirs))
-        rows.append((f"{label}, one process", one_process, theirs))
-        overhead.append((label, ours, engine))
-        untuned.append((label, ours, theirs_untuned))
-        tf_side.append((label, standin, ours))
+        graph += [(f"{label}, workers={WORKERS}", ours_g, theirs_g)]
+        graph += [(f"{label}, one process", one_g, theirs_g)]
+        loop += [(f"{label}, workers={WORKERS}", ours_l, theirs_l)]
+        loop += [(f"{label}, one process", one_l, theirs_l)]
+        stepped.append((f"{label}, workers={WORKERS}", ours_s, theirs_s))
+        overhead.append((label, ours_l, engine))
+        tf_side.append((label, standin, ours_g))
     where = f", prefetch_to_device({device!r})" if device else ""
     return "\n\n".join(
         [
-            table(f"tf.data tensors: bridge vs native pipeline{where}", rows),
+            table(f"Bridge vs native pipeline, consumed in a tf.function{where}", graph),
+            table(f"Bridge vs native pipeline, consumed in a Python loop{where}", loop),
+            table(f"Bridge vs native pipeline, per-step tf.function calls{where}", stepped),
             # How much of the engine's own speed survives the trip into tf.data.
-            table("Bridge vs the engine's numpy batches (same process)", overhead),
-            table("Bridge vs the native pipeline without tf.data autotuning", untuned),
+            table("Bridge (Python loop) vs the engine's numpy batches", overhead),
             # The ceiling for the bridge once decoding leaves the GIL.
-            table("The bridge's TensorFlow side alone (chunks decoded in advance)", tf_side),
+            table(
+                "The bridge's TensorFlow side alone (chunks decoded in advance), "
+                "vs the bridge, both in a tf.function",
+                tf_side,
+            ),
         ]
     )
 

@@ -7,6 +7,7 @@ across Hypothesis examples where they can.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import pickle
 import signal
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tests.test_batch_decoder import assert_same
+from tfrecord_bridge.layout import _rows_of_one_array
 from tfrecord_engine import framing, procpool
 from tfrecord_engine.errors import WorkerError
 from tfrecord_engine.procpool import DecodePool
@@ -373,3 +375,79 @@ def test_compressed_files_with_workers(tmp_path: Path, compression: str) -> None
             _same_batches(list(ds.batches(64, shuffle=shuffle, seed=1, workers=1)), want)
     finally:
         ds.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 300), min_size=1, max_size=12),
+    joined=st.lists(st.booleans(), min_size=12, max_size=12),
+    order=st.randoms(use_true_random=False),
+    start=st.integers(0, 200),
+)
+def test_buffers_are_placed_in_aligned_runs_of_neighbours(
+    sizes: list[int], joined: list[bool], order: Any, start: int
+) -> None:
+    # Buffers cut from a few arrays: where ``joined``, a buffer follows the previous
+    # one in memory (the batches of one feature); they reach _place in any order.
+    blocks: list[list[int]] = []
+    for size, join in zip(sizes, joined, strict=False):
+        if blocks and join:
+            blocks[-1].append(size)
+        else:
+            blocks.append([size])
+    raws: list[memoryview] = []
+    follows: list[tuple[int, int]] = []  # (i, j): raws[j] starts where raws[i] ends
+    for block in blocks:
+        whole = memoryview(bytearray(sum(block) + 1))  # + 1: no two arrays touch
+        pos = 0
+        previous = None  # the last non-empty buffer of this block
+        for size in block:
+            if size:
+                if previous is not None:
+                    follows.append((previous, len(raws)))
+                previous = len(raws)
+            raws.append(whole[pos : pos + size])
+            pos += size
+    shuffled = list(range(len(raws)))
+    order.shuffle(shuffled)
+    spans, end = procpool._place([raws[i] for i in shuffled], start)
+    placed = {i: spans[k] for k, i in enumerate(shuffled)}
+    assert [placed[i][1] for i in range(len(raws))] == [r.nbytes for r in raws]
+    taken = sorted((o, o + n) for o, n in placed.values() if n)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(taken)), "no overlap"
+    assert all(start <= o for o, _ in placed.values())
+    assert end == max([start, *(o + n for o, n in placed.values())]) or not taken
+    for i, j in follows:
+        assert placed[j][0] == placed[i][0] + placed[i][1], "neighbours stay neighbours"
+    successors = {j for _, j in follows}
+    for i, (offset, _) in placed.items():
+        if i not in successors:
+            assert offset % procpool._ALIGN == 0, "every run starts aligned"
+
+
+def test_a_features_batches_arrive_as_one_aligned_block(tmp_path: Path) -> None:
+    # Dense features decoded in a worker cross back as consecutive rows of one aligned
+    # buffer per feature: the bridge stacks a chunk's batches without copying, and
+    # TensorFlow takes the stacked arrays without copying either.
+    path = tmp_path / "dense.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(
+            [tfe.encode_example({"x": np.full(3, i, np.float32), "y": [i, -i]}) for i in range(500)]
+        )
+    features = {
+        "x": tfe.FixedLenFeature([3], "float32"),
+        "y": tfe.FixedLenFeature([2], "int64"),
+    }
+    ds = tfe.RecordDataset(path, features=features)
+    try:
+        batches = list(ds.batches(32, workers=1))
+    finally:
+        ds.close()
+    full = batches[:-1]  # the partial last batch has rows of its own size
+    for key in features:
+        parts = tuple(b[key] for b in full)
+        stacked = _rows_of_one_array(parts)
+        assert stacked is not None, key
+        assert stacked.ctypes.data % procpool._ALIGN == 0
+        np.testing.assert_array_equal(stacked, np.stack(parts))
+    np.testing.assert_array_equal(np.concatenate([b["y"][:, 0] for b in batches]), np.arange(500))

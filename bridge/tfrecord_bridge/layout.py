@@ -269,21 +269,24 @@ def _rows_of_one_array(parts: tuple[np.ndarray[Any, Any], ...]) -> np.ndarray[An
         and first.nbytes  # nothing to save, and empty views need not be consecutive
     ):
         return None
-    start = first.__array_interface__["data"][0]
-    for i, part in enumerate(parts):
-        if (
-            part.base is not base
-            or part.shape != first.shape
-            or part.dtype != first.dtype
-            or not part.flags.c_contiguous
-            or part.__array_interface__["data"][0] != start + i * first.nbytes
-        ):
-            return None
+    shape, dtype = first.shape, first.dtype
+    if any(
+        part.base is not base
+        or part.shape != shape
+        or part.dtype != dtype
+        or not part.flags.c_contiguous
+        for part in parts
+    ):
+        return None
+    # Offsets into ``base`` (``__array_interface__`` builds a dict per call: slower).
+    starts = np.array([part.ctypes.data for part in parts], np.int64)
+    if not (np.diff(starts) == first.nbytes).all():
+        return None
     # Each part lies inside ``base``'s one allocation and they follow each other, so
     # their union does too: one read-only view over it, rows of ``first.nbytes``.
     return np.lib.stride_tricks.as_strided(
         first,
-        shape=(len(parts), *first.shape),
+        shape=(len(parts), *shape),
         strides=(first.nbytes, *first.strides),
         writeable=False,
     )
