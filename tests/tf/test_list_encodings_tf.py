@@ -146,3 +146,31 @@ def test_sequence_with_mixed_lists_matches_tensorflow(tf: ModuleType, case: Sequ
                 assert_same_value(tf, our_dict[key], tf_dict[key], key)
     else:
         _same_error(theirs, ours)
+
+
+def test_one_empty_partition_row_fits_any_number_of_steps(tf: ModuleType) -> None:
+    # Found by the test above: a sequence feature of two empty steps whose RowSplits
+    # partition has one step, [0] (after dropping each row's leading split: one empty
+    # row). TensorFlow's repeat broadcasts that single row length over both steps and
+    # parses [[[]]] (validate=False); an error here was a false rejection.
+    def ragged(key: str) -> tfe.RaggedFeature:
+        return tfe.RaggedFeature(
+            "int64", partitions=(tfe.RowSplits(f"{key}_p0"),), row_splits_dtype="int32"
+        )
+
+    case = SequenceCase(
+        context_features={"a": ragged("a")},
+        sequence_features={"s": ragged("s")},
+        records=[
+            b"\n\x17\n\x0c\n\x04a_p0\x12\x04\x1a\x02\x08\x00\n\x07\n\x01a\x12\x02\x1a\x00"
+            b"\x12\x1f\n\r\n\x01s\x12\x08\n\x06\x1a\x04\n\x00\n\x00"
+            b"\n\x0e\n\x04s_p0\x12\x06\n\x04\x1a\x02\x08\x00"
+        ],
+        single=False,
+    )
+    theirs = tf_sequence(tf, case)
+    ours = ours_sequence(case)
+    for our_dict, tf_dict in zip(ours, theirs, strict=True):
+        assert set(our_dict) == set(tf_dict)
+        for key in tf_dict:
+            assert_same_value(tf, our_dict[key], tf_dict[key], key)

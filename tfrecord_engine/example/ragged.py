@@ -172,7 +172,10 @@ def batched_ragged(
         row_lengths = np.diff(psplits)
         nvals = _nrows(rt.values)
         if isinstance(part, (RowSplits, RowLimits, RowStarts)):
-            if len(row_lengths) != len(rt.row_splits) - 1:
+            # TensorFlow repeats each row's start by the partition's row lengths, which
+            # broadcast when there is one: one empty partition row fits any row count.
+            broadcast = len(row_lengths) == 1 and not row_lengths[0]
+            if len(row_lengths) != len(rt.row_splits) - 1 and not broadcast:
                 raise _fail(name, "values and partitions have different batch sizes")
             adjusted = pvals + np.repeat(rt.row_splits[:-1], row_lengths).astype(dtype)
             if isinstance(part, RowStarts):
