@@ -85,6 +85,13 @@ def fixed(name: str, spec: FixedLenFeature, col: Column, single: bool) -> npt.ND
                 f"Can't parse serialized Example: Some {_LIST_NAME[spec.dtype]} slice "
                 "was not parsed."
             )
+        elif spec.dtype == "string" and col.counts[i] > count:
+            # TensorFlow's batch parser copies bytes values into the output as it reads
+            # them and fails as a parse error at the first one too many.
+            message = (
+                "Can't parse serialized Example. (Values size: "
+                f"{int(col.counts[i])} but output shape: {_shape_text(spec.shape)})"
+            )
         else:
             message = (
                 f"Number of {_COUNT_NAME[spec.dtype]} values != expected.  Values size: "

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import InvalidArgumentError, MalformedExampleError
+from ..errors import ExampleParseError, InvalidArgumentError, MalformedExampleError
 from . import assemble
 from .columns import Column, from_rows
 from .raw import assemble_raw
@@ -168,7 +168,17 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
         return parse_single_example(serialized, features)
     requests = _plan(features)
     records = to_records(serialized)
-    return _assemble(features, _decode_all(records, requests, single=False), False, requests)
+    try:
+        rows = _decode_all(records, requests, single=False)
+    except ExampleParseError as exc:
+        if exc.index:
+            # TensorFlow parses the records in order and reports the first that fails,
+            # however it fails: a wrong value count or a missing feature in an earlier
+            # record comes before this record's error (which the walk found first).
+            earlier = _decode_all(records[: exc.index], requests, single=False)
+            _assemble(features, earlier, False, requests)
+        raise
+    return _assemble(features, rows, False, requests)
 
 
 def parse_single_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[str, Any]:
