@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_bridge import EpochBatches
+from tfrecord_engine.procpool import DecodePool, PoolStream
 from tfrecord_engine.testing.bridge import layouts
 
 
@@ -100,3 +101,51 @@ def test_chunks_hold_batches_of_one_size(n: int, layout: dict[str, Any], per_chu
             assert 0 < b - a <= per_chunk
             assert len({len(src.get(0, k)["index"]) for k in range(a, b)}) == 1
         ds.close()
+
+
+def _stream(cursor: Any) -> PoolStream:
+    stream = cursor.iterator._work
+    assert isinstance(stream, PoolStream)
+    return stream
+
+
+def _pool(cursor: Any) -> DecodePool:
+    pool = _stream(cursor)._pool
+    assert pool is not None
+    return pool
+
+
+def test_the_next_epoch_starts_decoding_when_one_ends(tmp_path: Any) -> None:
+    ds = _dataset(str(tmp_path), 50)
+    src = EpochBatches(ds, 8, shuffle=True, seed=1, workers=1)
+    try:
+        e = src.next_epoch()
+        assert [_ids(src.get(e, k)) for k in range(src.num_batches)] == [
+            _ids(b) for b in ds.batches(8, shuffle=True, seed=1, epoch=e)
+        ]
+        # The last batch of epoch e opened epoch e + 1 and queued its first chunk on
+        # the workers, before anything asked for it.
+        early = src._cursors[e + 1]
+        assert early.next_batch == 0
+        assert _stream(early)._inflight
+        pids = [p.pid for p in _pool(early)._procs]
+        assert src.next_epoch() == e + 1
+        assert [_ids(src.get(e + 1, k)) for k in range(src.num_batches)] == [
+            _ids(b) for b in ds.batches(8, shuffle=True, seed=1, epoch=e + 1)
+        ]
+        # An iteration that takes another epoch (a restored checkpoint) closes the one
+        # opened ahead (e + 2) first, and is served by the same worker processes.
+        assert (e + 2) in src._cursors
+        assert _ids(src.get(e + 7, 1)) == _ids(
+            list(ds.batches(8, shuffle=True, seed=1, epoch=e + 7))[1]
+        )
+        assert list(src._cursors) == [e + 7]
+        assert [p.pid for p in _pool(src._cursors[e + 7])._procs] == pids
+    finally:
+        src.close()
+        ds.close()
+    # Decoding in this process: nothing runs ahead, so nothing is opened early.
+    src = EpochBatches(_dataset(str(tmp_path), 50), 8)
+    for k in range(src.num_batches):
+        src.get(0, k)
+    assert not src._cursors

@@ -65,6 +65,30 @@ def test_window_is_bounded() -> None:
     assert consumed == 1000
 
 
+def test_start_submits_the_first_items_before_the_first_next() -> None:
+    started: list[int] = []
+    three = threading.Event()
+
+    def work(x: int) -> int:
+        started.append(x)
+        if len(started) == 3:
+            three.set()
+        return x * 2
+
+    with ReadAhead(range(10), work, workers=2, depth=3) as ra:
+        time.sleep(0.01)
+        assert started == []  # lazily: nothing runs until asked
+        ra.start()
+        assert three.wait(5)
+        assert sorted(started) == [0, 1, 2]
+        assert ra.in_flight == 3
+        assert list(ra) == [x * 2 for x in range(10)]
+    # Without worker threads there is nothing to start.
+    inline: ReadAhead[int, int] = ReadAhead(range(3), work, workers=0)
+    inline.start()
+    assert list(inline) == [0, 2, 4]
+
+
 def test_error_surfaces_at_its_position_and_shuts_down() -> None:
     before = frozenset(_readahead_threads())
 

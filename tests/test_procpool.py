@@ -24,9 +24,10 @@ import tfrecord_engine as tfe
 from tests.test_batch_decoder import assert_same
 from tfrecord_bridge.layout import _rows_of_one_array
 from tfrecord_engine import framing, procpool
+from tfrecord_engine.dataset import RecordBatchIterator
 from tfrecord_engine.errors import WorkerError
 from tfrecord_engine.procpool import DecodePool
-from tfrecord_engine.sampler import IndexBatch
+from tfrecord_engine.sampler import IndexBatch, IndexBatchIterator
 
 FEATURES: dict[str, Any] = {
     "label": tfe.FixedLenFeature([], "int64"),
@@ -134,6 +135,21 @@ def test_pool_is_kept_across_epochs_and_stopped_by_close(parsed: tfe.RecordDatas
     assert all(p.poll() is not None for p in pool._procs)
     # The dataset reopens (and starts workers) on next use.
     assert sum(len(b["label"]) for b in parsed.batches(256, workers=2)) == N
+
+
+def test_start_queues_chunks_on_the_workers_before_the_first_next(
+    parsed: tfe.RecordDataset,
+) -> None:
+    sampler = IndexBatchIterator(N, batch_size=100)
+    it = RecordBatchIterator(parsed, sampler, chunk_records=100, workers=2)
+    stream = it._work
+    assert isinstance(stream, procpool.PoolStream)
+    assert not stream._inflight  # lazily: nothing is queued until asked
+    assert it.start() is it
+    # Every slot holds a queued chunk (2 workers + read-ahead of 2).
+    assert len(stream._inflight) == 4
+    _same_batches(list(it), list(parsed.batches(100)))
+    it.start()  # an ended iterator has nothing to start
 
 
 def test_resume_from_state_with_workers(parsed: tfe.RecordDataset) -> None:

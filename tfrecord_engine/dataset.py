@@ -568,6 +568,16 @@ class RecordBatchIterator(Iterator[Any]):
     def __iter__(self) -> RecordBatchIterator:
         return self
 
+    def start(self) -> RecordBatchIterator:
+        """Starts preparing batches now (on the read-ahead thread or the worker processes)
+        instead of at the first ``next``, e.g. while the caller sets up the next epoch's
+        loop. Without ``readahead`` or ``workers`` there is nothing to start. Returns
+        ``self``.
+        """
+        if self._work is not None:
+            cast("ReadAhead[Any, Any] | PoolStream", self._work).start()
+        return self
+
     def __len__(self) -> int:
         return len(self.sampler)
 

@@ -81,6 +81,12 @@ class ReadAhead(Generic[T, R]):
                 break
             self._pending.append(executor.submit(self._fn, item))
 
+    def start(self) -> None:
+        """Submits the first ``depth`` items now rather than at the first ``next``."""
+        with self._lock:
+            if self._executor is not None and not self._closed:
+                self._fill()
+
     def __iter__(self) -> Iterator[R]:
         return self
 

@@ -286,6 +286,17 @@ class PoolStream(Iterator[list[Ready]]):
     def __iter__(self) -> PoolStream:
         return self
 
+    def start(self) -> None:
+        """Queues the first chunks on the workers now rather than at the first ``next``."""
+        pool = self._pool
+        if pool is None:
+            return
+        try:
+            self._fill(pool)
+        except BaseException:
+            self.close()
+            raise
+
     def _fill(self, pool: DecodePool) -> None:
         while self._free and not self._exhausted:
             chunk = next(self._chunks, None)

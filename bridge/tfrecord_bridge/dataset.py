@@ -3,20 +3,22 @@
 The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
 
     range(num_chunks)
-      .scan(e = next_epoch() at chunk 0, else the state e -> (e, c))
-      .map(numpy_function(batches of chunk c of epoch e, one row per batch))
+      .scan(one numpy_function: e = next_epoch() at chunk 0, else the state e;
+            the batches of chunk c of epoch e, one row per batch -> state e)
       .unbatch()                                   # one element per batch
       [.map(rebuild SparseTensor, RaggedTensor)]   # only if some feature is not dense
       .assert_cardinality(num_batches).prefetch(...)
-      .with_options(no autotuning model)
+      .with_options(no autotuning model, no default graph rewrites)
       [.apply(prefetch_to_device(device))]
 
-Each iteration (each Keras epoch) draws the next epoch number once, at its first chunk,
-and carries it as ``scan`` state. ``tf.train.Checkpoint`` of an iterator saves the scan
-state as a tensor next to the range position, and ``unbatch`` saves the chunk it is in
-and its position, so a restored iterator continues the same epoch exactly, in any
-process. (Carrying the epoch as a ``flat_map`` input element does not work: TensorFlow
-2.21 restores ``flat_map`` by re-running its input, which would draw a new epoch.)
+(With ``num_parallel_calls > 1`` the scan only carries the epoch and a parallel ``map``
+fetches the chunks.) Each iteration (each Keras epoch) draws the next epoch number once,
+at its first chunk, and carries it as ``scan`` state. ``tf.train.Checkpoint`` of an
+iterator saves the scan state as a tensor next to the range position, and ``unbatch``
+saves the chunk it is in and its position, so a restored iterator continues the same
+epoch exactly, in any process. (Carrying the epoch as a ``flat_map`` input element does
+not work: TensorFlow 2.21 restores ``flat_map`` by re-running its input, which would
+draw a new epoch.)
 
 Batches cross into TensorFlow a chunk (~4,096 records) per ``numpy_function`` call: a
 call costs about as much as decoding a few hundred records, so one per batch would cap
@@ -125,7 +127,9 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         ``device``: TensorFlow cannot checkpoint ``prefetch_to_device``). Its options
         turn tf.data's autotuning model off (``options().autotune.enabled`` is
         ``False``, inherited by what is built on it; ``AUTOTUNE`` parallelism then
-        means one call per core): re-enable it with ``with_options`` if wanted.
+        means one call per core) and its default graph rewrites
+        (``experimental_optimization.apply_default_optimizations`` is ``False``):
+        re-enable them with ``with_options`` if wanted.
 
     Raises:
         InvalidArgumentError: ``ds`` has no features, or the arguments are invalid.
@@ -181,9 +185,8 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     def next_epoch() -> npt.NDArray[np.int64]:
         return np.array(source.next_epoch(), np.int64)
 
-    def fetch(e: np.int64, c: np.int64) -> list[npt.NDArray[Any]]:
-        first, stop = bounds[int(c)], bounds[int(c) + 1]
-        return layout.pack([source.get(int(e), k) for k in range(first, stop)])
+    def fetch(e: int, c: int) -> list[npt.NDArray[Any]]:
+        return layout.pack([source.get(e, k) for k in range(bounds[c], bounds[c + 1])])
 
     out = _chunk_pipeline(
         tf,
@@ -207,7 +210,7 @@ def _chunk_pipeline(
     *,
     num_chunks: int,
     num_batches: int,
-    fetch: Callable[[np.int64, np.int64], list[npt.NDArray[Any]]],
+    fetch: Callable[[int, int], list[npt.NDArray[Any]]],
     next_epoch: Callable[[], npt.NDArray[np.int64]],
     num_parallel_calls: int = 1,
     prefetch: int | None = None,
@@ -219,30 +222,48 @@ def _chunk_pipeline(
     benchmark runs it on precomputed chunks to measure the TensorFlow side alone.
     """
 
-    def draw_epoch() -> Any:
-        # Stateful: drawn once per iteration, never folded into a constant.
-        e = tf.numpy_function(next_epoch, [], tf.int64, stateful=True, name="tfe_next_epoch")
-        e.set_shape([])
-        return e
+    def epoch_of(state: npt.NDArray[np.int64], c: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        # Chunk 0 starts an iteration: it draws the epoch; later chunks carry the state.
+        return next_epoch() if int(c) == 0 else state
 
-    def with_epoch(state: Any, c: Any) -> Any:
-        # The epoch is drawn at the first chunk and then carried as scan state, which a
-        # checkpoint saves as a tensor (flat_map would not do: it re-runs its input).
-        e = tf.cond(tf.equal(c, 0), draw_epoch, lambda: state)
-        return e, (e, c)
+    def with_epoch(state: npt.NDArray[np.int64], c: npt.NDArray[np.int64]) -> list[Any]:
+        e = epoch_of(state, c)
+        return [e, *fetch(int(e), int(c))]
 
-    def chunk(e: Any, c: Any) -> Any:
-        # A pure function of (e, c): marked stateless so checkpoints need no Python state.
-        flat = tf.numpy_function(fetch, [e, c], layout.packed_dtypes, stateful=False)
-        return layout.unpack_chunk(list(flat))
-
-    chunks = tf.data.Dataset.range(num_chunks).scan(tf.constant(-1, tf.int64), with_epoch)
+    # The epoch is drawn at the first chunk and then carried as scan state, which a
+    # checkpoint saves as a tensor (flat_map would not do: it re-runs its input). Both
+    # are plain numpy_function calls: a tf.cond around the draw costs ~6 ms of function
+    # instantiation at every new iterator (every epoch), measured.
     if num_parallel_calls == 1:
-        # A plain map runs in the prefetch thread below: no thread of its own to hand
-        # chunks over from (and map_parallelization is off, see the options).
-        chunks = chunks.map(chunk)
+        # One call per chunk draws (at chunk 0) and fetches; it runs in the prefetch
+        # thread below (map_parallelization is off, see the options).
+        def chunk_with_epoch(state: Any, c: Any) -> Any:
+            e, *flat = tf.numpy_function(
+                with_epoch, [state, c], [tf.int64, *layout.packed_dtypes], stateful=True
+            )
+            e.set_shape([])
+            return e, layout.unpack_chunk(flat)
+
+        chunks = tf.data.Dataset.range(num_chunks).scan(tf.constant(-1, tf.int64), chunk_with_epoch)
     else:
-        chunks = chunks.map(chunk, num_parallel_calls=num_parallel_calls, deterministic=True)
+
+        def draw(state: Any, c: Any) -> Any:
+            e = tf.numpy_function(epoch_of, [state, c], tf.int64, stateful=True)
+            e.set_shape([])
+            return e, (e, c)
+
+        def chunk(e: Any, c: Any) -> Any:
+            # A pure function of (e, c): stateless, so checkpoints need no Python state.
+            flat = tf.numpy_function(
+                lambda e, c: fetch(int(e), int(c)), [e, c], layout.packed_dtypes, stateful=False
+            )
+            return layout.unpack_chunk(list(flat))
+
+        chunks = (
+            tf.data.Dataset.range(num_chunks)
+            .scan(tf.constant(-1, tf.int64), draw)
+            .map(chunk, num_parallel_calls=num_parallel_calls, deterministic=True)
+        )
     # One element per batch; a checkpoint saves the current chunk and the position.
     out = chunks.unbatch()
     if not layout.dense_only:
@@ -260,7 +281,9 @@ def _chunk_pipeline(
     # it: as much as decoding 20k-60k records. A caller can turn it back on with
     # ``with_options``.
     options.autotune.enabled = False
-    # A stateless map would otherwise be made parallel: concurrent chunk calls only
-    # contend for the GIL.
+    # TensorFlow rewrites the dataset graph with its default optimizations at every new
+    # iterator (every epoch): ~6-10 ms here, measured, for nothing this pipeline can use
+    # (and a stateless map made parallel would only contend for the GIL).
+    options.experimental_optimization.apply_default_optimizations = False
     options.experimental_optimization.map_parallelization = False
     return out.with_options(options)

@@ -121,6 +121,8 @@ class EpochBatches:
         self._cursors: collections.OrderedDict[int, _Cursor] = collections.OrderedDict()
         self._stash: dict[tuple[int, int], Any] = {}
         self._next_epoch = first_epoch
+        # The epoch whose cursor was opened ahead of its first request (see ``get``).
+        self._early: int | None = None
 
     def chunks(self, per_chunk: int) -> list[int]:
         """Boundaries of chunks of at most ``per_chunk`` batches, each of one batch size.
@@ -174,6 +176,8 @@ class EpochBatches:
             cursor = self._cursors.get(epoch)
             if cursor is None or not cursor.next_batch <= batch < cursor.next_batch + _MAX_SKIP:
                 cursor = self._open(epoch, batch)
+            if epoch == self._early:
+                self._early = None  # taken: an ordinary cursor from here on
             while cursor.next_batch < batch:
                 # A parallel call for this batch is on its way: keep it for that call.
                 self._stash[epoch, cursor.next_batch] = next(cursor.iterator)
@@ -185,6 +189,12 @@ class EpochBatches:
                 # calls still on their way stay).
                 self._cursors.pop(epoch)
                 cursor.iterator.close()
+                if self._workers and epoch + 1 not in self._cursors:
+                    # The next iteration almost always takes the next epoch: its first
+                    # chunks decode in the workers while TensorFlow finishes this
+                    # iteration and sets up the next (which takes ~10-30 ms).
+                    self._open(epoch + 1, 0).iterator.start()
+                    self._early = epoch + 1
             return out
 
     def _padding_batch(self) -> dict[str, Any]:
@@ -200,6 +210,11 @@ class EpochBatches:
 
     def _open(self, epoch: int, batch: int) -> _Cursor:
         self._close(epoch)
+        if self._early is not None:
+            # Opened ahead for an iteration that took another epoch: it would hold the
+            # worker processes that this cursor needs.
+            self._close(self._early)
+            self._early = None
         for key in [k for k in self._stash if k[0] < epoch - 1]:
             del self._stash[key]  # left by an abandoned iteration
         sampler = self._sampler(epoch)
@@ -234,3 +249,4 @@ class EpochBatches:
             for epoch in list(self._cursors):
                 self._close(epoch)
             self._stash.clear()
+            self._early = None
