@@ -85,9 +85,16 @@ def _plan(features: Mapping[str, FeatureSpec]) -> dict[str, Request]:
 
 
 def _decode_all(
-    records: Sequence[bytes], requests: Mapping[str, Request], single: bool
+    records: Sequence[bytes],
+    requests: Mapping[str, Request],
+    single: bool,
+    rows: list[Row] | None = None,
 ) -> list[Row]:
-    rows = []
+    """Each record's requested values, appended to ``rows`` (when given) as decoded.
+
+    If a record fails, ``rows`` holds exactly the records before it.
+    """
+    rows = [] if rows is None else rows
     for i, buf in enumerate(records):
         index = None if single else i
         dups = Duplicates()
@@ -168,15 +175,15 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
         return parse_single_example(serialized, features)
     requests = _plan(features)
     records = to_records(serialized)
+    rows: list[Row] = []
     try:
-        rows = _decode_all(records, requests, single=False)
-    except ExampleParseError as exc:
-        if exc.index:
+        _decode_all(records, requests, single=False, rows=rows)
+    except ExampleParseError:
+        if rows:
             # TensorFlow parses the records in order and reports the first that fails,
             # however it fails: a wrong value count or a missing feature in an earlier
-            # record comes before this record's error (which the walk found first).
-            earlier = _decode_all(records[: exc.index], requests, single=False)
-            _assemble(features, earlier, False, requests)
+            # record (those decoded into ``rows``) comes before this record's error.
+            _assemble(features, rows, False, requests)
         raise
     return _assemble(features, rows, False, requests)
 
