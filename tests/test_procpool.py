@@ -6,6 +6,7 @@ across Hypothesis examples where they can.
 
 from __future__ import annotations
 
+import gc
 import glob
 import itertools
 import os
@@ -266,23 +267,49 @@ def test_dataset_with_pool_still_pickles(parsed: tfe.RecordDataset) -> None:
 
 
 def test_bytes_arrays_round_trip_through_the_pickler() -> None:
+    rows_2x2 = np.frombuffer(b"ab\0cd\0ef\0\0\0\0", dtype="V3").reshape(2, 2)
     cases = [
-        np.array([b"ab\0", b"cd\0"], dtype=object),
-        np.array([b"", b"x", b"yz\0\0"], dtype=object).reshape(3, 1),
-        np.array([b"", b""], dtype=object),
-        np.array([b"a", 3], dtype=object),
-        np.empty(0, dtype=object),
+        (np.array([b"ab\0", b"cd\0"], dtype=object), None),
+        (np.array([b"", b"x", b"yz\0\0"], dtype=object).reshape(3, 1), None),
+        (np.array([b"", b""], dtype=object), None),
+        (np.array([b"a", 3], dtype=object), None),
+        (np.empty(0, dtype=object), None),
+        # String rows (defer_bytes) arrive as bytes objects, trailing NULs kept.
+        (rows_2x2, [[b"ab\0", b"cd\0"], [b"ef\0", b"\0\0\0"]]),
+        (rows_2x2[:, 1], [b"cd\0", b"\0\0\0"]),  # not contiguous
     ]
     view = np.zeros(1 << 16, np.uint8)
-    for arr in cases:
+    for arr, as_bytes in cases:
         reply = procpool._pack([arr], view, 0, view.size)  # type: ignore[list-item]
         assert reply[0] == "ok"
-        _, stream_len, spans = reply
+        _, stream_len, spans, rows = reply
+        assert rows == ({0} if as_bytes is not None else set())
         mv = memoryview(view.data)
         (back,) = pickle.loads(mv[:stream_len], buffers=[mv[o : o + n] for o, n in spans])
         assert back.dtype == object
         assert back.shape == arr.shape
-        assert back.tolist() == arr.tolist()
+        assert back.tolist() == (arr.tolist() if as_bytes is None else as_bytes)
+
+
+def test_packing_a_result_keeps_no_reference_to_it() -> None:
+    # A worker's decoded chunk must be freed as soon as it is in the slot, not at the
+    # next garbage collection (the pickler's memo used to hold it, in a cycle).
+    import weakref
+
+    values = np.arange(1000, dtype=np.int64)
+    rows = np.frombuffer(bytes(range(200)) * 5, dtype="V10")
+    alive = [weakref.ref(values), weakref.ref(rows)]
+    view = np.zeros(1 << 16, np.uint8)
+    reply = procpool._pack([{"v": values, "s": rows}], view, 0, view.size)  # type: ignore[list-item]
+    assert reply[0] == "ok"
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del values, rows
+        assert [ref() for ref in alive] == [None, None]
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def test_invalid_worker_counts(parsed: tfe.RecordDataset) -> None:
@@ -357,6 +384,45 @@ def test_fixed_size_strings_cross_as_rows_and_arrive_as_bytes(tmp_path: Path) ->
         ds.close()
 
 
+def test_string_rows_are_not_copied_out_of_the_slot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Fixed-size string values become bytes objects straight from the shared slot; only
+    # the pickle stream and the numeric arrays are copied into the receive buffer.
+    size = 1000
+    path = tmp_path / "rows.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(
+            tfe.encode_example({"label": i, "image": bytes([i % 100]) * size}) for i in range(2000)
+        )
+    features = {
+        "label": tfe.FixedLenFeature([], "int64"),
+        "image": tfe.FixedLenFeature([], "string"),
+    }
+    ds = tfe.RecordDataset(str(path), features=features)
+    receive_buffers: list[np.ndarray] = []
+    aligned_empty = procpool._aligned_empty
+
+    def marked(n: int) -> np.ndarray:
+        buf = aligned_empty(n)
+        buf.fill(0xAB)  # never an image byte
+        receive_buffers.append(buf)
+        return buf
+
+    monkeypatch.setattr(procpool, "_aligned_empty", marked)
+    try:
+        got = list(ds.batches(500, workers=1))
+        _same_batches(got, list(ds.batches(500)))
+        assert got[1]["image"][3] == bytes([(500 + 3) % 100]) * size
+        assert got[1]["label"].tolist() == list(range(500, 1000))
+    finally:
+        ds.close()
+    assert receive_buffers
+    for buf in receive_buffers:
+        # The images' place in each buffer was never written.
+        assert np.count_nonzero(buf == 0xAB) >= 500 * size
+
+
 def test_defer_bytes_leaves_rows_only_where_one_template_takes_the_chunk(
     parsed: tfe.RecordDataset,
 ) -> None:
@@ -375,8 +441,8 @@ def test_defer_bytes_leaves_rows_only_where_one_template_takes_the_chunk(
     one.defer_bytes = True
     rows = one.decode_records(same)
     assert rows["s"].dtype == np.dtype("V2")
-    procpool._bytes_objects(rows)
-    assert rows["s"].tolist() == [bytes([i % 256, 0]) for i in range(200)]
+    want = [bytes([i % 256, 0]) for i in range(200)]
+    assert procpool._void_to_objects(rows["s"]).tolist() == want
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])

@@ -14,9 +14,10 @@ prepare_chunk` in ``workers`` separate Python processes instead:
   files, so records never cross a pipe;
 - results cross through shared memory: the worker pickles the prepared batches with
   protocol 5, numpy arrays out of band, into a slot of a shared file the parent
-  owns; the parent copies the slot once into a fresh buffer and unpickles the arrays
-  as views of it (the slot is then free again). Results that do not fit a slot are
-  sent whole through the pipe;
+  owns; the parent copies the stream and the numeric arrays once into a fresh buffer
+  and unpickles the arrays as views of it, while fixed-size string values become
+  ``bytes`` objects straight from the slot (the slot is then free again). Results
+  that do not fit a slot are sent whole through the pipe;
 - results come back in task order whatever the timing; an error raised by a worker
   (or a worker that dies) surfaces in the consumer at that chunk.
 """
@@ -36,7 +37,7 @@ import tempfile
 import weakref
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 
@@ -231,18 +232,35 @@ class DecodePool:
         if kind == "inline":
             chunk: list[Ready] = pickle.loads(reply[1])
         else:
-            _, stream_len, spans = reply
-            total = max([stream_len, *(o + n for o, n in spans)])
-            base = slot * self.slot_bytes
-            # One copy out of the slot into a 64-byte-aligned buffer that the arrays are
-            # views of: TensorFlow takes aligned arrays without a copy, and the batches of
-            # one feature stay consecutive there, so the bridge stacks them for free.
-            buf = _aligned_empty(total)
-            np.copyto(buf, self._view[base : base + total])
-            chunk = pickle.loads(buf[:stream_len].data, buffers=[buf[o : o + n] for o, n in spans])
-        for ready in chunk:
-            if isinstance(ready.output, dict):
-                _bytes_objects(ready.output)
+            _, stream_len, spans, rows = reply
+            chunk = self._unpack(slot * self.slot_bytes, stream_len, spans, rows)
+        return chunk
+
+    def _unpack(
+        self, base: int, stream_len: int, spans: list[tuple[int, int]], rows: frozenset[int]
+    ) -> list[Ready]:
+        """Unpickles the result in the slot at ``base``; nothing refers to the slot after.
+
+        The stream and the numeric arrays are copied out of the slot into a fresh
+        64-byte-aligned buffer that the arrays are views of: TensorFlow takes aligned
+        arrays without a copy, and the batches of one feature stay consecutive there,
+        so the bridge stacks them for free. Fixed-size string values (spans in
+        ``rows``, see :class:`_Pickler`) are not copied there: their ``bytes`` objects
+        are made straight from the slot while unpickling (each value is copied once).
+        """
+        view = self._view
+        total = max([stream_len, *(o + n for o, n in spans)])
+        # Pages of this buffer that no copy touches (where the rows would be) are
+        # never faulted in.
+        buf = _aligned_empty(total)
+        copied = [(0, stream_len)] + [s for i, s in enumerate(spans) if i not in rows]
+        for start, stop in _runs(copied):
+            np.copyto(buf[start:stop], view[base + start : base + stop])
+        buffers = [
+            view[base + o : base + o + n] if i in rows else buf[o : o + n]
+            for i, (o, n) in enumerate(spans)
+        ]
+        chunk: list[Ready] = pickle.loads(buf[:stream_len].data, buffers=buffers)
         return chunk
 
     def close(self) -> None:
@@ -350,17 +368,6 @@ class PoolStream(Iterator[list[Ready]]):
 # ---- the worker side ------------------------------------------------------------------
 
 
-def _bytes_objects(parsed: dict[str, Any]) -> None:
-    """Turns the ``V<size>`` arrays of a worker's batch into arrays of ``bytes``.
-
-    Workers decode with ``BatchDecoder.defer_bytes``: fixed-size string values cross as
-    rows and the bytes objects are made once, here.
-    """
-    for key, value in parsed.items():
-        if isinstance(value, np.ndarray) and value.dtype.kind == "V":
-            parsed[key] = _void_to_objects(value)
-
-
 def _void_to_objects(rows: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """A ``V<size>`` array as an object array of ``bytes`` of the same shape.
 
@@ -397,15 +404,50 @@ def _bytes_array(shape: tuple[int, ...], data: Any, lengths: Any) -> np.ndarray[
     return out.reshape(shape)
 
 
-class _Pickler(pickle.Pickler):
-    """Pickles object arrays of ``bytes`` as one out-of-band buffer plus lengths.
+def _rows_to_bytes(data: Any, shape: tuple[int, ...], size: int) -> np.ndarray[Any, Any]:
+    """An object array of ``bytes`` from ``size``-byte rows (see :class:`_Pickler`)."""
+    return _void_to_objects(np.frombuffer(data, dtype=f"V{size}").reshape(shape))
 
-    numpy pickles an object array element by element, in band (~600 ns per 784-byte
-    value measured); joined, the values cross as one copy and are rebuilt in C.
+
+class _Pickler(pickle.Pickler):
+    """Pickles the arrays of a worker's result for the trip through a slot.
+
+    - A ``V<size>`` array (fixed-size string values that the decoder left as rows,
+      ``BatchDecoder.defer_bytes``) goes out of band as it is and is made into an
+      object array of ``bytes`` while the parent unpickles, straight from the slot;
+      the out-of-band buffers that hold rows are listed in :attr:`rows`.
+    - An object array of ``bytes`` goes as one out-of-band buffer plus lengths: numpy
+      pickles it element by element, in band (~600 ns per 784-byte value measured);
+      joined, the values cross as one copy and are rebuilt in C.
     """
 
+    def __init__(self, file: Any, buffers: list[pickle.PickleBuffer]) -> None:
+        # Kept alive until the dump ends, so their ids stay theirs.
+        self._row_buffers: list[pickle.PickleBuffer] = []
+        row_ids: set[int] = set()
+        #: Positions (in ``buffers``) of the buffers that hold string rows.
+        self.rows: set[int] = set()
+        rows = self.rows
+
+        def take(buffer: pickle.PickleBuffer) -> None:
+            # A closure, not a method: the pickler must not refer to itself (a cycle
+            # would keep the result's arrays alive until the garbage collector runs).
+            if id(buffer) in row_ids:
+                rows.add(len(buffers))
+            buffers.append(buffer)
+
+        self._row_ids = row_ids
+        super().__init__(file, protocol=5, buffer_callback=take)
+
     def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray and obj.dtype == object and obj.size:
+        if type(obj) is not np.ndarray or not obj.size:
+            return NotImplemented
+        if obj.dtype.kind == "V" and obj.dtype.fields is None:
+            rows = pickle.PickleBuffer(cast(Any, np.ascontiguousarray(obj)))
+            self._row_buffers.append(rows)
+            self._row_ids.add(id(rows))
+            return _rows_to_bytes, (rows, obj.shape, obj.dtype.itemsize)
+        if obj.dtype == object:
             flat = obj.ravel().tolist()
             if set(map(type, flat)) == {bytes}:
                 lengths = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat))
@@ -444,10 +486,23 @@ def _place(raws: list[memoryview], start: int) -> tuple[list[tuple[int, int]], i
     return spans, pos
 
 
+def _runs(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``(offset, size)`` spans as ``(start, stop)`` ranges, merged where at most
+    ``_ALIGN`` bytes apart (one copy per run of a feature's consecutive batches)."""
+    out: list[tuple[int, int]] = []
+    for offset, size in sorted(s for s in spans if s[1]):
+        if out and offset <= out[-1][1] + _ALIGN:
+            out[-1] = (out[-1][0], max(out[-1][1], offset + size))
+        else:
+            out.append((offset, offset + size))
+    return out
+
+
 def _pack(result: list[Ready], view: np.ndarray[Any, Any], base: int, size: int) -> tuple[Any, ...]:
     buffers: list[pickle.PickleBuffer] = []
     sink = io.BytesIO()
-    _Pickler(sink, protocol=5, buffer_callback=buffers.append).dump(result)
+    pickler = _Pickler(sink, buffers)
+    pickler.dump(result)
     stream = sink.getbuffer()
     raws = [b.raw() for b in buffers]
     spans, pos = _place(raws, len(stream))
@@ -456,7 +511,7 @@ def _pack(result: list[Ready], view: np.ndarray[Any, Any], base: int, size: int)
     view[base : base + len(stream)] = np.frombuffer(stream, dtype=np.uint8)
     for (offset, n), raw in zip(spans, raws, strict=True):
         view[base + offset : base + offset + n] = np.frombuffer(raw, dtype=np.uint8)
-    return ("ok", len(stream), spans)
+    return ("ok", len(stream), spans, frozenset(pickler.rows))
 
 
 def _worker_main() -> None:
