@@ -137,13 +137,20 @@ class Measurement:
 
 
 def compare(
-    cases: Sequence[tuple[str, Callable[[], tuple[int, int]]]], repeats: int = REPEATS
+    cases: Sequence[tuple[str, Callable[[], tuple[int, int]]]],
+    repeats: int = REPEATS,
+    *,
+    warmup: int = 0,
 ) -> list[Measurement]:
     """Runs each case ``repeats`` times, alternating between cases; keeps each one's best.
 
     A case returns ``(records, payload_bytes)`` processed, which must be the same on
-    every run (checked).
+    every run (checked). ``warmup`` untimed rounds of every case go first (one-time
+    costs such as tracing a ``tf.function`` or starting worker processes).
     """
+    for _ in range(warmup):
+        for _, fn in cases:
+            fn()
     results: dict[str, Measurement] = {}
     for _ in range(repeats):
         for name, fn in cases:
