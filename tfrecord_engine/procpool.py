@@ -392,7 +392,7 @@ def _bytes_array(shape: tuple[int, ...], data: Any, lengths: Any) -> np.ndarray[
     n = int(np.prod(shape))
     if n and isinstance(lengths, int) and lengths:
         # Equal sizes: one C-level pass makes every bytes object.
-        return _void_to_objects(np.frombuffer(data, dtype=f"V{lengths}").reshape(shape))
+        return _rows_to_bytes(data, shape, lengths)
     out = np.empty(n, dtype=object)
     if n and isinstance(lengths, int):
         out[:] = [b""] * n
@@ -422,9 +422,9 @@ class _Pickler(pickle.Pickler):
     """
 
     def __init__(self, file: Any, buffers: list[pickle.PickleBuffer]) -> None:
-        # Kept alive until the dump ends, so their ids stay theirs.
-        self._row_buffers: list[pickle.PickleBuffer] = []
-        row_ids: set[int] = set()
+        # The row buffers by id (held here, so their ids stay theirs during the dump).
+        row_buffers: dict[int, pickle.PickleBuffer] = {}
+        self._row_buffers = row_buffers
         #: Positions (in ``buffers``) of the buffers that hold string rows.
         self.rows: set[int] = set()
         rows = self.rows
@@ -432,11 +432,10 @@ class _Pickler(pickle.Pickler):
         def take(buffer: pickle.PickleBuffer) -> None:
             # A closure, not a method: the pickler must not refer to itself (a cycle
             # would keep the result's arrays alive until the garbage collector runs).
-            if id(buffer) in row_ids:
+            if id(buffer) in row_buffers:
                 rows.add(len(buffers))
             buffers.append(buffer)
 
-        self._row_ids = row_ids
         super().__init__(file, protocol=5, buffer_callback=take)
 
     def reducer_override(self, obj: Any) -> Any:
@@ -444,8 +443,7 @@ class _Pickler(pickle.Pickler):
             return NotImplemented
         if obj.dtype.kind == "V" and obj.dtype.fields is None:
             rows = pickle.PickleBuffer(cast(Any, np.ascontiguousarray(obj)))
-            self._row_buffers.append(rows)
-            self._row_ids.add(id(rows))
+            self._row_buffers[id(rows)] = rows
             return _rows_to_bytes, (rows, obj.shape, obj.dtype.itemsize)
         if obj.dtype == object:
             flat = obj.ravel().tolist()
