@@ -66,6 +66,29 @@ def _numpy(tf: ModuleType, tensor: Any) -> Any:
     return tensor.numpy()
 
 
+def ties_in_order(indices: Any, values: Any) -> Any:
+    """``values`` with each run of equal consecutive index rows sorted by value bytes.
+
+    A record of a ``SparseFeature(already_sorted=False)`` may repeat an index. TensorFlow
+    sorts the entries with an unstable ``std::sort`` on the indices alone (in
+    ``SparseReorder``), so the order of the values among equal indices is unspecified
+    there (it changes with the number of entries); ours keeps record order. Both sides
+    compare through this, which leaves every other value in place: the index rows
+    themselves are compared exactly.
+    """
+    indices, values = np.asarray(indices), np.asarray(values)
+    if len(values) < 2:
+        return values
+    same = (indices[1:] == indices[:-1]).all(axis=1)
+    if not same.any():
+        return values
+    run = np.concatenate([[0], np.cumsum(~same)])  # run number of each entry
+    # Strings by their bytes, numbers by their bit patterns (NaN and -0.0 included).
+    keys = [bytes(v) if values.dtype == object else v.tobytes() for v in values]
+    order = sorted(range(len(values)), key=lambda i: (int(run[i]), keys[i]))
+    return values[np.array(order, dtype=np.int64)]
+
+
 def assert_array_same(ours: Any, theirs: Any, what: str) -> None:
     theirs = np.asarray(theirs)
     assert isinstance(ours, np.ndarray), f"{what}: expected ndarray, got {type(ours)}"
@@ -82,8 +105,13 @@ def assert_same_value(tf: ModuleType, ours: Any, theirs: Any, what: str) -> None
     """Our output equals TF's (dense, sparse or ragged), dtypes included."""
     if isinstance(theirs, tf.SparseTensor):
         assert isinstance(ours, tfe.SparseValue), f"{what}: expected SparseValue"
-        assert_array_same(ours.indices, theirs.indices.numpy(), what + ".indices")
-        assert_array_same(ours.values, _numpy(tf, theirs.values), what + ".values")
+        indices = theirs.indices.numpy()
+        assert_array_same(ours.indices, indices, what + ".indices")
+        assert_array_same(
+            ties_in_order(indices, ours.values),
+            ties_in_order(indices, _numpy(tf, theirs.values)),
+            what + ".values",
+        )
         assert_array_same(ours.dense_shape, theirs.dense_shape.numpy(), what + ".dense_shape")
     elif isinstance(theirs, tf.RaggedTensor):
         assert isinstance(ours, tfe.RaggedValue), f"{what}: expected RaggedValue, got {type(ours)}"

@@ -85,3 +85,27 @@ def test_the_first_failing_record_is_reported_whatever_the_failure(tf: ModuleTyp
         assert str(ours.value).startswith(_tf_message(theirs.value)), (
             f"TF: {_tf_message(theirs.value)!r}\nours: {str(ours.value)!r}"
         )
+
+
+def test_repeated_sparse_indices_keep_record_order(tf: ModuleType) -> None:
+    """A record that repeats an index of a ``SparseFeature(already_sorted=False)``.
+
+    TensorFlow's order of the values among equal indices comes from an unstable sort
+    (with 40 equal indices it moves values 0, 10, 20 and 30 around); ours keeps record
+    order. The differential comparison treats that order as unspecified and nothing
+    else: the index rows and every value outside a run of equal indices stay exact.
+    """
+    index = np.array([1, 0, 0, 2, *([1] * 40)], np.int64)
+    values = np.arange(len(index), dtype=np.int64)
+    record = tfe.encode_example({"c_i": index, "c_v": values})
+    case = ParseCase(
+        features={"c": tfe.SparseFeature("c_i", "c_v", "int64", 3)}, records=[record], single=False
+    )
+    ours, theirs = _ours(case)["c"], _tf_parse(tf, case)["c"]
+    assert ours.values.tolist() == [1, 2, 0, *range(4, 44), 3]  # stable: record order
+    assert sorted(theirs.values.numpy().tolist()) == values.tolist()
+    assert_same_value(tf, ours, theirs, "c")
+    # The comparison still sees a value that moved out of its run of equal indices.
+    moved = tfe.SparseValue(ours.indices, ours.values[[0, 2, 1, *range(3, 44)]], ours.dense_shape)
+    with pytest.raises(AssertionError):
+        assert_same_value(tf, moved, theirs, "c")

@@ -382,7 +382,9 @@ class SparseFeature:
         value_key: the feature holding the values.
         dtype: int64, float32 or string.
         size: the dense size of each dimension (an int or one per index key).
-        already_sorted: skip sorting by index (TensorFlow's flag).
+        already_sorted: skip sorting by index (TensorFlow's flag). When sorting, values
+            whose indices are equal (a record that repeats an index) keep their record
+            order; TensorFlow's order among them is unspecified (an unstable sort).
 
     Example:
         >>> SparseFeature("idx", "val", "float32", 10).index_key
