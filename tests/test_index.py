@@ -139,7 +139,9 @@ def test_damaged_or_foreign_index_file(tmp_path: pathlib.Path) -> None:
         with pytest.raises(tfe.IndexFormatError, match=match):
             tfe.Index.load(path)
         assert len(tfe.Index.open(path)) == 5  # rebuilt and saved
-        assert side.read_bytes() == good
+        # The writer's sidecar (version 3) comes back as a header walk's (version 1).
+        assert side.read_bytes() == tfe.Index.build(path).to_bytes()
+        assert tfe.Index.load(path).to_bytes()[12:-4] == good[12:-4]
 
 
 def test_index_of_another_file_is_foreign(tmp_path: pathlib.Path) -> None:

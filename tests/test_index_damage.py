@@ -19,11 +19,16 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine import framing
-from tfrecord_engine.compression import Compression, make_compressor
-from tfrecord_engine.index import DAMAGE_FORMAT_VERSION, FORMAT_VERSION, index_path_for
+from tfrecord_engine.compression import Compression
+from tfrecord_engine.index import (
+    DAMAGE_FORMAT_VERSION,
+    FORMAT_VERSION,
+    VERIFIED_FORMAT_VERSION,
+    index_path_for,
+)
 from tfrecord_engine.recovery import DamagePolicy
 from tfrecord_engine.testing.damage import Damage, damages, record_spans
-from tfrecord_engine.testing.index_damage import damaged_files
+from tfrecord_engine.testing.index_damage import damaged_files, write_framed
 
 
 def _ignore(report: tfe.DamageReport) -> None:
@@ -34,17 +39,9 @@ RECORDS = [b"r%d" % i * (i + 1) for i in range(8)]
 SPANS = record_spans(RECORDS)
 
 
-def _write(path: Path, blob: bytes, compression: str = "") -> str:
-    if compression:
-        co = make_compressor(Compression(compression))
-        blob = co.compress(blob) + co.flush()
-    path.write_bytes(blob)
-    return str(path)
-
-
 def _damaged(tmp_path: Path, damage: Damage, compression: str = "") -> str:
     blob = damage.apply(framing.frame_many(RECORDS))
-    return _write(tmp_path / "d.tfrecord", blob, compression)
+    return write_framed(tmp_path / "d.tfrecord", blob, compression)
 
 
 def _records_of(idx: tfe.Index) -> list[bytes]:
@@ -129,13 +126,19 @@ def test_build_warns_without_a_callback(tmp_path: Path) -> None:
 
 
 def test_clean_file_under_tolerant_policies(tmp_path: Path) -> None:
-    path = _write(tmp_path / "c.tfrecord", framing.frame_many(RECORDS))
+    path = write_framed(tmp_path / "c.tfrecord", framing.frame_many(RECORDS))
     reports: list[tfe.DamageReport] = []
     for policy in ("stop", "skip"):
         idx = tfe.Index.build(path, on_damage=policy, on_damage_report=reports.append)
         assert idx.damage == ()
         np.testing.assert_array_equal(idx.offsets, tfe.Index.build(path).offsets)
-        assert idx.to_bytes() == tfe.Index.build(path).to_bytes()  # still version 1
+        # The layout of a header walk's version 1; version 3 says the data CRCs were checked.
+        walked = tfe.Index.build(path).to_bytes()
+        assert idx.to_bytes()[12:-4] == walked[12:-4]
+        assert (_version(idx.to_bytes()), _version(walked)) == (
+            VERIFIED_FORMAT_VERSION,
+            FORMAT_VERSION,
+        )
     assert reports == []
 
 
@@ -150,7 +153,7 @@ def _version(blob: bytes) -> int:
 def test_damage_list_round_trips(tmp_path: Path, compression: str) -> None:
     blob = framing.frame_many(RECORDS)
     blob = blob[: SPANS[2][0] + 5] + b"garbage" + blob[SPANS[3][0] :] + blob[:9]
-    path = _write(tmp_path / "d.tfrecord", blob, compression)
+    path = write_framed(tmp_path / "d.tfrecord", blob, compression)
     idx = tfe.Index.build(path, compression, on_damage="skip", on_damage_report=_ignore)
     assert len(idx.damage) == 2
     raw = idx.to_bytes()
@@ -221,7 +224,7 @@ def test_policies_a_sidecar_cannot_serve(tmp_path: Path) -> None:
 
 def test_repaired_file_gets_a_clean_index(tmp_path: Path) -> None:
     blob = framing.frame_many(RECORDS)
-    path = _write(tmp_path / "r.tfrecord", Damage("flip", SPANS[1][0], b"\x01").apply(blob))
+    path = write_framed(tmp_path / "r.tfrecord", Damage("flip", SPANS[1][0], b"\x01").apply(blob))
     tfe.Index.open(path, on_damage="skip", on_damage_report=_ignore)
     Path(path).write_bytes(blob)  # repaired: same size, new fingerprint
     idx = tfe.Index.open(path)
@@ -297,9 +300,9 @@ def test_good_damage_section_parses() -> None:
     assert idx.damage_policy == "stop"
 
 
-def test_unknown_version_names_both_known() -> None:
-    head = struct.pack("<8sIIQQQQ", b"TFEIDX\r\n", 3, 0, 0, 0, 0, 0)
-    with pytest.raises(tfe.IndexFormatError, match="versions 1 and 2"):
+def test_unknown_version_names_every_known_one() -> None:
+    head = struct.pack("<8sIIQQQQ", b"TFEIDX\r\n", 4, 0, 0, 0, 0, 0)
+    with pytest.raises(tfe.IndexFormatError, match="versions 1, 2 and 3"):
         tfe.Index.from_bytes(_resealed(head), "x")
 
 
@@ -308,7 +311,7 @@ def test_open_under_every_policy_agrees_with_the_reader(
     tmp_path_factory: pytest.TempPathFactory, case: tuple[list[bytes], bytes]
 ) -> None:
     _, blob = case
-    path = _write(tmp_path_factory.mktemp("o") / "o.tfrecord", blob)
+    path = write_framed(tmp_path_factory.mktemp("o") / "o.tfrecord", blob)
     for policy in ("skip", "stop", "skip", "raise"):
         want, want_reports = _reader(path, "", policy) if policy != "raise" else ([], [])
         got: list[tfe.DamageReport] = []

@@ -5,7 +5,7 @@ An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX` (for 
 layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
 
     magic        8 bytes   b"TFEIDX\\r\\n"
-    version      uint32    FORMAT_VERSION
+    version      uint32    1, 2 or 3 (see below)
     compression  uint32    0 none, 1 ZLIB, 2 GZIP
     data_size    uint64    size of the data file in bytes (compressed size for GZIP/ZLIB)
     fingerprint  uint64    crc32c of sampled windows of the data file (see ``fingerprint``)
@@ -19,8 +19,17 @@ layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``
     damage       (version 2 only) the damage list, see :mod:`.index_damage`
     checksum     uint32    masked crc32c of every byte before it
 
-Version 2 is written only for indexes of damaged files built under
-``on_damage="stop"``/``"skip"``; clean indexes stay version 1.
+The version also says whether every record's data CRC was checked when the index was
+built (:attr:`Index.data_verified`):
+
+- 1: a clean index built from the record headers only (a header walk under
+  ``on_damage="raise"``, an imported text index, and every sidecar written before
+  version 3 existed): data CRCs are not known to be good. It serves ``"raise"`` only.
+- 2: an index with a damage list, built under ``on_damage="stop"``/``"skip"`` by a
+  scan that checks every data CRC.
+- 3: the layout of version 1 (clean, no damage list), with every data CRC checked: an
+  index written with the data (``TFRecordWriter(..., index=True)``) or a clean file
+  indexed under ``"stop"``/``"skip"``. It serves every policy.
 
 A stale index (data file appended, truncated or replaced) is caught when it is opened:
 the size and the fingerprint must match and, for uncompressed files, the last record
@@ -61,8 +70,11 @@ __all__ = ["FORMAT_VERSION", "INDEX_SUFFIX", "Index", "index_path_for"]
 
 INDEX_SUFFIX: Final = ".tfeidx"
 FORMAT_VERSION: Final = 1
-#: The version of sidecars that carry a damage list (readers accept both).
+#: The version of sidecars that carry a damage list.
 DAMAGE_FORMAT_VERSION: Final = 2
+#: The version of clean sidecars whose every data CRC was checked (layout of version 1).
+VERIFIED_FORMAT_VERSION: Final = 3
+_VERSIONS: Final = (FORMAT_VERSION, DAMAGE_FORMAT_VERSION, VERIFIED_FORMAT_VERSION)
 _MAGIC: Final = b"TFEIDX\r\n"
 _HEAD = struct.Struct("<8sIIQQQQ")
 _CRC = struct.Struct("<I")
@@ -98,6 +110,10 @@ class Index:
             (empty for a clean file). Non-empty only for an index built under
             ``on_damage="stop"``/``"skip"``; such an index holds only intact records.
         damage_policy: the policy the index was built under (``"raise"`` unless given).
+        data_verified: every record's data CRC was checked when the index was built (by
+            the writer that computed them, or by a ``"stop"``/``"skip"`` scan); always
+            true for an index with damage, which only such a scan produces. A clean
+            index that is not data-verified (a header walk) serves ``"raise"`` only.
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
@@ -116,6 +132,7 @@ class Index:
         "damage_policy",
         "data_path",
         "data_size",
+        "data_verified",
         "fingerprint",
         "lengths",
         "offsets",
@@ -134,6 +151,7 @@ class Index:
         restarts: object = None,
         damage: Sequence[DamageReport] = (),
         damage_policy: DamagePolicy = "raise",
+        data_verified: bool = False,
     ) -> None:
         self.data_path = os.fspath(data_path)
         self.damage = tuple(damage)
@@ -142,6 +160,9 @@ class Index:
             raise InvalidArgumentError(
                 'an index with damage must say how it was built: damage_policy="stop" or "skip"'
             )
+        # A damage list comes only from a scan that checks every data CRC (and the
+        # sidecar format cannot say otherwise).
+        self.data_verified = bool(data_verified) or bool(self.damage)
         self.offsets = as_u64(offsets)
         self.lengths = as_u64(lengths)
         self.data_size = int(data_size)
@@ -189,15 +210,18 @@ class Index:
         Under ``"raise"`` uncompressed files are indexed by walking record headers
         through ``mmap`` (12 bytes per record; payloads are never read): every length
         CRC is checked and every length is checked against the bytes that remain; data
-        CRCs are checked when records are read. GZIP/ZLIB files are decompressed once;
-        the index then has no restart points, so random access decompresses from the
-        start of the file (write with ``TFRecordWriter(..., index=True)`` to get them).
+        CRCs are checked when records are read, so the index is not
+        :attr:`data_verified` (its sidecar is version 1 and serves ``"raise"`` only).
+        GZIP/ZLIB files are decompressed once (data CRCs unchecked likewise); the index
+        then has no restart points, so random access decompresses from the start of the
+        file (write with ``TFRecordWriter(..., index=True)`` to get them).
 
         Under ``"stop"``/``"skip"`` the file is read once as
         :func:`~tfrecord_engine.read_records` reads it under that policy (every data CRC
-        checked): the index holds exactly the records that reader returns, and
-        :attr:`damage` lists what it reported (each report also goes to
-        ``on_damage_report``, or is emitted as a :class:`~tfrecord_engine.DamageWarning`).
+        checked, so the index is :attr:`data_verified`): the index holds exactly the
+        records that reader returns, and :attr:`damage` lists what it reported (each
+        report also goes to ``on_damage_report``, or is emitted as a
+        :class:`~tfrecord_engine.DamageWarning`).
 
         A URL (see :mod:`tfrecord_engine.remote`) is read once from start to end in
         large read-ahead blocks (hopping from header to header would cost a request per
@@ -255,6 +279,7 @@ class Index:
             compression=kind,
             damage=damage,
             damage_policy=policy,
+            data_verified=policy != "raise",
         )
         idx.report_damage(on_damage_report)
         return idx
@@ -268,13 +293,18 @@ class Index:
     def for_policy(self, on_damage: DamagePolicy) -> Index | None:
         """This index as ``on_damage`` sees the file, or ``None`` if it cannot tell.
 
-        A clean index serves every policy. An index with damage serves the policy it was
-        built under; a ``"skip"`` index also serves ``"stop"`` (its records before the
-        first damage). ``"raise"`` is never served from a damaged index, nor ``"skip"``
-        from a ``"stop"`` index (which does not list the records after the damage).
+        A clean :attr:`data_verified` index serves every policy. A clean index built from
+        the headers only (under ``"raise"``) serves only ``"raise"``: a record whose data
+        CRC fails would be counted, and ``"stop"``/``"skip"`` promise that every record
+        counted is delivered. An index with damage serves the policy it was built under;
+        a ``"skip"`` index also serves ``"stop"`` (its records before the first damage).
+        ``"raise"`` is never served from a damaged index, nor ``"skip"`` from a
+        ``"stop"`` index (which does not list the records after the damage).
         """
         policy = normalize_policy(on_damage)
-        if not self.damage or policy == self.damage_policy:
+        if not self.damage:
+            return self if self.data_verified or policy == "raise" else None
+        if policy == self.damage_policy:
             return self
         if policy == "raise" or self.damage_policy == "stop":
             return None
@@ -293,15 +323,23 @@ class Index:
             restarts=self.restarts,
             damage=[DamageReport(first.path, n, first.offset, rest, first.reason)],
             damage_policy="stop",
+            data_verified=self.data_verified,
         )
 
     # ---- persistence -------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """Serializes the index in the binary sidecar format (see the module docstring)."""
+        """Serializes the index in the binary sidecar format (see the module docstring).
+
+        The version is 2 with damage, else 3 if :attr:`data_verified`, else 1.
+        """
+        if self.damage:
+            version = DAMAGE_FORMAT_VERSION
+        else:
+            version = VERIFIED_FORMAT_VERSION if self.data_verified else FORMAT_VERSION
         head = _HEAD.pack(
             _MAGIC,
-            DAMAGE_FORMAT_VERSION if self.damage else FORMAT_VERSION,
+            version,
             _CODES[self.compression],
             self.data_size,
             self.fingerprint,
@@ -351,10 +389,11 @@ class Index:
             raise IndexFormatError(f"{source}: not a tfrecord-engine index (bad magic)")
         magic, version, code, data_size, fp, count, nrestarts = _HEAD.unpack_from(blob, 0)
         del magic
-        if version not in (FORMAT_VERSION, DAMAGE_FORMAT_VERSION):
+        if version not in _VERSIONS:
             raise IndexFormatError(
                 f"{source}: index format version {version} is not supported "
-                f"(this build reads versions {FORMAT_VERSION} and {DAMAGE_FORMAT_VERSION})"
+                f"(this build reads versions {FORMAT_VERSION}, {DAMAGE_FORMAT_VERSION} and "
+                f"{VERIFIED_FORMAT_VERSION})"
             )
         # The checksum first: no field is trusted before it matches.
         (stored,) = _CRC.unpack_from(blob, len(blob) - _CRC.size)
@@ -390,6 +429,7 @@ class Index:
             restarts=arrays[2 * count :],
             damage=damage,
             damage_policy=policy,
+            data_verified=version != FORMAT_VERSION,
         )
 
     @classmethod
@@ -405,13 +445,16 @@ class Index:
 
         A sidecar that lists damage (built under ``"stop"``/``"skip"``) is served only
         to a policy it answers (see :meth:`for_policy`), and its damage is reported
-        again on every load, as a reader would report it.
+        again on every load, as a reader would report it. A clean sidecar built without
+        checking data CRCs (version 1: a header walk under ``"raise"``) serves only
+        ``"raise"``.
 
         Raises:
             FileNotFoundError: no index file.
-            IndexFormatError: the index file is damaged or foreign, or lists damage that
-                ``on_damage`` does not accept (``"raise"``; ``"skip"`` from a sidecar
-                built under ``"stop"``).
+            IndexFormatError: the index file is damaged or foreign, or does not answer
+                ``on_damage``: it lists damage that ``on_damage`` does not accept
+                (``"raise"``; ``"skip"`` from a sidecar built under ``"stop"``), or its
+                data CRCs were never checked and ``on_damage`` is ``"stop"``/``"skip"``.
             StaleIndexError: the data file changed since it was indexed.
             InvalidArgumentError: ``data_path`` is a pipe, FIFO or device.
         """
@@ -429,6 +472,12 @@ class Index:
         idx = cls.from_bytes(blob, data_path, source=source)
         idx.validate()
         served = idx.for_policy(policy)
+        if served is None and not idx.damage:
+            raise IndexFormatError(
+                f"{source}: the index of {data_path} was built without checking data CRCs "
+                f'(from the record headers only, e.g. by an on_damage="raise" open) and '
+                f"cannot serve on_damage={policy!r}"
+            )
         if served is None:
             first = idx.damage[0]
             raise IndexFormatError(
@@ -456,9 +505,14 @@ class Index:
         Args:
             compression: the data file's compression (used when building).
             on_damage, on_damage_report: the damage policy, as in :meth:`build`. A
-                sidecar that lists damage is used when it answers the policy (see
-                :meth:`load`); otherwise the file is indexed again under the policy.
-                Either way the damage is reported on every open.
+                sidecar is used when it answers the policy (see :meth:`load`); otherwise
+                the file is indexed again under the policy and the sidecar replaced. So
+                the first ``"stop"``/``"skip"`` open after a ``"raise"`` one (whose
+                header walk left data CRCs unchecked) reads the file once, checking
+                every data CRC, and saves a sidecar (version 3; version 2 if it found
+                damage) that later opens use without indexing again, as far as
+                :meth:`for_policy` allows. Either way the damage is reported on every
+                open.
             rebuild: build a new index when the sidecar is missing, damaged, stale or
                 does not answer ``on_damage``; with ``False`` those raise instead.
             save: write a newly built index next to the data file (with its damage

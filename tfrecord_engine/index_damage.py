@@ -8,7 +8,8 @@ scanner (:mod:`tfrecord_engine.recovery`), not a second one here.
 
 The damage list travels with the index: a sidecar of a damaged file is written in
 format version 2, which appends a damage section after the arrays (clean indexes keep
-version 1, so older readers still load them)::
+the layout of version 1: as version 1 after a header walk, as version 3 when every data
+CRC was checked, as here; see :mod:`tfrecord_engine.index`)::
 
     policy       uint32    1 "stop", 2 "skip": the policy the index was built under
     count        uint32    number of damage entries d

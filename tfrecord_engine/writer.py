@@ -102,6 +102,8 @@ class TFRecordWriter:
             ``index_flush_every`` records (the file stays a valid single stream that
             TensorFlow reads) and records those restart points for random access. With
             ``append=True`` the index is rebuilt from the whole file on ``close()``.
+            Either way every data CRC of the file is known good (the append's torn-tail
+            check read the earlier records), so the sidecar serves every damage policy.
         index_flush_every: records between restart points of a compressed file.
         durable: ``fsync`` the file (and, after the rename, its directory) on
             ``close()`` so the data survives a power loss. ``False`` hands the data to
@@ -378,7 +380,12 @@ class TFRecordWriter:
         if self._index is not None:
             self._index.finish()
         elif self._rebuild_index:
-            Index.build(self.path, self._kind).save()
+            # A header walk, whose data CRCs are known good all the same: the torn-tail
+            # check read every earlier record with its data CRC checked (and cut what
+            # failed), and the rest are our own records.
+            idx = Index.build(self.path, self._kind)
+            idx.data_verified = True
+            idx.save()
 
     def _discard(self, f: BinaryIO) -> None:
         # Best-effort cleanup while another exception propagates: that one matters.

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from hypothesis import strategies as st
 
 from .. import framing
+from ..compression import Compression, make_compressor
 from .damage import damages
 
-__all__ = ["damaged_files"]
+__all__ = ["damaged_files", "write_framed"]
+
+
+def write_framed(path: str | os.PathLike[str], blob: bytes, compression: str = "") -> str:
+    """Writes the framed stream ``blob`` to ``path`` (compressed first if asked); its name.
+
+    The stream may be damaged: the file holds exactly these bytes, as a GZIP/ZLIB
+    writer would have compressed them.
+    """
+    if compression:
+        co = make_compressor(Compression(compression))
+        blob = co.compress(blob) + co.flush()
+    Path(path).write_bytes(blob)
+    return os.fspath(path)
 
 
 @st.composite
