@@ -43,7 +43,7 @@ import numpy as np
 
 import tfrecord_engine as tfe
 from benchmarks.bench_pipeline import _specs, _tf_parse
-from benchmarks.common import Measurement, compare, table
+from benchmarks.common import Measurement, compare, repeats, table
 from benchmarks.data import mnist_like, tabular
 from tfrecord_engine.dataset import DEFAULT_CHUNK_RECORDS
 
@@ -51,7 +51,7 @@ BATCH = 256
 #: Timed runs of each case (best kept), after one untimed run of every case: the first
 #: call of each pipeline traces its ``tf.function`` (both sides) and starts the decode
 #: processes (ours), one-time costs that a training job pays once, not per epoch.
-REPEATS = int(os.environ.get("TFE_BENCH_REPEATS", "5"))
+REPEATS = repeats(5)
 #: Decode processes for the bridge: one per core but one, which this process keeps for
 #: TensorFlow's side (the hand-off, unbatch, the consumer's loop). On 2 cores, two runs
 #: of this module gave MNIST-like 413k records/s with 1 worker, 265k with 2.

@@ -19,7 +19,14 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 DATA_DIR = Path(os.environ.get("TFE_BENCH_DATA", "bench-data"))
-REPEATS = int(os.environ.get("TFE_BENCH_REPEATS", "3"))
+
+
+def repeats(default: int) -> int:
+    """Timed runs per case: ``TFE_BENCH_REPEATS`` when set, else ``default``."""
+    return int(os.environ.get("TFE_BENCH_REPEATS", str(default)))
+
+
+REPEATS = repeats(3)
 #: Pause before each timed run: TensorFlow's thread pools keep spinning for a while after
 #: its pipeline ends, which slows whatever runs next in the process (measured: our
 #: reader at 2.9-3.8 GB/s right after a TensorFlow run, 4.7-5.2 GB/s on its own).
