@@ -45,7 +45,7 @@ import tfrecord_engine as tfe
 from benchmarks.bench_pipeline import _specs, _tf_parse
 from benchmarks.common import Measurement, compare, repeats, table
 from benchmarks.data import mnist_like, tabular
-from tfrecord_engine.dataset import DEFAULT_CHUNK_RECORDS
+from tfrecord_engine.data.dataset import DEFAULT_CHUNK_RECORDS
 
 BATCH = 256
 #: Timed runs of each case (best kept), after one untimed run of every case: the first

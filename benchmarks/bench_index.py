@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 import tfrecord_engine as tfe
-from tfrecord_engine.sampler import BlockShuffle, epoch_order
-from tfrecord_engine.source import FetcherRecords
+from tfrecord_engine.data.sampler import BlockShuffle, epoch_order
+from tfrecord_engine.data.source import FetcherRecords
 
 RECORD_SIZE = 850
 BATCH = 1024

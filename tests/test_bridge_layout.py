@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+if importlib.util.find_spec("tensorflow") is None:  # tfrecord_bridge refuses to import
+    pytest.skip("the bridge needs TensorFlow", allow_module_level=True)
 
 from tfrecord_bridge.layout import _rows_of_one_array
 

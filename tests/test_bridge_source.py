@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import tempfile
@@ -9,12 +10,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+if importlib.util.find_spec("tensorflow") is None:  # tfrecord_bridge refuses to import
+    pytest.skip("the bridge needs TensorFlow", allow_module_level=True)
 from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_bridge import EpochBatches
-from tfrecord_engine.procpool import DecodePool, PoolStream
+from tfrecord_engine.data.procpool import DecodePool, PoolStream
 from tfrecord_engine.testing.bridge import layouts
 
 

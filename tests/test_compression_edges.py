@@ -7,7 +7,7 @@ import io
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine.compression import Compression, Decompressor, make_compressor
+from tfrecord_engine.records.compression import Compression, Decompressor, make_compressor
 
 
 def test_no_compressor_or_decompressor_for_none() -> None:

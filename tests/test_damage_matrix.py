@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.compression import Compression, make_compressor
-from tfrecord_engine.recovery import DamagePolicy
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.compression import Compression, make_compressor
+from tfrecord_engine.records.recovery import DamagePolicy
 from tfrecord_engine.testing.damage import random_damage, record_spans
 from tfrecord_engine.testing.faults import PipeStream
 

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine.source import FetcherRecords, RandomAccessSource
+from tfrecord_engine.data import sampler
+from tfrecord_engine.data.source import FetcherRecords, RandomAccessSource
 from tfrecord_engine.testing.epochs import record_lists, shuffle_modes
 from tfrecord_engine.testing.resume import assert_resume_exactly_once
 
@@ -263,7 +264,7 @@ def test_compressed_file_we_did_not_write(tmp_path: pathlib.Path) -> None:
 def test_large_foreign_compressed_file_gets_in_memory_snapshots(
     tmp_path: pathlib.Path, records: list[bytes], kind: str, spacing: int
 ) -> None:
-    from tfrecord_engine import compressed_source
+    from tfrecord_engine.data import compressed_source
 
     path = tmp_path / f"foreign-{kind}.tfrecord"
     path.unlink(missing_ok=True)
@@ -292,7 +293,7 @@ def test_large_foreign_compressed_file_gets_in_memory_snapshots(
 def test_concatenated_compressed_streams_read_forward(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    from tfrecord_engine import compressed_source
+    from tfrecord_engine.data import compressed_source
 
     records = [bytes([i % 256]) * (i % 50) for i in range(300)]
     parts = []
@@ -379,7 +380,7 @@ def test_block_shuffle_fetches_each_block_once(
         block_records=block,
         cache_blocks=64 // block + 3 * window,  # a batch may span several windows
     )
-    order = tfe.sampler.epoch_order(1000, shuffle=tfe.BlockShuffle(block, window), seed=2)
+    order = sampler.epoch_order(1000, shuffle=tfe.BlockShuffle(block, window), seed=2)
     got = [r for i in range(0, 1000, 64) for r in src.read(order[i : i + 64])]
     assert got == [records[i] for i in order]
     assert src.requests == -(-1000 // block)

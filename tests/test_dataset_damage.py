@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.recovery import DamagePolicy
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.recovery import DamagePolicy
 from tfrecord_engine.testing.damage import record_spans
 from tfrecord_engine.testing.epochs import epoch_args
 from tfrecord_engine.testing.index_damage import damaged_files
@@ -85,7 +85,7 @@ def test_dataset_holds_what_the_reader_returns(
 
 
 def _perm(ds: tfe.RecordDataset, batch_size: int) -> list[int]:
-    from tfrecord_engine.sampler import IndexBatchIterator
+    from tfrecord_engine.data.sampler import IndexBatchIterator
 
     it = IndexBatchIterator(len(ds), batch_size, shuffle=True, seed=1)
     return [int(i) for b in it for i in b.indices]

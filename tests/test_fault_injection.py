@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine.testing.faults import OPERATIONS, FaultyOps
+from tfrecord_engine.testing.faults import OPERATIONS, FaultyOps, writer_with_ops
 
 BIG = bytes(range(256)) * 400  # > 64 KiB: the direct (3-write) path
 RECORDS = [b"a" * 10, BIG, *([b"m" * 500] * 50), b"z"]
@@ -24,13 +24,13 @@ RECORDS = [b"a" * 10, BIG, *([b"m" * 500] * 50), b"z"]
 
 def _scenario(path: Path, ops: FaultyOps, compression: str, mode: str) -> None:
     reports: list[tfe.DamageReport] = []
-    with tfe.TFRecordWriter(
+    with writer_with_ops(
+        ops,
         path,
         compression,
         atomic=mode == "atomic",
         append=mode == "append",
         on_damage_report=reports.append,
-        _ops=ops,
     ) as w:
         w.write(RECORDS[0])
         w.write(RECORDS[1])
@@ -145,6 +145,7 @@ def test_a_real_file_size_limit_surfaces_and_publishes_nothing(tmp_path: Path) -
     script = f"""
 import errno, os, resource, signal
 import tfrecord_engine as tfe
+from tfrecord_engine.testing.faults import writer_with_ops
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
 path = {str(tmp_path / "limited.tfrecord")!r}

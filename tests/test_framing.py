@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfrecord_engine import CorruptedRecordError, TruncatedRecordError, framing
+from tfrecord_engine import CorruptedRecordError, TruncatedRecordError
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.records import payloads
 
 

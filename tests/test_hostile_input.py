@@ -13,9 +13,9 @@ from typing import BinaryIO, cast
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.compression import Compression, make_compressor
-from tfrecord_engine.recovery import DamagePolicy
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.compression import Compression, make_compressor
+from tfrecord_engine.records.recovery import DamagePolicy
 from tfrecord_engine.testing.faults import FlakyStream, PipeStream
 
 LYING_LENGTHS = (2**31, 2**40, 2**63, 2**64 - 1)
@@ -24,8 +24,8 @@ _SCRIPT = textwrap.dedent(
     """
     import io, json, resource, struct, sys, time
     import tfrecord_engine as tfe
-    from tfrecord_engine import framing
-    from tfrecord_engine.compression import Compression, make_compressor
+    from tfrecord_engine.records import framing
+    from tfrecord_engine.records.compression import Compression, make_compressor
     from tfrecord_engine.testing.faults import PipeStream
 
     def header(n):

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.index import INDEX_SUFFIX, index_path_for
+from tfrecord_engine.index.sidecar import INDEX_SUFFIX, index_path_for
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.epochs import record_lists
 
 _TMP = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -18,15 +18,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.compression import Compression
-from tfrecord_engine.index import (
+from tfrecord_engine.index.sidecar import (
     DAMAGE_FORMAT_VERSION,
     FORMAT_VERSION,
     VERIFIED_FORMAT_VERSION,
     index_path_for,
 )
-from tfrecord_engine.recovery import DamagePolicy
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.compression import Compression
+from tfrecord_engine.records.recovery import DamagePolicy
 from tfrecord_engine.testing.damage import Damage, damages, record_spans
 from tfrecord_engine.testing.index_damage import damaged_files, write_framed
 

@@ -20,16 +20,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-import tfrecord_engine.index as index_module
-from tfrecord_engine import framing
-from tfrecord_engine.index import (
+import tfrecord_engine.index.sidecar as index_module
+from tfrecord_engine.index.scan import fingerprint
+from tfrecord_engine.index.sidecar import (
     DAMAGE_FORMAT_VERSION,
     FORMAT_VERSION,
     VERIFIED_FORMAT_VERSION,
     index_path_for,
 )
-from tfrecord_engine.recovery import DamagePolicy
-from tfrecord_engine.scan import fingerprint
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.recovery import DamagePolicy
 from tfrecord_engine.testing.damage import Damage, damages, record_spans
 from tfrecord_engine.testing.index_damage import write_framed
 

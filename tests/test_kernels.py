@@ -14,10 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing, kernels, source
+from tfrecord_engine import kernels
+from tfrecord_engine.data import source
 from tfrecord_engine.example import lockstep
 from tfrecord_engine.example.batch import BatchDecoder
 from tfrecord_engine.example.parse import parse_example as parse_exact
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.layouts import LayoutBatch, layout_batches
 from tfrecord_engine.testing.wirebytes import varint
 
@@ -139,7 +141,7 @@ def test_varint_runs_equal_protobuf_and_the_numpy_path(runs: list[bytes], gap: b
     assert n_values[np.repeat(n_ok, n_counts)].tolist() == values.tolist()
     # The kernel's Python source (what numba compiles) reads the same: a check of the
     # source itself, and coverage for lines that compiled code does not report.
-    from tfrecord_engine import _kernels_numba
+    from tfrecord_engine.kernels import _numba as _kernels_numba
 
     py_values = np.empty(values.size + 32 * len(runs), np.int64)
     py_counts, py_ok = np.empty_like(counts), np.empty_like(ok)
@@ -257,7 +259,7 @@ def test_a_kernel_that_fails_its_self_test_is_not_used() -> None:
     def broken(*args):  # type: ignore[no-untyped-def]
         raise RuntimeError("LLVM ERROR: cannot select")
 
-    from tfrecord_engine import _kernels_numba
+    from tfrecord_engine.kernels import _numba as _kernels_numba
 
     good = kernels._load()
     assert good is not None
@@ -348,7 +350,7 @@ def test_walk_records_equals_the_python_walk(
 ) -> None:
     import mmap
 
-    from tfrecord_engine import reader
+    from tfrecord_engine.records import reader
 
     # Framed records then arbitrary bytes (a torn or lying length), from any start.
     blob = framing.frame_many(records) + tail

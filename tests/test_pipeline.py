@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tfrecord_engine import CorruptedRecordError, DataLossError, InvalidArgumentError
-from tfrecord_engine.pipeline import ReadAhead
+from tfrecord_engine.data.pipeline import ReadAhead
 
 
 def _readahead_threads(before: frozenset[threading.Thread] = frozenset()) -> list[threading.Thread]:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine.errors import DataLossError, InvalidArgumentError
-from tfrecord_engine.recovery import DamageReport
+from tfrecord_engine.records.recovery import DamageReport
 from tfrecord_engine.testing.damage import Damage, damages
 from tfrecord_engine.testing.records import compressions, record_lists, write_file
 

@@ -24,11 +24,12 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tests.test_batch_decoder import assert_same
 from tfrecord_bridge.layout import _rows_of_one_array
-from tfrecord_engine import framing, procpool
-from tfrecord_engine.dataset import RecordBatchIterator
+from tfrecord_engine.data import procpool
+from tfrecord_engine.data.dataset import RecordBatchIterator
+from tfrecord_engine.data.procpool import DecodePool
+from tfrecord_engine.data.sampler import IndexBatch, IndexBatchIterator
 from tfrecord_engine.errors import WorkerError
-from tfrecord_engine.procpool import DecodePool
-from tfrecord_engine.sampler import IndexBatch, IndexBatchIterator
+from tfrecord_engine.records import framing
 
 FEATURES: dict[str, Any] = {
     "label": tfe.FixedLenFeature([], "int64"),

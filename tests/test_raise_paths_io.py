@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.dataset import open_records
-from tfrecord_engine.sampler import epoch_order
-from tfrecord_engine.testing.faults import FaultyOps
+from tfrecord_engine.data.dataset import open_records
+from tfrecord_engine.data.sampler import epoch_order
+from tfrecord_engine.records import framing
+from tfrecord_engine.testing.faults import FaultyOps, writer_with_ops
 
 RECORDS = [b"record-%03d" % i * 20 for i in range(300)]
 
@@ -96,7 +96,7 @@ def test_iteration_raises_on_read_time_damage(tmp_path: Path) -> None:
 
 def test_failed_index_write_fails_the_writer(tmp_path: Path) -> None:
     path = tmp_path / "w.tfrecord"
-    w = tfe.TFRecordWriter(str(path), index=True, _ops=FaultyOps("write", 1))
+    w = writer_with_ops(FaultyOps("write", 1), str(path), index=True)
     with pytest.raises(OSError, match="injected failure"):
         w.write_many(RECORDS)
     with pytest.raises(tfe.WriterFailedError):
@@ -155,7 +155,7 @@ def _two_stream_gzip(tmp_path: Path) -> tuple[str, list[bytes]]:
 def test_forward_only_stream_damaged_after_indexing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: bool
 ) -> None:
-    from tfrecord_engine import compressed_source
+    from tfrecord_engine.data import compressed_source
 
     monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 500)
     path, records = _two_stream_gzip(tmp_path)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.records import compressions, record_lists, write_file
 
 _TMP_OK = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])

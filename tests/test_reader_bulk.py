@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import reader
 from tfrecord_engine.errors import DataLossError
+from tfrecord_engine.records import reader
 
 
 def _outcome(path: str) -> tuple[list[bytes], Any]:

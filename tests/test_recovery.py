@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing, recovery
+from tfrecord_engine.records import framing, recovery
 from tfrecord_engine.testing.damage import record_spans
 from tfrecord_engine.testing.records import record_lists
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfrecord_engine import BlockShuffle, InvalidArgumentError, merge_states
-from tfrecord_engine.sampler import IndexBatch, IndexBatchIterator, ShardLayout, epoch_order
+from tfrecord_engine.data.sampler import IndexBatch, IndexBatchIterator, ShardLayout, epoch_order
 from tfrecord_engine.testing.epochs import epoch_args, shuffle_modes
 from tfrecord_engine.testing.resume import assert_resume_exactly_once
 

@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.dataset import RecordBatchIterator
-from tfrecord_engine.recovery import DamagePolicy
+from tfrecord_engine.data.dataset import RecordBatchIterator
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.recovery import DamagePolicy
 from tfrecord_engine.testing.damage import damages
 from tfrecord_engine.testing.epochs import shuffle_modes
-from tfrecord_engine.testing.faults import FaultyOps
+from tfrecord_engine.testing.faults import FaultyOps, writer_with_ops
 from tfrecord_engine.testing.records import payloads
 
 _BATCH = st.lists(payloads(300), max_size=4)
@@ -72,7 +72,7 @@ class FileMachine(RuleBasedStateMachine):
 
     @rule(records=_BATCH, nth=st.integers(1, 3))
     def write_new_but_io_fails(self, records: list[bytes], nth: int) -> None:
-        w = tfe.TFRecordWriter(self.path, self.compression, _ops=FaultyOps("write", nth))
+        w = writer_with_ops(FaultyOps("write", nth), self.path, self.compression)
         try:
             for r in [*records, b"last"]:
                 w.write(r)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.records import COMPRESSION_SPELLINGS
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.fileops import FileOps
-from tfrecord_engine.testing.faults import FaultyOps
-from tfrecord_engine.writer import temp_path_for
+from tfrecord_engine.records import framing
+from tfrecord_engine.storage.fileops import FileOps
+from tfrecord_engine.testing.faults import FaultyOps, writer_with_ops
+from tfrecord_engine.writing.writer import temp_path_for
 
 
 class _Boom(Exception):
@@ -115,7 +115,7 @@ def test_non_atomic_writer_streams_into_the_final_path(tmp_path: Path) -> None:
 def test_write_and_close_after_an_io_error(tmp_path: Path) -> None:
     path = tmp_path / "f.tfrecord"
     ops = FaultyOps("write", 2)
-    w = tfe.TFRecordWriter(path, _ops=ops)
+    w = writer_with_ops(ops, path)
     w.write(b"ok")
     with pytest.raises(OSError, match="injected"):
         w.write(b"fails")
@@ -132,7 +132,7 @@ def test_write_and_close_after_an_io_error(tmp_path: Path) -> None:
 
 def test_close_after_io_error_in_non_atomic_mode_says_incomplete(tmp_path: Path) -> None:
     path = tmp_path / "g.tfrecord"
-    w = tfe.TFRecordWriter(path, "GZIP", atomic=False, _ops=FaultyOps("write", 1))
+    w = writer_with_ops(FaultyOps("write", 1), path, "GZIP", atomic=False)
     with pytest.raises(OSError, match="injected"):
         w.write_many([b"x" * 100_000] * 20)  # enough to make deflate emit bytes
     with pytest.raises(tfe.WriterFailedError, match="incomplete"):
@@ -143,7 +143,7 @@ def test_large_records_take_the_direct_write_path(tmp_path: Path) -> None:
     big = os.urandom(200_000)
     path = tmp_path / "big.tfrecord"
     ops = FaultyOps()
-    with tfe.TFRecordWriter(path, _ops=ops) as w:
+    with writer_with_ops(ops, path) as w:
         w.write(big)
         w.write("text")
     assert ops.calls["write"] == 4  # header, data, footer; then one framed small record
@@ -243,9 +243,7 @@ def test_append_cleanup_when_cutting_fails(tmp_path: Path) -> None:
     path.write_bytes(framing.frame(b"a") + b"torn")
     reports: list[tfe.DamageReport] = []
     with pytest.raises(OSError, match="injected"):
-        tfe.TFRecordWriter(
-            path, append=True, on_damage_report=reports.append, _ops=FaultyOps("truncate")
-        )
+        writer_with_ops(FaultyOps("truncate"), path, append=True, on_damage_report=reports.append)
     assert path.read_bytes() == framing.frame(b"a") + b"torn"
     assert len(reports) == 1
 
@@ -300,7 +298,7 @@ def test_durable_false_skips_fsync_but_publishes_the_same_file(
     for durable in (True, False):
         ops = FaultyOps()
         path = os.fspath(tmp_path / f"{durable}.tfrecord")
-        with tfe.TFRecordWriter(path, atomic=atomic, durable=durable, _ops=ops) as w:
+        with writer_with_ops(ops, path, atomic=atomic, durable=durable) as w:
             w.write_many(records)
         files[durable] = Path(path).read_bytes()
         synced = ops.calls["fsync"] + ops.calls["fsync_dir"]

@@ -7,8 +7,8 @@ epochs. This package never imports TensorFlow.
 
 from __future__ import annotations
 
-from .compression import Compression
-from .dataset import PaddedBatch, RecordDataset
+from .data.dataset import PaddedBatch, RecordDataset
+from .data.sampler import BlockShuffle, merge_states
 from .errors import (
     CorruptedRecordError,
     DamageWarning,
@@ -46,11 +46,11 @@ from .example import (
     parse_single_example,
     parse_single_sequence_example,
 )
-from .index import Index
-from .reader import read_records
-from .recovery import DamageReport
-from .sampler import BlockShuffle, merge_states
-from .writer import TFRecordWriter
+from .index.sidecar import Index
+from .records.compression import Compression
+from .records.reader import read_records
+from .records.recovery import DamageReport
+from .writing.writer import TFRecordWriter
 
 __version__ = "0.1.0"
 

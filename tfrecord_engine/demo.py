@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .dataset import RecordDataset
+from .data.dataset import RecordDataset
 from .errors import DataLossError
 from .example import FixedLenFeature, encode_example
-from .reader import read_records
-from .recovery import DamageReport
-from .writer import TFRecordWriter
+from .records.reader import read_records
+from .records.recovery import DamageReport
+from .writing.writer import TFRecordWriter
 
 
 def _make_records(n: int, rng: np.random.Generator) -> list[bytes]:

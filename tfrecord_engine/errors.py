@@ -44,14 +44,12 @@ Each subclass also inherits the built-in exception that callers already catch, s
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .recovery import DamageReport
 
 __all__ = [
     "CorruptedRecordError",
+    "DamageReport",
     "DamageWarning",
     "DataLossError",
     "ExampleParseError",
@@ -203,13 +201,53 @@ class WriterFailedError(TFRecordError, OSError):
     """
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class DamageReport:
+    """One damaged region a reader stopped at or stepped over.
+
+    Attributes:
+        path: the file, or ``None`` for an anonymous stream.
+        record_index: how many records were returned before the damage, i.e. the index
+            the first unreadable record had (exact for the first damage of a file; after
+            a skip, records lost inside earlier damage are not counted).
+        offset: byte offset where the damage starts (decompressed offset for GZIP/ZLIB).
+        bytes_skipped: bytes not returned from ``offset`` on: up to the next intact
+            record (``"skip"``) or to the end of the file (``"stop"``); ``None`` when
+            unknown (a stream that was not read further).
+        reason: what was wrong, as in the :class:`~tfrecord_engine.DataLossError`
+            ``"raise"`` would have raised.
+    """
+
+    path: str | None
+    record_index: int
+    offset: int
+    bytes_skipped: int | None
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.record_index < 0 or self.offset < 0:
+            raise InvalidArgumentError(
+                f"record_index and offset must be >= 0, got {self.record_index}, {self.offset}"
+            )
+        if self.bytes_skipped is not None and self.bytes_skipped < 0:
+            raise InvalidArgumentError(f"bytes_skipped must be >= 0, got {self.bytes_skipped}")
+
+    def __str__(self) -> str:
+        where = self.path if self.path is not None else "<stream>"
+        lost = "an unknown number of" if self.bytes_skipped is None else str(self.bytes_skipped)
+        return (
+            f"{where}: record {self.record_index} at offset {self.offset}: {self.reason}; "
+            f"{lost} byte(s) not read"
+        )
+
+
 class DamageWarning(TFRecordError, UserWarning):
     """Damage a reader stopped at or stepped over (``on_damage="stop"``/``"skip"``).
 
     Emitted once per damaged region when no ``on_damage_report`` callback is given.
 
     Attributes:
-        report: the :class:`~tfrecord_engine.recovery.DamageReport` describing it.
+        report: the :class:`DamageReport` describing it.
     """
 
     def __init__(self, message: str, report: DamageReport) -> None:

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tfrecord_engine.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
+from tfrecord_engine.data.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
+from tfrecord_engine.data.sampler import Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
-from tfrecord_engine.sampler import Shuffle
 
 from .layout import Layout
 from .source import EpochBatches

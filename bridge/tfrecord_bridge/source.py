@@ -4,7 +4,7 @@
 ``tf.numpy_function``) for every ``(epoch, batch)`` pair. For checkpointing, its answer
 must depend on nothing but those two numbers and the fixed arguments; for speed, it
 must not decode record by record. It keeps one open
-:class:`~tfrecord_engine.dataset.RecordBatchIterator` per recent epoch (a *cursor*):
+:class:`~tfrecord_engine.data.dataset.RecordBatchIterator` per recent epoch (a *cursor*):
 the engine reads, checks and decodes ~4,096 records at a time (on its worker thread
 ahead of the requests when ``readahead > 0``, else on the first request that needs
 them), and the other requests for the cursor's next batches are only hand-overs. A
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from tfrecord_engine.dataset import MASK_KEY, RecordBatchIterator, RecordDataset
+from tfrecord_engine.data.dataset import MASK_KEY, RecordBatchIterator, RecordDataset
+from tfrecord_engine.data.sampler import IndexBatchIterator, ShardLayout, Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
-from tfrecord_engine.sampler import IndexBatchIterator, ShardLayout, Shuffle
 
 __all__ = ["EpochBatches"]
 

@@ -14,7 +14,7 @@ from hypothesis import given
 import tfrecord_engine as tfe
 from tests.cli.helpers import invoke
 from tfrecord_engine.cli.shards import ShardedWriter
-from tfrecord_engine.compression import Compression
+from tfrecord_engine.records.compression import Compression
 from tfrecord_engine.testing.tables import csv_tables
 
 

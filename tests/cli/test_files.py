@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tests.cli.helpers import invoke, mnist_like, write_examples
-from tfrecord_engine import framing
 from tfrecord_engine.cli.common import Progress
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.damage import Damage, damages, record_spans
 from tfrecord_engine.testing.records import record_lists
 

@@ -20,9 +20,10 @@ import pytest
 
 import tfrecord_engine as tfe
 from tests.test_batch_decoder import _outcome, assert_same
-from tfrecord_engine import framing
+from tfrecord_engine.data import sampler
 from tfrecord_engine.example.batch import LOCKSTEP_MIN_BATCH, BatchDecoder
 from tfrecord_engine.example.specs import FeatureSpec
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.examples import FeatureValues, serialize_example, serialize_feature
 from tfrecord_engine.testing.wirebytes import field as _ld
 
@@ -189,9 +190,7 @@ def test_dataset_batches_take_the_same_paths(tmp_path: Any) -> None:
         order = np.concatenate(
             [
                 b.indices
-                for b in tfe.sampler.IndexBatchIterator(
-                    len(records), batch_size, shuffle=True, seed=5
-                )
+                for b in sampler.IndexBatchIterator(len(records), batch_size, shuffle=True, seed=5)
             ]
         )
         want_batches = []

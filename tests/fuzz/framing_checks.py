@@ -22,9 +22,9 @@ import shutil
 import tempfile
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.compression import Compression, make_compressor
-from tfrecord_engine.recovery import DamagePolicy
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.compression import Compression, make_compressor
+from tfrecord_engine.records.recovery import DamagePolicy
 
 __all__ = ["check_one"]
 

@@ -15,7 +15,7 @@ import struct
 import zlib
 
 from tests.fuzz.example_checks import SEPARATOR
-from tfrecord_engine import framing
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.examples import serialize_example, serialize_sequence_example
 
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "framing")

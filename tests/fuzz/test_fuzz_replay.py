@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.fuzz import example_checks
 from tests.fuzz.framing_checks import check_one
 from tests.fuzz.make_corpus import CORPUS, EXAMPLE_CORPUS, example_seeds, seeds
-from tfrecord_engine import framing
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.damage import Damage, damages
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
 from tfrecord_engine.testing.records import record_lists

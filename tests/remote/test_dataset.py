@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine.source import FetcherRecords
+from tfrecord_engine.data.source import FetcherRecords
+from tfrecord_engine.storage import remote
 from tfrecord_engine.testing.http_server import RangeServer
 from tfrecord_engine.testing.records import compressions, record_lists
 from tfrecord_engine.testing.remote import index_batches
@@ -134,7 +135,7 @@ def test_request_counts_of_a_random_batch_and_of_an_epoch(served: Served) -> Non
     batch = np.random.default_rng(1).choice(n, 1024, replace=False)
     expected = [records[i] for i in batch.tolist()]
     counts = {}
-    for label, gap in [("none", None), ("touching", 0), ("default", tfe.remote.DEFAULT_MAX_GAP)]:
+    for label, gap in [("none", None), ("touching", 0), ("default", remote.DEFAULT_MAX_GAP)]:
         ds = tfe.RecordDataset(url, max_gap=gap)
         len(ds)  # load the index first
         server.reset()

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 
 import tfrecord_engine as tfe
-from tfrecord_engine import remote
-from tfrecord_engine.index import index_path_for
+from tfrecord_engine.index.sidecar import index_path_for
+from tfrecord_engine.records import framing
+from tfrecord_engine.storage import remote
 from tfrecord_engine.testing.http_server import RangeServer
 from tfrecord_engine.testing.records import compressions, record_lists, write_file
 
@@ -66,7 +67,7 @@ def test_save_load_round_trip_and_staleness(mem: str) -> None:
     assert idx.save() == index_path_for(url) == f"{url}.tfeidx"
     _same(tfe.Index.load(url), idx)
     # Same size, different content: the fingerprint catches it.
-    _put(url, tfe.framing.frame_many([bytes([i + 1]) * 10 for i in range(100)]))
+    _put(url, framing.frame_many([bytes([i + 1]) * 10 for i in range(100)]))
     with pytest.raises(tfe.StaleIndexError, match="fingerprint"):
         tfe.Index.load(url)
     _put(f"{url}.tfeidx", b"garbage" * 10)
@@ -116,7 +117,7 @@ def test_open_skips_only_read_only_save_errors(mem: str, monkeypatch: pytest.Mon
 
 
 def test_build_reports_damage_like_a_local_build(mem: str, tmp_path: pathlib.Path) -> None:
-    blob = bytearray(tfe.framing.frame_many([b"r" * 30] * 10))
+    blob = bytearray(framing.frame_many([b"r" * 30] * 10))
     blob[3 * 46 + 2] ^= 1  # the length field of record 3
     (tmp_path / "a.tfrecord").write_bytes(bytes(blob))
     _put(f"{mem}/a.tfrecord", bytes(blob))

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine.ranges import coalesce
-from tfrecord_engine.readahead import ReadAheadStream
-from tfrecord_engine.source import FetcherRecords
+from tfrecord_engine.data.source import FetcherRecords
+from tfrecord_engine.storage.ranges import coalesce
+from tfrecord_engine.storage.readahead import ReadAheadStream
 from tfrecord_engine.testing.records import record_lists
 from tfrecord_engine.testing.remote import (
     index_batches,

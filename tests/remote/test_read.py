@@ -13,8 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing, remote
-from tfrecord_engine.readahead import DEFAULT_BLOCK_SIZE
+from tfrecord_engine import index as index_module
+from tfrecord_engine.records import framing
+from tfrecord_engine.storage import remote
+from tfrecord_engine.storage.readahead import DEFAULT_BLOCK_SIZE
 from tfrecord_engine.testing.damage import Damage, damages
 from tfrecord_engine.testing.http_server import RangeServer
 from tfrecord_engine.testing.records import compressions, record_lists, write_file
@@ -125,7 +127,7 @@ def test_file_urls_are_local_paths(tmp_path: pathlib.Path) -> None:
     with tfe.TFRecordWriter(f"file://{path}", index=True) as w:
         w.write_many([b"a", b"bc"])
     assert path.exists()
-    assert pathlib.Path(tfe.index.index_path_for(path)).exists()
+    assert pathlib.Path(index_module.index_path_for(path)).exists()
     assert list(tfe.read_records(f"file://{path}")) == [b"a", b"bc"]
     assert tfe.RecordDataset(f"file://{path}")[1] == b"bc"
     assert not remote.is_url(f"file://{path}")

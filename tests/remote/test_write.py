@@ -8,7 +8,8 @@ from typing import BinaryIO
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine.remote_fileops import RemoteFileOps
+from tfrecord_engine.storage.remote_fileops import RemoteFileOps
+from tfrecord_engine.testing.faults import writer_with_ops
 from tfrecord_engine.testing.http_server import RangeServer
 
 fsspec = pytest.importorskip("fsspec")
@@ -88,7 +89,7 @@ class _FailingOps(RemoteFileOps):
 
 def test_a_failed_remote_write_publishes_nothing(mem: str) -> None:
     url = f"{mem}/a.tfrecord"
-    w = tfe.TFRecordWriter(url, _ops=_FailingOps(url, fail_write=3))
+    w = writer_with_ops(_FailingOps(url, fail_write=3), url)
     w.write(b"1")
     w.write(b"2")
     with pytest.raises(OSError, match="connection reset"):
@@ -102,7 +103,7 @@ def test_a_failed_remote_write_publishes_nothing(mem: str) -> None:
 
 def test_a_failed_move_publishes_nothing(mem: str) -> None:
     url = f"{mem}/a.tfrecord"
-    w = tfe.TFRecordWriter(url, _ops=_FailingOps(url, fail_move=True))
+    w = writer_with_ops(_FailingOps(url, fail_move=True), url)
     w.write_many(RECORDS)
     with pytest.raises(OSError, match="copy failed"):
         w.close()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tests.tf.bridge_helpers import assert_same_batch, epoch_indices, native, write_file
 from tfrecord_bridge import to_tf_dataset
-from tfrecord_engine.procpool import DecodePool
+from tfrecord_engine.data.procpool import DecodePool
 from tfrecord_engine.testing.bridge import BridgeCase, bridge_cases, layouts
 
 # Each example builds two tf.data pipelines (~0.1 s): fewer examples than the profile.

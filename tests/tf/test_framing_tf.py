@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tests.test_golden import STOCK_ZLIB
-from tfrecord_engine import framing
+from tfrecord_engine.records import framing
 from tfrecord_engine.testing.records import compressions, record_lists, write_file
 
 

@@ -36,7 +36,7 @@ def test_random_access_into_tensorflow_files(
     kind: str,
     snapshots: bool,
 ) -> None:
-    from tfrecord_engine import compressed_source
+    from tfrecord_engine.data import compressed_source
 
     if snapshots:  # a "large" file: inflater snapshots instead of one whole decode
         monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 1000)

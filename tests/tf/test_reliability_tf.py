@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine import framing
-from tfrecord_engine.recovery import DamagePolicy
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.recovery import DamagePolicy
 from tfrecord_engine.testing.records import record_lists
 
 

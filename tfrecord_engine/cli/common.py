@@ -17,11 +17,11 @@ from typing import Any, Final, TypeVar
 
 import click
 
-from ..compression import Compression, normalize_compression
-from ..dataset import _expand
-from ..filekind import stream_kind
-from ..index import INDEX_SUFFIX
-from ..recovery import DamageReport
+from ..data.dataset import _expand
+from ..index.sidecar import INDEX_SUFFIX
+from ..records.compression import Compression, normalize_compression
+from ..records.recovery import DamageReport
+from ..storage.filekind import stream_kind
 
 __all__ = [
     "DALI_SUFFIX",

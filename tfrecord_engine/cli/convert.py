@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..compression import normalize_compression
+from ..records.compression import normalize_compression
 from .common import chunked, expand_inputs, progress
 from .shards import ShardedWriter, resolve_shards
 from .sources import open_source

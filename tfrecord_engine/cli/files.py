@@ -6,13 +6,13 @@ import os
 
 import click
 
-from .. import framing
-from ..compression import Compression
 from ..errors import IndexFormatError
-from ..filekind import stream_kind
-from ..index import Index, index_path_for
-from ..reader import read_records
-from ..recovery import DamageReport
+from ..index.sidecar import Index, index_path_for
+from ..records import framing
+from ..records.compression import Compression
+from ..records.reader import read_records
+from ..records.recovery import DamageReport
+from ..storage.filekind import stream_kind
 from .common import (
     DALI_SUFFIX,
     EXIT_DAMAGE,

@@ -6,9 +6,9 @@ import os
 
 import click
 
-from ..reader import read_records
-from ..recovery import DamageReport
-from ..writer import TFRecordWriter
+from ..records.reader import read_records
+from ..records.recovery import DamageReport
+from ..writing.writer import TFRecordWriter
 from .common import (
     BadInput,
     chunked,

@@ -7,9 +7,9 @@ from typing import Final
 
 import click
 
-from ..compression import Compression, normalize_compression
-from ..dataset import RecordDataset
-from ..reader import read_records
+from ..data.dataset import RecordDataset
+from ..records.compression import Compression, normalize_compression
+from ..records.reader import read_records
 from .common import (
     BadInput,
     chunked,

@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Final
 
-from ..compression import Compression
 from ..errors import InvalidArgumentError
-from ..writer import TFRecordWriter
+from ..records.compression import Compression
+from ..writing.writer import TFRecordWriter
 from .common import is_remote
 
 __all__ = ["ShardedWriter", "resolve_shards", "shard_paths"]

@@ -9,20 +9,14 @@ from typing import Any, BinaryIO, Final, TypeVar
 import click
 import numpy as np
 
-from .. import framing
-from ..compression import Compression
-from ..dataset import RecordDataset
+from ..data.dataset import RecordDataset
 from ..errors import IndexFormatError
-from ..filekind import stream_kind
-from ..index import Index
-from ..reader import read_records
-from .common import (
-    BadInput,
-    compression_option,
-    detect_compression,
-    echo_json,
-    expand_inputs,
-)
+from ..index.sidecar import Index
+from ..records import framing
+from ..records.compression import Compression
+from ..records.reader import read_records
+from ..storage.filekind import stream_kind
+from .common import BadInput, compression_option, detect_compression, echo_json, expand_inputs
 from .files import count_records
 from .render import BytesMode, Kind, decode_record, to_json, to_text
 

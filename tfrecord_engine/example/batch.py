@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import TFRecordError
-from ..words import read_rows
+from ..kernels.words import read_rows
 from . import lockstep, raw, template
 from .assemble import assemble
 from .columns import Column, empty_values, from_rows, object_array
@@ -111,7 +111,7 @@ class BatchDecoder:
         #: Leave template-decoded FixedLenFeature string values as ``V<size>`` arrays (the
         #: bytes objects are made later, by whoever receives them: decode workers ship
         #: the rows and the parent makes the objects once). Outputs then hold such
-        #: arrays (``tfrecord_engine.procpool`` converts them).
+        #: arrays (``tfrecord_engine.data.procpool`` converts them).
         self.defer_bytes = False
         self._deferrable = {
             key

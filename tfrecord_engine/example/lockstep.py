@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..words import read_rows, read_words
+from ..kernels.words import read_rows, read_words
 
 __all__ = [
     "EntryTable",

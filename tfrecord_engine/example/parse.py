@@ -27,13 +27,7 @@ from ..errors import ExampleParseError, InvalidArgumentError, MalformedExampleEr
 from . import assemble
 from .columns import Column, from_rows
 from .raw import assemble_raw
-from .records import (
-    KIND_OF,
-    Request,
-    add_request,
-    decode_requests,
-    to_records,
-)
+from .records import KIND_OF, Request, add_request, decode_requests, to_records
 from .specs import (
     FeatureSpec,
     FixedLenFeature,

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..words import read_rows
+from ..kernels.words import read_rows
 from . import lockstep
 from .lockstep import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_NONE
 

@@ -1,5 +1,27 @@
 """Hypothesis strategies and helpers shared by tfrecord-engine's tests (and yours).
 
-Import the submodules directly, e.g. ``from tfrecord_engine.testing import records``.
-Hypothesis is needed only when these modules are imported.
+The kit ships with the package as the ``testing`` extra: ``pip install
+'tfrecord-engine[testing]'`` brings Hypothesis. Import the submodules directly, e.g.
+``from tfrecord_engine.testing import records`` (strategies for payloads and framed
+files), ``examples`` (Examples with their specs), ``damage`` (corruptions), ``faults``
+(file operations that fail on cue), ``resume`` (the exactly-once resume check).
 """
+
+from __future__ import annotations
+
+import importlib.util
+
+from ..errors import MissingDependencyError
+
+
+def _hypothesis_installed() -> bool:
+    try:
+        return importlib.util.find_spec("hypothesis") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+if not _hypothesis_installed():
+    raise MissingDependencyError(
+        "tfrecord_engine.testing needs Hypothesis: pip install 'tfrecord-engine[testing]'"
+    )

@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 from hypothesis import strategies as st
 
-from .. import framing
+from ..records import framing
 
 __all__ = [
     "Damage",

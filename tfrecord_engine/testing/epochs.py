@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ..sampler import BlockShuffle
+from ..data.sampler import BlockShuffle
 
 __all__ = ["epoch_args", "record_lists", "shuffle_modes"]
 

@@ -1,9 +1,11 @@
 """Fault injection for tests: file operations and streams that fail on cue.
 
-- :class:`FaultyOps`: a :class:`~tfrecord_engine.fileops.FileOps` whose Nth call of one
+- :class:`FaultyOps`: a :class:`~tfrecord_engine.storage.fileops.FileOps` whose Nth call of one
   operation (``write``, ``flush``, ``fsync``, ``replace``, ...) raises an ``OSError``.
 - :class:`FlakyStream`: a readable stream that raises ``OSError(EIO)`` once, on its Nth
   read, then behaves (a transient I/O error).
+- :func:`writer_with_ops`: a :class:`~tfrecord_engine.TFRecordWriter` whose file-system
+  calls all go through the given operations (a :class:`FaultyOps`, say).
 - :class:`PipeStream`: a non-seekable stream that hands out at most ``chunk`` bytes per
   read, like a pipe or a socket.
 """
@@ -14,11 +16,12 @@ import collections
 import errno
 import io
 import os
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from ..fileops import FileOps
+from ..storage.fileops import FileOps
+from ..writing.writer import TFRecordWriter, use_file_ops
 
-__all__ = ["OPERATIONS", "FaultyOps", "FlakyStream", "PipeStream"]
+__all__ = ["OPERATIONS", "FaultyOps", "FlakyStream", "PipeStream", "writer_with_ops"]
 
 #: Every operation of :class:`FileOps` a writer may call.
 OPERATIONS = (
@@ -34,6 +37,12 @@ OPERATIONS = (
     "remove",
     "fsync_dir",
 )
+
+
+def writer_with_ops(ops: FileOps, *args: Any, **kwargs: Any) -> TFRecordWriter:
+    """``TFRecordWriter(*args, **kwargs)`` making every file-system call through ``ops``."""
+    with use_file_ops(ops):
+        return TFRecordWriter(*args, **kwargs)
 
 
 class FaultyOps(FileOps):

@@ -132,6 +132,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # Keep-alive connections of a client pool would block a joining close forever.
     block_on_close = False
+    # socketserver listens with a backlog of 5. fsspec opens many connections at once
+    # for a coalesced batch; on a loaded machine the accept queue overflowed, the
+    # dropped handshakes were retried only after TCP's backoff, and a test hung for
+    # minutes (or saw "Connection reset by peer").
+    request_queue_size = 128
 
     def __init__(self, root: str) -> None:
         super().__init__(("127.0.0.1", 0), partial(_Handler, directory=root))

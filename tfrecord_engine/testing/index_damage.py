@@ -7,8 +7,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from .. import framing
-from ..compression import Compression, make_compressor
+from ..records import framing
+from ..records.compression import Compression, make_compressor
 from .damage import damages
 
 __all__ = ["damaged_files", "write_framed"]

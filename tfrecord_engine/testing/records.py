@@ -6,7 +6,7 @@ import os
 
 from hypothesis import strategies as st
 
-from ..writer import TFRecordWriter
+from ..writing.writer import TFRecordWriter
 
 __all__ = ["compressions", "payloads", "record_lists", "write_file"]
 

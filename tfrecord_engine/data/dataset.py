@@ -1,0 +1,647 @@
+"""``RecordDataset``: many TFRecord files as one indexed, randomly accessible sequence.
+
+Indexes are loaded (or built and saved, see :mod:`tfrecord_engine.index.sidecar`) on first
+use. A dataset pickles as its arguments and reopens its files lazily in the new
+process, so it works as a PyTorch map-style dataset or a Grain random-access source
+(``__len__``, ``__getitem__``, ``__getitems__``) without importing either.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import glob
+import importlib
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, BinaryIO, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError
+from ..index.damage import reporter
+from ..index.sidecar import INDEX_SUFFIX, Index
+from ..records import framing
+from ..records.compression import Compression, normalize_compression
+from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
+from ..storage import remote
+from ..storage.remote import DEFAULT_MAX_GAP
+from .compressed_source import CompressedFileRecords
+from .pipeline import ReadAhead
+from .prepare import MASK_KEY, PaddedBatch, Ready, prepare_chunk
+from .procpool import DecodePool, PoolStream, WorkerInit
+from .sampler import IndexBatch, IndexBatchIterator, Shuffle
+from .source import Fetcher, FetcherRecords, LocalFileRecords, LocalFilesGather, RandomAccessSource
+
+__all__ = [
+    "MASK_KEY",
+    "Fetcher",
+    "PaddedBatch",
+    "RandomAccessSource",
+    "RecordBatchIterator",
+    "RecordDataset",
+]
+
+FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
+IntArray = npt.NDArray[np.int64]
+#: Records read, checked and decoded together ahead of the consumer.
+DEFAULT_CHUNK_RECORDS = 4096
+PathArg = str | os.PathLike[str]
+#: Guards every dataset's idle decode pools (epochs may start on several threads).
+_POOLS_LOCK = threading.Lock()
+
+
+def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> FileRecords:
+    """Returns the right random-access reader for an indexed file (local or URL).
+
+    ``max_gap`` applies to uncompressed remote files: records of a batch at most that
+    many bytes apart are fetched in one request (``None``: one request per record).
+    """
+    if remote.is_url(index.data_path):
+        f = remote.RemoteFile(index.data_path)
+        if index.compression is Compression.NONE:
+            return FetcherRecords(
+                index,
+                f.fetch,
+                max_gap=max_gap,
+                max_request=remote.DEFAULT_MAX_REQUEST,
+                fetch_ranges=f.fetch_ranges,
+            )
+        # The read-ahead stream has file semantics (read, close); it is not an io class.
+        return CompressedFileRecords(
+            index, fetch=f.fetch, open_stream=lambda: cast("BinaryIO", f.open_stream())
+        )
+    if index.compression is Compression.NONE:
+        if not os.path.exists(index.data_path):
+            raise FileNotFoundError(index.data_path)
+        return LocalFileRecords(index)
+    return CompressedFileRecords(index)
+
+
+def _example() -> Any:
+    # Imported on first use: Example parsing is only needed with ``features=``, and the
+    # rest of this module must work without it.
+    return importlib.import_module("..example", __package__)
+
+
+def _example_batch() -> Any:
+    return importlib.import_module("..example.batch", __package__)
+
+
+def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
+    items = [paths_or_globs] if isinstance(paths_or_globs, (str, os.PathLike)) else paths_or_globs
+    out: list[str] = []
+    for item in items:
+        p = remote.local_path(os.fspath(item))
+        if glob.has_magic(p):
+            # A pattern like "train-*" must not pick up our own sidecars.
+            matches = remote.glob(p) if remote.is_url(p) else glob.glob(p)
+            found = sorted(q for q in matches if INDEX_SUFFIX not in os.path.basename(q))
+            if not found:
+                raise FileNotFoundError(f"no file matches {p!r}")
+            out += found
+        else:
+            out.append(p)
+    if not out:
+        raise InvalidArgumentError("RecordDataset needs at least one file")
+    return out
+
+
+class RecordDataset:
+    """Indexed TFRecord files with ``len()``, random access and exact epochs.
+
+    Each file's sidecar index is loaded on first use, or built and saved next to the
+    file when it is missing, damaged or stale (see :meth:`Index.open`).
+
+    Args:
+        paths_or_globs: a path or glob, or a sequence of them (globs expand sorted).
+        features: a feature spec mapping (as for ``tfe.parse_example``): records are
+            then returned parsed; ``None`` returns raw ``bytes``.
+        compression: the files' compression (``None``/``""``, ``"GZIP"``, ``"ZLIB"``).
+        verify: check every record's data CRC (in bulk per batch).
+        max_gap: for uncompressed files given as fsspec URLs (``s3://``, ``http://``
+            ...): records of one batch at most this many bytes apart are fetched in
+            one request (see :mod:`tfrecord_engine.storage.remote`); ``None`` fetches every
+            record on its own. Local files ignore it.
+        on_damage: what damage does (see ``docs/reliability.md``). When indexing:
+            ``"raise"`` (default) fails on a damaged file; ``"stop"`` keeps the records
+            before the first damage; ``"skip"`` keeps every intact record. In an epoch
+            (:meth:`batches`, iteration), for a record whose CRC fails when it is read
+            (the file changed after indexing): ``"raise"`` raises at that batch;
+            ``"stop"`` ends the epoch before that batch; ``"skip"`` drops the record
+            from its batch. Random access (``ds[i]``) raises under every policy: a
+            requested record cannot be dropped.
+        on_damage_report: receives every :class:`~tfrecord_engine.DamageReport` (index
+            time and read time); without it each is a
+            :class:`~tfrecord_engine.DamageWarning`. It must pickle for the dataset to
+            reach worker processes.
+
+    Example:
+        >>> import tempfile, os, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+        >>> with tfe.TFRecordWriter(path, index=True) as w:
+        ...     w.write_many([b"r0", b"r1", b"r2"])
+        3
+        >>> ds = tfe.RecordDataset(path)
+        >>> len(ds), ds[-1], ds[[2, 0]]
+        (3, b'r2', [b'r2', b'r0'])
+        >>> [batch for batch in ds.batches(2)]
+        [[b'r0', b'r1'], [b'r2']]
+    """
+
+    def __init__(
+        self,
+        paths_or_globs: PathArg | Sequence[PathArg],
+        features: Mapping[str, Any] | None = None,
+        compression: str | Compression | None = None,
+        *,
+        verify: bool = True,
+        max_gap: int | None = DEFAULT_MAX_GAP,
+        on_damage: DamagePolicy = "raise",
+        on_damage_report: DamageCallback | None = None,
+    ) -> None:
+        if max_gap is not None and max_gap < 0:
+            raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
+        self.paths = _expand(paths_or_globs)
+        self.max_gap = max_gap
+        self.features = features
+        self.compression = normalize_compression(compression)
+        self.verify = verify
+        self.on_damage = normalize_policy(on_damage)
+        self.on_damage_report = on_damage_report
+        self._readers: list[FileRecords] | None = None
+        self._gather: LocalFilesGather | None = None
+        self._starts: IntArray = np.zeros(1, dtype=np.int64)
+        self._decoder: Any = None
+        self._pools: list[DecodePool] = []
+
+    # ---- lazy opening and pickling -----------------------------------------------------
+
+    def _open(self) -> list[FileRecords]:
+        if self._readers is None:
+            self._use(
+                [
+                    Index.open(
+                        p,
+                        self.compression,
+                        on_damage=self.on_damage,
+                        on_damage_report=self.on_damage_report,
+                    )
+                    for p in self.paths
+                ]
+            )
+            assert self._readers is not None
+        return self._readers
+
+    def _use(self, indexes: list[Index]) -> None:
+        """Opens the files through these indexes (a decode worker gets its parent's)."""
+        readers = [open_records(index, max_gap=self.max_gap) for index in indexes]
+        counts = [len(r.index) for r in readers]
+        self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        local = [r for r in readers if isinstance(r, LocalFileRecords)]
+        self._gather = LocalFilesGather(local) if len(local) == len(readers) > 1 else None
+        self._readers = readers
+
+    @property
+    def indexes(self) -> list[Index]:
+        """The index of every file, in file order."""
+        return [r.index for r in self._open()]
+
+    def close(self) -> None:
+        """Releases mapped files and stops decode workers; the dataset reopens on next use."""
+        with _POOLS_LOCK:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            if pool.owner == os.getpid():
+                pool.close()
+        if self._gather is not None:
+            self._gather.close()
+        for r in self._readers or []:
+            r.close()
+        self._readers = None
+        self._gather = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "paths": self.paths,
+            "features": self.features,
+            "compression": self.compression,
+            "verify": self.verify,
+            "max_gap": self.max_gap,
+            "on_damage": self.on_damage,
+            "on_damage_report": self.on_damage_report,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.paths = state["paths"]
+        self.features = state["features"]
+        self.compression = state["compression"]
+        self.verify = state["verify"]
+        self.max_gap = state.get("max_gap", DEFAULT_MAX_GAP)
+        self.on_damage = state.get("on_damage", "raise")
+        self.on_damage_report = state.get("on_damage_report")
+        self._readers = None
+        self._gather = None
+        self._starts = np.zeros(1, dtype=np.int64)
+        self._decoder = None
+        self._pools = []
+
+    def worker_init(self) -> WorkerInit:
+        """What a decode worker needs to open this dataset (see :class:`DecodePool`)."""
+        state = self.__getstate__()
+        del state["on_damage_report"]  # damage found while indexing was reported here
+        return WorkerInit(_open_in_worker, state, self.indexes)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordDataset({len(self.paths)} files, compression={self.compression.value!r}, "
+            f"features={'yes' if self.features is not None else 'no'})"
+        )
+
+    # ---- random access -----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        self._open()
+        return int(self._starts[-1])
+
+    def _normalize(self, indices: IntArray) -> IntArray:
+        n = int(self._starts[-1])
+        if len(indices) == 0 or (indices.min() >= 0 and indices.max() < n):
+            return indices  # the common case: one pass each for min and max
+        bad = (indices < -n) | (indices >= n)
+        if bool(np.any(bad)):
+            raise OutOfRangeError(
+                f"record index {int(indices[np.argmax(bad)])} out of range for a dataset "
+                f"of {n} records"
+            )
+        return np.where(indices < 0, indices + n, indices)
+
+    def read_raw(self, indices: Sequence[int] | IntArray) -> list[bytes]:
+        """Returns the raw records at ``indices`` (global, negatives allowed), in order."""
+        readers = self._open()
+        idx = self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1))
+        if len(readers) == 1:
+            return readers[0].read(idx, self.verify)
+        if len(idx) == 0:
+            return []
+        file_of = np.searchsorted(self._starts, idx, "right") - 1
+        if self._gather is not None:
+            return self._gather.read(idx, file_of, self.verify)
+        # Group the batch by file with one sort (datasets often have ~1,000 shards).
+        order = np.argsort(file_of, kind="stable")
+        files, first = np.unique(file_of[order], return_index=True)
+        out: list[bytes] = [b""] * len(idx)
+        for f, a, b in zip(
+            files.tolist(), first.tolist(), [*first[1:].tolist(), len(idx)], strict=True
+        ):
+            where = order[a:b]
+            got = readers[f].read(idx[where] - self._starts[f], self.verify)
+            for j, rec in zip(where.tolist(), got, strict=True):
+                out[j] = rec
+        return out
+
+    def read_spans(
+        self, indices: Sequence[int] | IntArray
+    ) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray] | None:
+        """The records at ``indices`` as CRC-checked spans of one mapped file, no copies.
+
+        Returns ``(buf, starts, ends)`` (record ``j`` is ``buf[starts[j]:ends[j]]``) when
+        all the records lie in one uncompressed local file, else ``None`` (use
+        :meth:`read_raw`). The buffer stays valid until :meth:`close`.
+        """
+        readers = self._open()
+        idx = self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1))
+        if len(idx) == 0:
+            return None
+        if len(readers) == 1:
+            f = 0
+        else:
+            lo = np.searchsorted(self._starts, idx.min(), "right") - 1
+            hi = np.searchsorted(self._starts, idx.max(), "right") - 1
+            if lo != hi:
+                return None
+            f = int(lo)
+        reader = readers[f]
+        if not isinstance(reader, LocalFileRecords):
+            return None
+        return reader.spans(idx - self._starts[f], self.verify)
+
+    @property
+    def decoder(self) -> Any:
+        """The :class:`~tfrecord_engine.example.batch.BatchDecoder` of ``features``.
+
+        Its ``stats`` count the records decoded and how many took the exact path.
+        """
+        if self.features is None:
+            raise InvalidArgumentError("this dataset has no features to decode")
+        if self._decoder is None:
+            self._decoder = _example_batch().BatchDecoder(self.features)
+        return self._decoder
+
+    def _parse(self, records: list[bytes]) -> dict[str, Any]:
+        return dict(self.decoder.decode_records(records))
+
+    def __getitem__(self, key: int | slice | Sequence[int] | IntArray) -> Any:
+        """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.
+
+        Raises:
+            OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
+        """
+        if isinstance(key, (int, np.integer)):
+            record = self.read_raw([int(key)])[0]
+            if self.features is None:
+                return record
+            return _example().parse_single_example(record, self.features)
+        if isinstance(key, slice):
+            key = np.arange(len(self), dtype=np.int64)[key]
+        records = self.read_raw(key)
+        return records if self.features is None else self._parse(records)
+
+    def read_salvaged(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
+        """Reads ``indices`` one by one: ``None`` and a report for each damaged record.
+
+        The slow path after a batch read failed a CRC check under ``"stop"``/``"skip"``.
+        """
+        got = [self._read_or_report(i) for i in indices.tolist()]
+        reports = [r for r in got if isinstance(r, DamageReport)]
+        return [r if isinstance(r, bytes) else None for r in got], reports
+
+    def _read_or_report(self, i: int) -> bytes | DamageReport:
+        try:
+            return self.read_raw([i])[0]
+        except DataLossError as err:
+            f = int(np.searchsorted(self._starts, i, "right")) - 1
+            length = int(self._open()[f].index.lengths[i - int(self._starts[f])])
+            return DamageReport(
+                err.path, err.record_index, err.offset, length + framing.FRAME_OVERHEAD, err.reason
+            )
+
+    def __iter__(self) -> Iterator[Any]:
+        """Yields every record in file order (read in chunks of 1,024).
+
+        Follows ``on_damage`` for records whose CRC fails (see the class docstring).
+        """
+        n = len(self)
+        for start in range(0, n, 1024):
+            indices = np.arange(start, min(start + 1024, n))
+            try:
+                chunk = self.read_raw(indices)
+            except DataLossError:
+                if self.on_damage == "raise":
+                    raise
+                salvaged, reports = self.read_salvaged(indices)
+                stop = self.on_damage == "stop" and bool(reports)
+                if stop:
+                    salvaged = salvaged[: salvaged.index(None)]
+                    del reports[1:]
+                report = reporter(self.on_damage_report)
+                for r in reports:
+                    report(r)
+                chunk = [r for r in salvaged if r is not None]
+                if stop:
+                    yield from self._one_by_one(chunk)
+                    return
+            yield from self._one_by_one(chunk)
+
+    def _one_by_one(self, chunk: list[bytes]) -> Iterator[Any]:
+        if self.features is None:
+            yield from chunk
+        else:
+            # Per record: sparse and ragged batch outputs do not split by row.
+            parse = _example().parse_single_example
+            yield from (parse(r, self.features) for r in chunk)
+
+    def __getitems__(self, indices: Sequence[int]) -> Any:
+        """Batch access, as PyTorch's and Grain's samplers call it."""
+        return self[list(indices)]
+
+    # ---- epochs ------------------------------------------------------------------------
+
+    def batches(  # noqa: PLR0917 - the public contract takes these positionally
+        self,
+        batch_size: int,
+        shuffle: Shuffle = False,
+        seed: int = 0,
+        epoch: int = 0,
+        shard_index: int = 0,
+        shard_count: int = 1,
+        drop_remainder: bool = False,
+        state: Mapping[str, Any] | None = None,
+        *,
+        pad_remainder: bool = False,
+        readahead: int = 2,
+        workers: int = 0,
+    ) -> RecordBatchIterator:
+        """Iterates one epoch of this shard in batches (see :mod:`tfrecord_engine.data.sampler`).
+
+        Args:
+            batch_size: records per batch.
+            shuffle: ``False``; ``True`` for a uniform permutation of all records of all
+                files; or a :class:`~tfrecord_engine.data.sampler.BlockShuffle`.
+            seed, epoch: the order is a pure function of these, the dataset length and
+                the shard layout.
+            shard_index, shard_count: this worker's share; every record lands in exactly
+                one shard and shard sizes differ by at most one.
+            drop_remainder: drop this shard's last partial batch.
+            state: resume from ``get_state()`` (or ``sampler.merge_states``).
+            pad_remainder: yield full-size batches with a mask, and the same number of
+                batches on every shard: raw batches become :class:`PaddedBatch`, parsed
+                batches get a boolean ``"mask"`` entry. Every record is still counted
+                exactly once (where the mask is True).
+            readahead: chunks of about 4,096 records prepared ahead on a worker thread
+                (read, CRC-checked, decoded); ``0`` prepares each chunk on demand.
+                Output and order are the same whatever the value.
+            workers: decode in this many worker processes instead of the read-ahead
+                thread (parsed datasets: decoding then runs on several cores and the
+                consumer only receives finished arrays; see
+                :mod:`tfrecord_engine.data.procpool`). The processes start on first use
+                (~0.3 s) and are kept for later epochs until :meth:`close`. Output,
+                order, errors and damage reports are the same whatever the value; the
+                files must be readable by other processes (not ``memory://``), and
+                ``decoder.stats`` then counts only this process's decoding.
+                ``readahead`` chunks are queued ahead beyond one per worker.
+
+        Returns:
+            an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
+        """
+        sampler = IndexBatchIterator(
+            len(self),
+            batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            epoch=epoch,
+            shard_index=shard_index,
+            shard_count=shard_count,
+            drop_remainder=drop_remainder,
+            pad_remainder=pad_remainder,
+            state=state,
+        )
+        slow = [
+            r.path
+            for r in self._open()
+            if shuffle and isinstance(r, CompressedFileRecords) and r.sequential_only
+        ]
+        if slow:
+            raise InvalidArgumentError(
+                f"a shuffled epoch needs random access, but {slow[0]} is a large compressed "
+                "file without restart points (not written with TFRecordWriter(..., "
+                "index=True)): read it with shuffle=False, or rewrite it with index=True"
+            )
+        if pad_remainder and self.features is not None and MASK_KEY in self.features:
+            raise InvalidArgumentError(
+                f"pad_remainder adds a {MASK_KEY!r} entry, which is also a feature name"
+            )
+        if readahead < 0:
+            raise InvalidArgumentError(f"readahead must be >= 0, got {readahead}")
+        if workers < 0:
+            raise InvalidArgumentError(f"workers must be >= 0, got {workers}")
+        return RecordBatchIterator(self, sampler, readahead=readahead, workers=workers)
+
+    # ---- decode worker processes -------------------------------------------------------
+
+    def _take_pool(self, workers: int, slots: int) -> DecodePool:
+        """An idle pool of ``workers`` processes with ``slots`` slots, or a new one."""
+        with _POOLS_LOCK:
+            # A forked copy of this dataset must not talk to its parent's workers.
+            self._pools = [p for p in self._pools if p.owner == os.getpid()]
+            for pool in self._pools:
+                if pool.workers == workers and pool.slots == slots:
+                    self._pools.remove(pool)
+                    return pool
+        return DecodePool(self, workers, slots=slots)
+
+    def _return_pool(self, pool: DecodePool) -> None:
+        """Keeps a pool for the next epoch (one per shape), or stops it."""
+        with _POOLS_LOCK:
+            keep = not (
+                pool.broken
+                or self._readers is None
+                or any(p.workers == pool.workers and p.slots == pool.slots for p in self._pools)
+            )
+            if keep:
+                self._pools.append(pool)
+        if not keep:
+            pool.close()
+
+
+class RecordBatchIterator(Iterator[Any]):
+    """Batches of one epoch's shard; ``get_state()`` returns a small plain dict.
+
+    Batches are prepared ahead on a worker thread, a chunk of about ``chunk_records``
+    records at a time (read with one gather, CRC-checked, decoded with one lockstep
+    pass, then sliced into batches). A chunk that holds damage or a parse error is
+    redone batch by batch, so every batch before the bad one is delivered and the error
+    surfaces at the batch that holds it, exactly as without read-ahead. A batch counts
+    as delivered only when returned, so ``get_state()`` never runs ahead of the caller.
+    """
+
+    def __init__(
+        self,
+        dataset: RecordDataset,
+        sampler: IndexBatchIterator,
+        *,
+        chunk_records: int = DEFAULT_CHUNK_RECORDS,
+        readahead: int = 2,
+        workers: int = 0,
+    ) -> None:
+        self._dataset = dataset
+        self.sampler = sampler
+        self._pending: collections.deque[Ready] = collections.deque()
+        per_chunk = max(1, chunk_records // max(1, sampler.batch_size))
+        # An independent cursor over the same (deterministic) batch sequence plans the
+        # chunks; the real sampler advances only as batches are returned.
+        plan = copy.deepcopy(sampler)
+        chunks = _chunks(plan, per_chunk)
+        self._work: Iterator[list[Ready]] | None
+        if workers > 0:
+            pool = dataset._take_pool(workers, workers + max(1, readahead))
+            self._work = PoolStream(pool, chunks, dataset._return_pool)
+        elif readahead > 0:
+            self._work = ReadAhead(chunks, self._prepare, workers=1, depth=readahead)
+        else:
+            self._work = ReadAhead(chunks, self._prepare, workers=0)
+
+    def _prepare(self, batches: list[IndexBatch]) -> list[Ready]:
+        return prepare_chunk(self._dataset, batches)
+
+    def __iter__(self) -> RecordBatchIterator:
+        return self
+
+    def start(self) -> RecordBatchIterator:
+        """Starts preparing batches now (on the read-ahead thread or the worker processes)
+        instead of at the first ``next``, e.g. while the caller sets up the next epoch's
+        loop. Without ``readahead`` or ``workers`` there is nothing to start. Returns
+        ``self``.
+        """
+        if self._work is not None:
+            cast("ReadAhead[Any, Any] | PoolStream", self._work).start()
+        return self
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __next__(self) -> Any:
+        while True:
+            if not self._pending:
+                if self._work is None:
+                    raise StopIteration
+                try:
+                    self._pending.extend(next(self._work))
+                except StopIteration:
+                    self._work = None
+                    raise
+            ready = self._pending[0]
+            if ready.damage:
+                report = reporter(self._dataset.on_damage_report)
+                for d in ready.damage:
+                    report(d)
+            if ready.error is not None:
+                # Not delivered: the state stays at this batch, so a resume retries it
+                # (and reports its damage again).
+                raise ready.error
+            if ready.stop:
+                # "stop": the epoch ends before this batch; the state stays there.
+                self.close()
+                raise StopIteration
+            self._pending.popleft()
+            self.sampler.commit(ready.batch)
+            if ready.output is not None:
+                return ready.output
+
+    def close(self) -> None:
+        """Stops the read-ahead (also done when the epoch ends)."""
+        if self._work is not None:
+            cast("ReadAhead[Any, Any] | PoolStream", self._work).close()
+            self._work = None
+        self._pending.clear()
+
+    def get_state(self) -> dict[str, Any]:
+        """State after the last batch returned; pass it to ``batches(..., state=...)``."""
+        return self.sampler.get_state()
+
+
+def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatch]]:
+    chunk: list[IndexBatch] = []
+    for batch in plan:
+        chunk.append(batch)
+        if len(chunk) == per_chunk:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _open_in_worker(state: dict[str, Any], indexes: list[Index]) -> RecordDataset:
+    """A decode worker's copy of a dataset, opened through its parent's indexes."""
+    ds = RecordDataset.__new__(RecordDataset)
+    ds.__setstate__({**state, "on_damage_report": _ignore_report})
+    ds._use(indexes)
+    if ds.features is not None:
+        ds.decoder.defer_bytes = True
+    return ds
+
+
+def _ignore_report(report: DamageReport) -> None:
+    del report

@@ -1,0 +1,665 @@
+"""The sidecar index of a TFRecord file: where every record starts and how long it is.
+
+An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX` (for a URL,
+``<url>.tfeidx`` on the same storage; see :mod:`tfrecord_engine.storage.remote`). Binary
+layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
+
+    magic        8 bytes   b"TFEIDX\\r\\n"
+    version      uint32    1, 2 or 3 (see below)
+    compression  uint32    0 none, 1 ZLIB, 2 GZIP
+    data_size    uint64    size of the data file in bytes (compressed size for GZIP/ZLIB)
+    fingerprint  uint64    crc32c of sampled windows of the data file (see ``fingerprint``)
+    count        uint64    number of records n
+    restarts     uint64    number of full-flush restart points m (compressed files)
+    offsets      uint64[n] start of each record's header (decompressed stream offset
+                           for GZIP/ZLIB)
+    lengths      uint64[n] data length of each record (framing excluded)
+    restart      uint64[m, 2]  (compressed offset, decompressed offset) of each point
+                           where the deflate stream was fully flushed
+    damage       (version 2 only) the damage list, see :mod:`.index_damage`
+    checksum     uint32    masked crc32c of every byte before it
+
+The version also says whether every record's data CRC was checked when the index was
+built (:attr:`Index.data_verified`):
+
+- 1: a clean index built from the record headers only (a header walk under
+  ``on_damage="raise"``, an imported text index, and every sidecar written before
+  version 3 existed): data CRCs are not known to be good. It serves ``"raise"`` only.
+- 2: an index with a damage list, built under ``on_damage="stop"``/``"skip"`` by a
+  scan that checks every data CRC.
+- 3: the layout of version 1 (clean, no damage list), with every data CRC checked: an
+  index written with the data (``TFRecordWriter(..., index=True)``) or a clean file
+  indexed under ``"stop"``/``"skip"``. It serves every policy.
+
+A stale index (data file appended, truncated or replaced) is caught when it is opened:
+the size and the fingerprint must match and, for uncompressed files, the last record
+must end exactly at the end of the file.
+
+Records span ``[offset, offset + HEADER_SIZE + length + FOOTER_SIZE)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import IndexFormatError, InvalidArgumentError, ReadOnlyStorageError, StaleIndexError
+from ..records import framing
+from ..records.compression import Compression, normalize_compression
+from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
+from ..storage import remote
+from ..storage.filekind import require_regular
+from .damage import decode_damage, encode_damage, reporter, tolerant_scan
+from .scan import (
+    as_u64,
+    check_headers,
+    file_identity,
+    fingerprint,
+    mapped,
+    walk_headers,
+    walk_stream,
+)
+
+__all__ = ["FORMAT_VERSION", "INDEX_SUFFIX", "Index", "index_path_for"]
+
+INDEX_SUFFIX: Final = ".tfeidx"
+FORMAT_VERSION: Final = 1
+#: The version of sidecars that carry a damage list.
+DAMAGE_FORMAT_VERSION: Final = 2
+#: The version of clean sidecars whose every data CRC was checked (layout of version 1).
+VERIFIED_FORMAT_VERSION: Final = 3
+_VERSIONS: Final = (FORMAT_VERSION, DAMAGE_FORMAT_VERSION, VERIFIED_FORMAT_VERSION)
+_MAGIC: Final = b"TFEIDX\r\n"
+_HEAD = struct.Struct("<8sIIQQQQ")
+_CRC = struct.Struct("<I")
+_CODES: Final = {Compression.NONE: 0, Compression.ZLIB: 1, Compression.GZIP: 2}
+_KINDS: Final = {v: k for k, v in _CODES.items()}
+
+U64Array = npt.NDArray[np.uint64]
+PathLike = str | os.PathLike[str]
+
+
+def index_path_for(data_path: PathLike) -> str:
+    """Returns the sidecar index path of a data file.
+
+    >>> index_path_for("train-00000-of-00004.tfrecord")
+    'train-00000-of-00004.tfrecord.tfeidx'
+    """
+    return os.fspath(data_path) + INDEX_SUFFIX
+
+
+class Index:
+    """Record offsets and lengths of one TFRecord file, plus what identifies the file.
+
+    Attributes:
+        data_path: the data file this index describes.
+        compression: the data file's compression.
+        data_size: the data file's size in bytes when indexed.
+        fingerprint: :func:`fingerprint` of the data file when indexed.
+        offsets: ``uint64[n]`` start of each record (decompressed offset if compressed).
+        lengths: ``uint64[n]`` data length of each record.
+        restarts: ``uint64[m, 2]`` full-flush points ``(compressed, decompressed)``
+            offsets; empty for uncompressed files and compressed files we did not write.
+        damage: the damaged regions of the file, as :class:`~tfrecord_engine.DamageReport`
+            (empty for a clean file). Non-empty only for an index built under
+            ``on_damage="stop"``/``"skip"``; such an index holds only intact records.
+        damage_policy: the policy the index was built under (``"raise"`` unless given).
+        data_verified: every record's data CRC was checked when the index was built (by
+            the writer that computed them, or by a ``"stop"``/``"skip"`` scan); always
+            true for an index with damage, which only such a scan produces. A clean
+            index that is not data-verified (a header walk) serves ``"raise"`` only.
+
+    Example:
+        >>> import tempfile, os, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+        >>> with tfe.TFRecordWriter(path) as w:
+        ...     w.write_many([b"ab", b"cde"])
+        2
+        >>> idx = tfe.Index.build(path)
+        >>> len(idx), idx.offsets.tolist(), idx.lengths.tolist()
+        (2, [0, 18], [2, 3])
+    """
+
+    __slots__ = (
+        "compression",
+        "damage",
+        "damage_policy",
+        "data_path",
+        "data_size",
+        "data_verified",
+        "fingerprint",
+        "lengths",
+        "offsets",
+        "restarts",
+    )
+
+    def __init__(
+        self,
+        data_path: PathLike,
+        offsets: object,
+        lengths: object,
+        *,
+        data_size: int,
+        fingerprint: int,
+        compression: str | Compression | None = None,
+        restarts: object = None,
+        damage: Sequence[DamageReport] = (),
+        damage_policy: DamagePolicy = "raise",
+        data_verified: bool = False,
+    ) -> None:
+        self.data_path = os.fspath(data_path)
+        self.damage = tuple(damage)
+        self.damage_policy = normalize_policy(damage_policy)
+        if self.damage and self.damage_policy == "raise":
+            raise InvalidArgumentError(
+                'an index with damage must say how it was built: damage_policy="stop" or "skip"'
+            )
+        # A damage list comes only from a scan that checks every data CRC (and the
+        # sidecar format cannot say otherwise).
+        self.data_verified = bool(data_verified) or bool(self.damage)
+        self.offsets = as_u64(offsets)
+        self.lengths = as_u64(lengths)
+        self.data_size = int(data_size)
+        self.fingerprint = int(fingerprint)
+        self.compression = normalize_compression(compression)
+        self.restarts = as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
+        if self.offsets.shape != self.lengths.shape or self.offsets.ndim != 1:
+            raise InvalidArgumentError(
+                f"offsets and lengths must be 1-D arrays of one length, got "
+                f"{self.offsets.shape} and {self.lengths.shape}"
+            )
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0])
+
+    def __repr__(self) -> str:
+        damage = f", {len(self.damage)} damaged regions" if self.damage else ""
+        return (
+            f"Index({self.data_path!r}, {len(self)} records, "
+            f"compression={self.compression.value!r}, {len(self.restarts)} restart points"
+            f"{damage})"
+        )
+
+    @property
+    def stream_size(self) -> int:
+        """Size of the (decompressed) framed stream the records cover."""
+        if len(self) == 0:
+            return 0
+        end = self.offsets[-1] + self.lengths[-1]
+        return int(end) + framing.HEADER_SIZE + framing.FOOTER_SIZE
+
+    # ---- building ---------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        path: PathLike,
+        compression: str | Compression | None = None,
+        *,
+        on_damage: DamagePolicy = "raise",
+        on_damage_report: DamageCallback | None = None,
+    ) -> Index:
+        """Indexes an existing file.
+
+        Under ``"raise"`` uncompressed files are indexed by walking record headers
+        through ``mmap`` (12 bytes per record; payloads are never read): every length
+        CRC is checked and every length is checked against the bytes that remain; data
+        CRCs are checked when records are read, so the index is not
+        :attr:`data_verified` (its sidecar is version 1 and serves ``"raise"`` only).
+        GZIP/ZLIB files are decompressed once (data CRCs unchecked likewise); the index
+        then has no restart points, so random access decompresses from the start of the
+        file (write with ``TFRecordWriter(..., index=True)`` to get them).
+
+        Under ``"stop"``/``"skip"`` the file is read once as
+        :func:`~tfrecord_engine.read_records` reads it under that policy (every data CRC
+        checked, so the index is :attr:`data_verified`): the index holds exactly the
+        records that reader returns, and :attr:`damage` lists what it reported (each
+        report also goes to ``on_damage_report``, or is emitted as a
+        :class:`~tfrecord_engine.DamageWarning`).
+
+        A URL (see :mod:`tfrecord_engine.storage.remote`) is read once from start to end in
+        large read-ahead blocks (hopping from header to header would cost a request per
+        record); its length CRCs are checked the same way.
+
+        Raises:
+            CorruptedRecordError: a length CRC does not match (``"raise"`` only).
+            TruncatedRecordError: the file ends inside a record (``"raise"`` only).
+            InvalidArgumentError: ``path`` is a pipe, FIFO or device (no random access;
+                read it with :func:`~tfrecord_engine.read_records`).
+
+        Example:
+            >>> import tempfile, os, tfrecord_engine as tfe
+            >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+            >>> with tfe.TFRecordWriter(path) as w:
+            ...     w.write_many([b"ab", b"cde", b"f"])
+            3
+            >>> with open(path, "r+b") as f:  # damage the second record's data
+            ...     _ = f.seek(18 + 12)
+            ...     _ = f.write(b"X")
+            >>> reports = []
+            >>> idx = tfe.Index.build(path, on_damage="skip", on_damage_report=reports.append)
+            >>> idx.offsets.tolist(), [(d.record_index, d.offset) for d in idx.damage]
+            ([0, 37], [(1, 18)])
+            >>> reports == list(idx.damage)
+            True
+        """
+        path = remote.local_path(os.fspath(path))
+        kind = normalize_compression(compression)
+        policy = normalize_policy(on_damage)
+        damage: list[DamageReport] = []
+        if remote.is_url(path):
+            size, fp = file_identity(path)
+            if policy != "raise":
+                offsets, lengths, damage = tolerant_scan(path, kind, policy)
+            else:
+                offsets, lengths = walk_stream(path, kind)
+        else:
+            require_regular(path, "indexing")
+            with mapped(path) as buf:
+                fp = fingerprint(buf)
+                size = len(buf)
+                if policy != "raise":
+                    offsets, lengths, damage = tolerant_scan(path, kind, policy)
+                elif kind is Compression.NONE:
+                    offsets, lengths = walk_headers(buf, path)
+                else:
+                    offsets, lengths = walk_stream(path, kind)
+        idx = cls(
+            path,
+            offsets,
+            lengths,
+            data_size=size,
+            fingerprint=fp,
+            compression=kind,
+            damage=damage,
+            damage_policy=policy,
+            data_verified=policy != "raise",
+        )
+        idx.report_damage(on_damage_report)
+        return idx
+
+    def report_damage(self, on_damage_report: DamageCallback | None = None) -> None:
+        """Passes each of :attr:`damage` to ``on_damage_report`` (default: warnings)."""
+        report = reporter(on_damage_report)
+        for d in self.damage:
+            report(d)
+
+    def for_policy(self, on_damage: DamagePolicy) -> Index | None:
+        """This index as ``on_damage`` sees the file, or ``None`` if it cannot tell.
+
+        A clean :attr:`data_verified` index serves every policy. A clean index built from
+        the headers only (under ``"raise"``) serves only ``"raise"``: a record whose data
+        CRC fails would be counted, and ``"stop"``/``"skip"`` promise that every record
+        counted is delivered. An index with damage serves the policy it was built under;
+        a ``"skip"`` index also serves ``"stop"`` (its records before the first damage).
+        ``"raise"`` is never served from a damaged index, nor ``"skip"`` from a
+        ``"stop"`` index (which does not list the records after the damage).
+        """
+        policy = normalize_policy(on_damage)
+        if not self.damage:
+            return self if self.data_verified or policy == "raise" else None
+        if policy == self.damage_policy:
+            return self
+        if policy == "raise" or self.damage_policy == "stop":
+            return None
+        first = self.damage[0]
+        n = first.record_index
+        # Exactly what a "stop" reader reports: the rest of a plain file, or an unknown
+        # amount of a stream.
+        rest = self.data_size - first.offset if self.compression is Compression.NONE else None
+        return Index(
+            self.data_path,
+            self.offsets[:n],
+            self.lengths[:n],
+            data_size=self.data_size,
+            fingerprint=self.fingerprint,
+            compression=self.compression,
+            restarts=self.restarts,
+            damage=[DamageReport(first.path, n, first.offset, rest, first.reason)],
+            damage_policy="stop",
+            data_verified=self.data_verified,
+        )
+
+    # ---- persistence -------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Serializes the index in the binary sidecar format (see the module docstring).
+
+        The version is 2 with damage, else 3 if :attr:`data_verified`, else 1.
+        """
+        if self.damage:
+            version = DAMAGE_FORMAT_VERSION
+        else:
+            version = VERIFIED_FORMAT_VERSION if self.data_verified else FORMAT_VERSION
+        head = _HEAD.pack(
+            _MAGIC,
+            version,
+            _CODES[self.compression],
+            self.data_size,
+            self.fingerprint,
+            len(self),
+            len(self.restarts),
+        )
+        body = b"".join(
+            (
+                head,
+                self.offsets.astype("<u8").tobytes(),
+                self.lengths.astype("<u8").tobytes(),
+                self.restarts.astype("<u8").tobytes(),
+                encode_damage(self.damage_policy, self.damage) if self.damage else b"",
+            )
+        )
+        return body + _CRC.pack(framing.mask_crc(framing.crc32c(body)))
+
+    def save(self, index_path: PathLike | None = None) -> str:
+        """Writes the sidecar (default ``<data>`` + :data:`INDEX_SUFFIX`) atomically.
+
+        A URL is written with one put, so the object appears whole or not at all.
+
+        Returns:
+            the path written.
+
+        Raises:
+            ReadOnlyStorageError: an HTTP(S) URL.
+        """
+        target = index_path_for(self.data_path) if index_path is None else os.fspath(index_path)
+        if remote.is_url(target):
+            remote.write_bytes(target, self.to_bytes())
+            return target
+        tmp = f"{target}.tmp-{os.getpid()}-{threading.get_ident()}"
+        with open(tmp, "wb") as f:
+            f.write(self.to_bytes())
+        os.replace(tmp, target)
+        return target
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, data_path: PathLike, *, source: str = "<bytes>") -> Index:
+        """Parses a binary index; checks its own checksum, not the data file.
+
+        Raises:
+            IndexFormatError: wrong magic, unknown version, bad size or checksum.
+        """
+        if len(blob) < _HEAD.size + _CRC.size or blob[:8] != _MAGIC:
+            raise IndexFormatError(f"{source}: not a tfrecord-engine index (bad magic)")
+        magic, version, code, data_size, fp, count, nrestarts = _HEAD.unpack_from(blob, 0)
+        del magic
+        if version not in _VERSIONS:
+            raise IndexFormatError(
+                f"{source}: index format version {version} is not supported "
+                f"(this build reads versions {FORMAT_VERSION}, {DAMAGE_FORMAT_VERSION} and "
+                f"{VERIFIED_FORMAT_VERSION})"
+            )
+        # The checksum first: no field is trusted before it matches.
+        (stored,) = _CRC.unpack_from(blob, len(blob) - _CRC.size)
+        if framing.mask_crc(framing.crc32c(blob[: -_CRC.size])) != stored:
+            raise IndexFormatError(f"{source}: damaged index (checksum mismatch)")
+        expected = _HEAD.size + 16 * count + 16 * nrestarts + _CRC.size
+        damaged = version == DAMAGE_FORMAT_VERSION
+        if (len(blob) < expected if damaged else len(blob) != expected) or code not in _KINDS:
+            raise IndexFormatError(
+                f"{source}: damaged index ({len(blob)} bytes, expected {expected} for "
+                f"{count} records)"
+            )
+        arrays = np.frombuffer(
+            blob, dtype="<u8", count=2 * count + 2 * nrestarts, offset=_HEAD.size
+        )
+        policy: DamagePolicy = "raise"
+        damage: tuple[DamageReport, ...] = ()
+        if damaged:
+            policy, damage = decode_damage(
+                blob,
+                expected - _CRC.size,
+                len(blob) - _CRC.size,
+                path=os.fspath(data_path),
+                source=source,
+            )
+        return cls(
+            data_path,
+            arrays[:count],
+            arrays[count : 2 * count],
+            data_size=data_size,
+            fingerprint=fp,
+            compression=_KINDS[code],
+            restarts=arrays[2 * count :],
+            damage=damage,
+            damage_policy=policy,
+            data_verified=version != FORMAT_VERSION,
+        )
+
+    @classmethod
+    def load(
+        cls,
+        data_path: PathLike,
+        index_path: PathLike | None = None,
+        *,
+        on_damage: DamagePolicy = "raise",
+        on_damage_report: DamageCallback | None = None,
+    ) -> Index:
+        """Loads a sidecar index and checks that it still describes ``data_path``.
+
+        A sidecar that lists damage (built under ``"stop"``/``"skip"``) is served only
+        to a policy it answers (see :meth:`for_policy`), and its damage is reported
+        again on every load, as a reader would report it. A clean sidecar built without
+        checking data CRCs (version 1: a header walk under ``"raise"``) serves only
+        ``"raise"``.
+
+        Raises:
+            FileNotFoundError: no index file.
+            IndexFormatError: the index file is damaged or foreign, or does not answer
+                ``on_damage``: it lists damage that ``on_damage`` does not accept
+                (``"raise"``; ``"skip"`` from a sidecar built under ``"stop"``), or its
+                data CRCs were never checked and ``on_damage`` is ``"stop"``/``"skip"``.
+            StaleIndexError: the data file changed since it was indexed.
+            InvalidArgumentError: ``data_path`` is a pipe, FIFO or device.
+        """
+        policy = normalize_policy(on_damage)
+        data_path = remote.local_path(os.fspath(data_path))
+        if not remote.is_url(data_path):
+            # Checked first: validating would open the data file, and a FIFO's open blocks.
+            require_regular(data_path, "loading an index")
+        source = index_path_for(data_path) if index_path is None else os.fspath(index_path)
+        if remote.is_url(source):
+            blob = remote.RemoteFile(source).read_all()
+        else:
+            with open(source, "rb") as f:
+                blob = f.read()
+        idx = cls.from_bytes(blob, data_path, source=source)
+        idx.validate()
+        served = idx.for_policy(policy)
+        if served is None and not idx.damage:
+            raise IndexFormatError(
+                f"{source}: the index of {data_path} was built without checking data CRCs "
+                f'(from the record headers only, e.g. by an on_damage="raise" open) and '
+                f"cannot serve on_damage={policy!r}"
+            )
+        if served is None:
+            first = idx.damage[0]
+            raise IndexFormatError(
+                f"{source}: the index lists {len(idx.damage)} damaged region(s) of "
+                f"{data_path} (first: record {first.record_index} at offset "
+                f"{first.offset}: {first.reason}); it was built with "
+                f"on_damage={idx.damage_policy!r} and cannot serve on_damage={policy!r}"
+            )
+        served.report_damage(on_damage_report)
+        return served
+
+    @classmethod
+    def open(
+        cls,
+        data_path: PathLike,
+        compression: str | Compression | None = None,
+        *,
+        on_damage: DamagePolicy = "raise",
+        on_damage_report: DamageCallback | None = None,
+        rebuild: bool = True,
+        save: bool = True,
+    ) -> Index:
+        """Loads the sidecar index of ``data_path``, or builds it when missing or stale.
+
+        Args:
+            compression: the data file's compression (used when building).
+            on_damage, on_damage_report: the damage policy, as in :meth:`build`. A
+                sidecar is used when it answers the policy (see :meth:`load`); otherwise
+                the file is indexed again under the policy and the sidecar replaced. So
+                the first ``"stop"``/``"skip"`` open after a ``"raise"`` one (whose
+                header walk left data CRCs unchecked) reads the file once, checking
+                every data CRC, and saves a sidecar (version 3; version 2 if it found
+                damage) that later opens use without indexing again, as far as
+                :meth:`for_policy` allows. Either way the damage is reported on every
+                open.
+            rebuild: build a new index when the sidecar is missing, damaged, stale or
+                does not answer ``on_damage``; with ``False`` those raise instead.
+            save: write a newly built index next to the data file (with its damage
+                list, if any). For a local file, skipped when that fails (a read-only
+                dataset directory, a full disk): the sidecar is only a cache, and the
+                index is complete in memory. For a URL, skipped only when the storage
+                is read-only (HTTP(S), or a ``PermissionError``/``NotImplementedError``
+                from the store); any other error of the store is raised.
+
+        Raises:
+            InvalidArgumentError: ``data_path`` is a pipe, FIFO or device: random access
+                needs a regular file.
+
+        Example:
+            >>> import tempfile, os, tfrecord_engine as tfe
+            >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+            >>> with tfe.TFRecordWriter(path) as w:
+            ...     w.write_many([b"ab", b"cde"])
+            2
+            >>> with open(path, "ab") as f:  # a torn tail: half of a third record
+            ...     _ = f.write(tfe.framing.frame(b"gh")[:9])
+            >>> reports = []
+            >>> len(tfe.Index.open(path, on_damage="stop", on_damage_report=reports.append))
+            2
+            >>> len(tfe.Index.open(path, on_damage="stop", on_damage_report=reports.append))
+            2
+            >>> [(r.record_index, r.offset, r.bytes_skipped) for r in reports]
+            [(2, 37, 9), (2, 37, 9)]
+        """
+        kind = normalize_compression(compression)
+        policy = normalize_policy(on_damage)
+        try:
+            idx = cls.load(data_path, on_damage=policy, on_damage_report=on_damage_report)
+        except (FileNotFoundError, IndexFormatError):
+            if not rebuild:
+                raise
+        else:
+            if idx.compression is not kind:
+                raise InvalidArgumentError(
+                    f"{os.fspath(data_path)}: its index says compression "
+                    f"{idx.compression.value!r}, the caller says {kind.value!r}"
+                )
+            return idx
+        idx = cls.build(data_path, kind, on_damage=policy, on_damage_report=on_damage_report)
+        if save:
+            # The sidecar is a cache; the in-memory index is complete without it. Remote
+            # stores are less forgiving to hide errors from: only "read-only" is skipped.
+            skip: tuple[type[BaseException], ...] = (
+                (ReadOnlyStorageError, PermissionError, NotImplementedError)
+                if remote.is_url(idx.data_path)
+                else (OSError,)
+            )
+            with contextlib.suppress(*skip):
+                idx.save()
+        return idx
+
+    def validate(self) -> None:
+        """Checks that the data file is still the one this index describes.
+
+        Raises:
+            StaleIndexError: size, fingerprint or record layout do not match.
+        """
+        size, fp = file_identity(self.data_path)
+        if size != self.data_size:
+            raise StaleIndexError(
+                f"{self.data_path}: index is stale: the file has {size} bytes, the "
+                f"index was built for {self.data_size} (appended or truncated?)"
+            )
+        if fp != self.fingerprint:
+            raise StaleIndexError(
+                f"{self.data_path}: index is stale: the file's content fingerprint "
+                "changed (replaced?)"
+            )
+        # Records, and the damaged regions between and after them, cover the file.
+        end = max([self.stream_size, *(d.offset + (d.bytes_skipped or 0) for d in self.damage)])
+        if self.compression is Compression.NONE and end != size:
+            raise StaleIndexError(
+                f"{self.data_path}: index is foreign: its records end at byte "
+                f"{end}, the file has {size} bytes"
+            )
+
+    # ---- DALI / tfrecord text indexes --------------------------------------------------
+
+    def to_text(self) -> str:
+        """Returns the ``"<offset> <framed size>\\n"`` text index of DALI and ``tfrecord``.
+
+        Raises:
+            InvalidArgumentError: a compressed file (those tools index uncompressed files
+                only) or a file with no records (DALI rejects an empty index).
+        """
+        if self.compression is not Compression.NONE:
+            raise InvalidArgumentError(
+                f"{self.data_path}: text (DALI) indexes describe uncompressed files only"
+            )
+        if len(self) == 0:
+            raise InvalidArgumentError(
+                f"{self.data_path}: no records; DALI rejects an empty index file"
+            )
+        framed = self.lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
+        table = np.stack([self.offsets, framed], axis=1)
+        return "\n".join(f"{o} {s}" for o, s in table.tolist()) + "\n"
+
+    def save_text(self, text_path: PathLike) -> None:
+        """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI)."""
+        if remote.is_url(os.fspath(text_path)):
+            remote.write_bytes(os.fspath(text_path), self.to_text().encode("ascii"))
+            return
+        with open(text_path, "w", encoding="ascii") as f:
+            f.write(self.to_text())
+
+    @classmethod
+    def from_text(cls, text_path: PathLike, data_path: PathLike) -> Index:
+        """Imports a DALI / ``tfrecord`` text index and checks it against the data file.
+
+        Every entry must be a framed record that starts where the previous one ends,
+        whose header announces the same size and has a valid length CRC, and the last
+        must end at the end of the file.
+
+        Raises:
+            IndexFormatError: the text is not ``offset size`` pairs.
+            StaleIndexError: the entries do not describe the data file.
+        """
+        data_path = os.fspath(data_path)
+        with open(text_path, encoding="ascii") as f:
+            tokens = f.read().split()
+        try:
+            table = np.array(tokens, dtype=np.int64).reshape(-1, 2)
+        except ValueError as exc:
+            raise IndexFormatError(
+                f"{os.fspath(text_path)}: not an 'offset size' text index ({exc})"
+            ) from exc
+        offsets, framed = table[:, 0], table[:, 1]
+        overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
+        with mapped(data_path) as buf:
+            size = len(buf)
+            ends = offsets + framed
+            starts_ok = len(offsets) == 0 or (
+                offsets[0] == 0 and bool(np.all(offsets[1:] == ends[:-1]))
+            )
+            last = int(ends[-1]) if len(ends) else 0
+            if not starts_ok or bool(np.any(framed < overhead)) or last != size:
+                raise StaleIndexError(
+                    f"{os.fspath(text_path)}: does not describe {data_path}: entries must "
+                    f"be back-to-back framed records covering all {size} bytes"
+                )
+            lengths = (framed - overhead).astype(np.uint64)
+            check_headers(buf, offsets.astype(np.uint64), lengths, data_path)
+            fp = fingerprint(buf)
+        return cls(data_path, offsets, lengths, data_size=size, fingerprint=fp)

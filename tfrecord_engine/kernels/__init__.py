@@ -1,0 +1,351 @@
+"""Compiled loops for the two per-byte jobs of the read path (optional, with numba).
+
+numpy handles whole arrays well but not byte-level loops whose length varies per
+record. Two such loops dominate a decoded epoch of small records:
+
+- the CRC32C of every record's payload: one ``crc32c`` call per record costs about
+  0.3-0.5 µs of Python-level call overhead (argument parsing and a memoryview slice),
+  whatever the record size, and holds the GIL;
+- the packed varints of int64 lists whose lengths vary from record to record: about a
+  dozen whole-array numpy passes over the bytes, ~40 ns per varint.
+
+When numba is installed (the ``fast`` extra), both run as compiled loops over all the
+spans of a chunk in one call, without the GIL: the CRC with the CPU's CRC32C
+instruction (x86-64 with SSE 4.2; elsewhere the ``crc32c`` package stays in use), the
+varints byte by byte. They return exactly what the numpy paths return (differential
+tests in ``tests/test_kernels.py``); without numba, or with ``TFE_KERNELS=0`` in the
+environment, the numpy paths run.
+
+numba is imported on first use, not with the package, and the compiled code is cached
+on disk (numba's ``cache=True``), so a new process pays the compilation once per
+machine.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "available",
+    "crc32c_spans",
+    "enabled",
+    "frame_records",
+    "match_lengths",
+    "match_words",
+    "varint_runs",
+    "walk_records",
+]
+
+U8 = npt.NDArray[np.uint8]
+I64 = npt.NDArray[np.int64]
+
+#: Spans longer than this go to the ``crc32c`` package, whose three interleaved
+#: streams are about twice as fast per byte as this module's single stream; below it
+#: the saved call overhead wins.
+CRC_MAX_MEAN_SPAN: Final = 16384
+
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {}
+
+
+def enabled() -> bool:
+    """Whether the compiled kernels are used (numba importable, ``TFE_KERNELS`` not 0)."""
+    return os.environ.get("TFE_KERNELS", "1") != "0" and available()
+
+
+def available() -> bool:
+    """Whether numba can be imported (compiles nothing)."""
+    return _load() is not None
+
+
+def _load() -> dict[str, Any] | None:
+    with _LOCK:
+        if "kernels" not in _STATE:
+            _STATE["kernels"] = _compile()
+        kernels: dict[str, Any] | None = _STATE["kernels"]
+        return kernels
+
+
+def _has_crc_instruction() -> bool:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    import llvmlite.binding as llvm  # noqa: PLC0415 - only where numba is installed
+
+    return "+sse4.2" in llvm.get_host_cpu_features().flatten().split(",")
+
+
+def _compile() -> dict[str, Any] | None:
+    try:
+        from . import _numba as compiled  # noqa: PLC0415 - numba on first use only
+    except (ImportError, OSError):
+        # Not installed, or installed but its LLVM library cannot be loaded (seen under
+        # an address-space limit): the numpy paths serve, only slower.
+        return None
+    kernels = {
+        "crc": compiled.crc_spans if _has_crc_instruction() else None,
+        "varints": compiled.varint_runs,
+        "match": compiled.match_words,
+        "lengths": compiled.match_lengths,
+        "walk": compiled.walk_records,
+        "frame": compiled.frame_records,
+    }
+    return kernels if _self_test(kernels, compiled.CompileErrors) else None
+
+
+def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> bool:
+    """Compiles (or loads from the cache) each kernel and checks it on known answers."""
+    probe = np.frombuffer(b"123456789" + b"\xac\x02\x01", np.uint8)
+    try:
+        crc = kernels["crc"]
+        if crc is not None:
+            out = np.zeros(1, np.uint32)
+            base, words = _aligned_words(probe)
+            crc(probe, words, base, np.array([0]), np.array([9]), out)
+            if int(out[0]) != 0xE3069283:  # CRC32C("123456789"), the standard check value
+                return False
+        values, counts, ok = np.zeros(3, np.int64), np.zeros(1, np.int64), np.zeros(1, np.bool_)
+        n = kernels["varints"](probe, np.array([9]), np.array([12]), values, counts, ok)
+        matched = np.zeros(2, np.bool_)
+        kernels["match"](
+            probe,
+            np.array([0, 1]),
+            np.array([8]),
+            np.array([0x0102AC39], np.uint64),  # "9", 0xAC, 0x02, 0x01 at offset 8
+            np.array([0xFFFFFFFF], np.uint64),
+            matched,
+        )
+        # 300 (0xAC 0x02) at offset 9 of record 0, read as 299 + delta 1.
+        lengths_ok = np.ones(1, np.bool_)
+        kernels["lengths"](
+            probe,
+            np.array([0]),
+            np.array([9]),
+            np.array([2]),
+            np.array([299]),
+            np.array([1]),
+            lengths_ok,
+        )
+        walked = np.zeros(4, np.int64)
+        # Two records of 0 and 1 bytes, then a length that does not fit.
+        framed = np.frombuffer(bytes(16) + b"\x01" + bytes(15) + b"\xff" * 20, np.uint8)
+        walk = kernels["walk"](framed, 0, framed.shape[0], 4, 1 << 20, walked)
+        framed_out = np.zeros(17, np.uint8)
+        kernels["frame"](
+            probe,
+            np.array([0]),
+            np.array([1]),
+            np.array([7], np.uint32),
+            np.array([9], np.uint32),
+            framed_out,
+        )
+    except errors:
+        return False
+    if framed_out.tolist() != [1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0x31, 9, 0, 0, 0]:
+        return False
+    if tuple(walk) != (2, 33) or walked[:2].tolist() != [0, 16]:
+        return False
+    return bool(
+        n == 2
+        and values[:2].tolist() == [300, 1]
+        and ok[0]
+        and matched.tolist() == [True, False]
+        and bool(lengths_ok[0])
+    )
+
+
+def _aligned_words(buf: U8) -> tuple[int, npt.NDArray[np.uint64]]:
+    """``(base, words)``: ``words[k]`` is the 8 bytes at ``buf[base + 8 * k]``, aligned."""
+    base = -buf.ctypes.data % 8
+    base = min(base, buf.shape[0])
+    count = (buf.shape[0] - base) // 8
+    words: npt.NDArray[np.uint64] = buf[base : base + 8 * count].view(np.uint64)
+    return base, words
+
+
+def _in_bounds(buf: U8, starts: I64, ends: I64) -> bool:
+    """Whether every span ``[starts[j], ends[j])`` lies inside ``buf``.
+
+    The compiled loops do not check indexes, so the spans are checked here (the numpy
+    paths, which clip or raise as before, take any that are not).
+    """
+    if starts.shape[0] == 0:
+        return True
+    return bool(starts.min() >= 0 and (ends >= starts).all() and int(ends.max()) <= buf.shape[0])
+
+
+def crc32c_spans(buf: U8, starts: I64, ends: I64) -> npt.NDArray[np.uint32] | None:
+    """Unmasked CRC32C of ``buf[starts[j]:ends[j]]`` for every j, or None.
+
+    None means "use the ``crc32c`` package": kernels disabled, no CRC instruction on
+    this CPU, or spans long enough that the package is faster.
+    """
+    if not enabled() or starts.shape[0] == 0:
+        return None
+    kernel: Callable[..., None] | None = _load()["crc"]  # type: ignore[index]
+    if kernel is None:
+        return None
+    buf = np.ascontiguousarray(buf).reshape(-1)
+    if not _in_bounds(buf, starts, ends):
+        return None
+    total = int(ends.sum() - starts.sum())
+    if total > CRC_MAX_MEAN_SPAN * starts.shape[0]:
+        return None
+    base, words = _aligned_words(buf)
+    out = np.empty(starts.shape[0], np.uint32)
+    kernel(
+        buf,
+        words,
+        base,
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(ends, np.int64),
+        out,
+    )
+    return out
+
+
+def varint_runs(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, npt.NDArray[np.bool_]] | None:
+    """Runs of back-to-back varints ``buf[p_start[i]:p_end[i]]`` decoded, or None.
+
+    Returns ``(values, counts, ok)`` as :func:`lockstep.varint_runs` does, except that a
+    run that is not ok (torn last varint, or one over 10 bytes) contributes no values
+    and a count of 0; callers drop not-ok runs' values by their counts either way.
+    None when the kernels are disabled.
+    """
+    if not enabled():
+        return None
+    kernel: Callable[..., int] = _load()["varints"]  # type: ignore[index]
+    buf = np.ascontiguousarray(buf).reshape(-1)
+    if not _in_bounds(buf, p_start, p_end):
+        return None
+    m = p_start.shape[0]
+    total = int(p_end.sum() - p_start.sum()) if m else 0
+    values = np.empty(total, np.int64)
+    counts = np.empty(m, np.int64)
+    ok = np.empty(m, np.bool_)
+    n = kernel(
+        buf,
+        np.ascontiguousarray(p_start, np.int64),
+        np.ascontiguousarray(p_end, np.int64),
+        values,
+        counts,
+        ok,
+    )
+    return values[:n], counts, ok
+
+
+def match_words(
+    buf: U8,
+    base: I64,
+    at: I64,
+    word: npt.NDArray[np.uint64],
+    mask: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.bool_] | None:
+    """Per record j: whether ``read_words(buf, base[j] + at) ^ word & mask`` is all 0.
+
+    What template matching asks of every record (its structural bytes equal the
+    template's), without the ``[m, k]`` gather; None when the kernels are disabled or a
+    position falls before the buffer.
+    """
+    if not enabled() or base.shape[0] == 0 or at.shape[0] == 0:
+        return None
+    if int(base.min()) + int(at.min()) < 0:
+        return None
+    kernel: Callable[..., None] = _load()["match"]  # type: ignore[index]
+    ok = np.empty(base.shape[0], np.bool_)
+    kernel(
+        np.ascontiguousarray(buf).reshape(-1),
+        np.ascontiguousarray(base, np.int64),
+        np.ascontiguousarray(at, np.int64),
+        np.ascontiguousarray(word, np.uint64),
+        np.ascontiguousarray(mask, np.uint64),
+        ok,
+    )
+    return ok
+
+
+def match_lengths(
+    buf: U8,
+    base: I64,
+    ok: npt.NDArray[np.bool_],
+    fields: tuple[tuple[int, int, int], ...],
+    delta: I64,
+) -> bool:
+    """Clears ``ok[j]`` unless every ``(pos, width, value)`` length field of record j
+    reads ``value + delta[j]`` (its ``width`` 7-bit groups at ``base[j] + pos``).
+
+    Returns False (nothing done) when the kernels are disabled or a field would reach
+    outside the buffer: the caller checks with numpy then.
+    """
+    if not enabled() or base.shape[0] == 0 or not fields:
+        return False
+    pos = np.array([f[0] for f in fields], np.int64)
+    width = np.array([f[1] for f in fields], np.int64)
+    value = np.array([f[2] for f in fields], np.int64)
+    if int(base.min()) + int(pos.min()) < 0:
+        return False
+    if int(base.max()) + int((pos + width).max()) > buf.shape[0]:
+        return False
+    kernel: Callable[..., None] = _load()["lengths"]  # type: ignore[index]
+    kernel(
+        np.ascontiguousarray(buf).reshape(-1),
+        np.ascontiguousarray(base, np.int64),
+        pos,
+        width,
+        value,
+        np.ascontiguousarray(delta, np.int64),
+        ok,
+    )
+    return True
+
+
+def walk_records(buf: U8, pos: int, max_records: int, max_bytes: int) -> tuple[I64, int] | None:
+    """Record starts from ``pos`` found by their length fields, and where the walk ended.
+
+    The walk goes on while each record (header, data, footer) fits in ``buf``, for at
+    most ``max_records`` records, none starting past ``pos + max_bytes``; the caller
+    checks the length CRCs. None when the kernels are disabled.
+    """
+    if not enabled() or pos < 0:
+        return None
+    kernel: Callable[..., tuple[int, int]] = _load()["walk"]  # type: ignore[index]
+    starts = np.empty(max_records, np.int64)
+    count, stop = kernel(buf, pos, buf.shape[0], max_records, max_bytes, starts)
+    return starts[:count], int(stop)
+
+
+def frame_records(
+    data: U8,
+    starts: I64,
+    lengths: I64,
+    length_crcs: npt.NDArray[np.uint32],
+    data_crcs: npt.NDArray[np.uint32],
+    *,
+    out: U8,
+) -> bool:
+    """Writes the framed stream of records ``data[starts[j]:starts[j] + lengths[j]]``.
+
+    Headers and footers carry the given masked CRCs; ``out`` must hold exactly
+    ``lengths.sum() + 16 * len(lengths)`` bytes. False (and ``out`` untouched) when the
+    kernels are disabled or a record lies outside ``data``.
+    """
+    if not enabled() or not _in_bounds(data, starts, starts + lengths):
+        return False
+    if out.shape[0] != int(lengths.sum()) + 16 * lengths.shape[0]:
+        raise ValueError(f"frame_records: out holds {out.shape[0]} bytes, not the frames' size")
+    kernel: Callable[..., None] = _load()["frame"]  # type: ignore[index]
+    kernel(
+        data,
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(lengths, np.int64),
+        np.ascontiguousarray(length_crcs, np.uint32),
+        np.ascontiguousarray(data_crcs, np.uint32),
+        out,
+    )
+    return True

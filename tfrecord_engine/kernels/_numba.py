@@ -1,0 +1,248 @@
+# mypy: ignore-errors
+# (numba types these functions itself, from the arrays they are called with; the typed
+# entry points are in kernels/__init__.py.)
+"""The numba-compiled loops behind :mod:`tfrecord_engine.kernels` (imported only there).
+
+Kept apart so that importing the package never imports numba. Nothing compiles at
+import: numba compiles each kernel on its first call, or loads it from its on-disk
+cache (``cache=True``). ``crc_spans`` uses SSE 4.2's CRC32C instruction, so
+:mod:`~tfrecord_engine.kernels` calls it only on CPUs that have it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingDependencyError
+
+try:
+    from llvmlite import ir
+    from numba import njit
+    from numba.core import cgutils, types
+    from numba.core.errors import NumbaError
+    from numba.extending import intrinsic
+except ImportError as exc:
+    raise MissingDependencyError(
+        f"the compiled kernels need numba ({exc}): pip install 'tfrecord-engine[fast]'"
+    ) from exc
+
+__all__ = [
+    "CompileErrors",
+    "crc_spans",
+    "frame_records",
+    "match_lengths",
+    "match_words",
+    "varint_runs",
+    "walk_records",
+]
+
+#: What compiling a kernel can raise (numba's own errors; LLVM's come as RuntimeError).
+CompileErrors = (NumbaError, RuntimeError, OSError)
+
+
+@intrinsic
+def _crc64(typingctx: Any, crc: Any, data: Any) -> Any:
+    """SSE 4.2 ``crc32 r64, r64``: the CRC32C state advanced by 8 little-endian bytes."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(64)])
+        fn = builder.module.declare_intrinsic("llvm.x86.sse42.crc32.64.64", fnty=fnty)
+        return builder.call(fn, args)
+
+    return types.uint64(types.uint64, types.uint64), codegen
+
+
+@intrinsic
+def _crc8(typingctx: Any, crc: Any, data: Any) -> Any:
+    """SSE 4.2 ``crc32 r32, r8``: the CRC32C state advanced by one byte."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), ir.IntType(8)])
+        fn = builder.module.declare_intrinsic("llvm.x86.sse42.crc32.32.8", fnty=fnty)
+        return builder.call(fn, args)
+
+    return types.uint32(types.uint32, types.uint8), codegen
+
+
+@njit(nogil=True, cache=True)
+def crc_spans(buf, words, base, starts, ends, out):  # noqa: PLR0917
+    """``out[j]`` = CRC32C of ``buf[starts[j]:ends[j]]``.
+
+    ``words[k]`` holds ``buf[base + 8k : base + 8k + 8]`` (an aligned uint64 view): the
+    middle of each span goes 8 bytes per instruction, its unaligned head and tail one
+    byte at a time.
+    """
+    for j in range(starts.shape[0]):
+        s = starts[j]
+        e = ends[j]
+        c = np.uint32(0xFFFFFFFF)
+        first = (max(s - base, 0) + 7) // 8
+        last = (e - base) // 8 if e >= base else 0
+        i = s
+        stop = min(e, base + 8 * first)
+        while i < stop:
+            c = _crc8(c, buf[i])
+            i += 1
+        wide = np.uint64(c)
+        k = first
+        while k < last:
+            wide = _crc64(wide, words[k])
+            k += 1
+        c = np.uint32(wide)
+        i = max(i, base + 8 * last)
+        while i < e:
+            c = _crc8(c, buf[i])
+            i += 1
+        out[j] = c ^ np.uint32(0xFFFFFFFF)
+
+
+@njit(nogil=True, cache=True)
+def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
+    """Decodes the runs ``buf[p_start[r]:p_end[r]]``; returns how many values it wrote.
+
+    Protobuf varints: 7-bit groups, low group first, the high bit set on every byte but
+    the last; a 10th byte contributes only bit 63 (the shift drops the rest). A run
+    torn at its end or holding a varint over 10 bytes gets ``ok[r] = False``, count 0
+    and no values.
+    """
+    n = 0
+    for r in range(p_start.shape[0]):
+        i = p_start[r]
+        e = p_end[r]
+        first = n
+        good = True
+        while i < e:
+            value = np.uint64(0)
+            size = 0
+            while True:
+                if i >= e or size == 10:
+                    good = False
+                    break
+                byte = buf[i]
+                i += 1
+                value |= np.uint64(byte & 0x7F) << np.uint64(7 * size)
+                size += 1
+                if byte < 0x80:
+                    break
+            if not good:
+                break
+            values[n] = np.int64(value)
+            n += 1
+        if good:
+            counts[r] = n - first
+            ok[r] = True
+        else:
+            n = first
+            counts[r] = 0
+            ok[r] = False
+    return n
+
+
+@njit(nogil=True, cache=True)
+def match_words(buf, base, at, word, mask, ok):  # noqa: PLR0917
+    """``ok[j]``: for every k, the 8 bytes at ``base[j] + at[k]`` equal ``word[k]``
+    where ``mask[k]`` has bits set (little-endian; bytes past the buffer's end read 0).
+    """
+    n = buf.shape[0]
+    for j in range(base.shape[0]):
+        good = True
+        for k in range(at.shape[0]):
+            p = base[j] + at[k]
+            w = np.uint64(0)
+            for b in range(8):
+                if p + b < n:
+                    w |= np.uint64(buf[p + b]) << np.uint64(8 * b)
+            if (w ^ word[k]) & mask[k] != 0:
+                good = False
+                break
+        ok[j] = good
+
+
+@njit(nogil=True, cache=True)
+def match_lengths(buf, base, pos, width, value, delta, ok):  # noqa: PLR0917
+    """``ok[j]`` &= for every k, the ``width[k]`` 7-bit groups at ``base[j] + pos[k]``
+    read as ``value[k] + delta[j]`` (continuation bits are not looked at, as in
+    ``lockstep.swar_varints``; the template's structural check covers them).
+    """
+    for j in range(base.shape[0]):
+        if not ok[j]:
+            continue
+        for k in range(pos.shape[0]):
+            p = base[j] + pos[k]
+            got = 0
+            for b in range(width[k]):
+                got |= np.int64(buf[p + b] & 0x7F) << (7 * b)
+            if got != value[k] + delta[j]:
+                ok[j] = False
+                break
+
+
+@njit(nogil=True, cache=True)
+def walk_records(buf, pos, size, max_records, max_bytes, starts):  # noqa: PLR0917
+    """Record starts from ``pos`` by their length fields, while each record fits in
+    ``size`` (at most ``max_records``, none starting past ``pos + max_bytes``).
+
+    Returns ``(count, stop)``: how many starts were written and where the walk ended.
+    Length CRCs are not looked at here (the caller checks them in bulk).
+    """
+    stop = min(size - 16, pos + max_bytes)
+    count = 0
+    while count < max_records and pos <= stop:
+        length = np.uint64(0)
+        for b in range(8):
+            length |= np.uint64(buf[pos + b]) << np.uint64(8 * b)
+        if length > np.uint64(size):
+            break  # a lying length: the one-by-one path reports it
+        nxt = pos + np.int64(length) + 16
+        if nxt > size:
+            break
+        starts[count] = pos
+        count += 1
+        pos = nxt
+    return count, pos
+
+
+@intrinsic
+def _copy(typingctx: Any, dst: Any, dst_at: Any, src: Any, src_at: Any, n: Any) -> Any:  # noqa: PLR0917
+    """``memcpy(&dst[dst_at], &src[src_at], n)`` for uint8 arrays; the caller checks bounds.
+
+    numba's own slice assignment copies byte by byte (~0.6 ns a byte); this is LLVM's
+    memcpy.
+    """
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        d = context.make_array(signature.args[0])(context, builder, args[0])
+        s = context.make_array(signature.args[2])(context, builder, args[2])
+        target = builder.gep(d.data, [args[1]])
+        source = builder.gep(s.data, [args[3]])
+        cgutils.raw_memcpy(builder, target, source, args[4], 1)
+        return context.get_dummy_value()
+
+    return types.void(dst, types.int64, src, types.int64, types.int64), codegen
+
+
+@njit(nogil=True, cache=True)
+def frame_records(data, starts, lengths, length_crcs, data_crcs, out):  # noqa: PLR0917
+    """Writes the framed records (header, data, footer) back to back into ``out``.
+
+    Record j is ``data[starts[j] : starts[j] + lengths[j]]``; its header is the 8-byte
+    little-endian length and the masked length CRC ``length_crcs[j]``, its footer the
+    masked data CRC ``data_crcs[j]``.
+    """
+    p = 0
+    for j in range(starts.shape[0]):
+        n = lengths[j]
+        for b in range(8):
+            out[p + b] = (n >> (8 * b)) & 0xFF
+        c = length_crcs[j]
+        for b in range(4):
+            out[p + 8 + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
+        s = starts[j]
+        _copy(out, p + 12, data, s, n)
+        c = data_crcs[j]
+        q = p + 12 + n
+        for b in range(4):
+            out[q + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
+        p = q + 4

@@ -1,0 +1,137 @@
+"""GZIP and ZLIB stream compression with TensorFlow's exact zlib parameters.
+
+TensorFlow compresses a whole TFRecord file as one deflate stream (``deflateInit2`` once
+per writer) with level -1, method DEFLATED, window bits 15 (ZLIB) or 31 (GZIP),
+**memLevel 9** (zlib's own default is 8) and the default strategy. Using the same
+parameters on stock zlib reproduces TensorFlow's files byte for byte; Python's ``gzip``
+module would not (it writes an mtime, XFL and OS byte of its own).
+"""
+
+from __future__ import annotations
+
+import enum
+import zlib
+from typing import BinaryIO, Final
+
+from ..errors import InvalidArgumentError
+
+__all__ = ["Compression", "Decompressor", "make_compressor", "normalize_compression"]
+
+_LEVEL: Final = -1
+_MEM_LEVEL: Final = 9
+_GZIP_WBITS: Final = 31
+_ZLIB_WBITS: Final = 15
+# TensorFlow's ZlibInputStream reads 256 KiB of compressed input at a time.
+READ_CHUNK: Final = 256 << 10
+
+
+class Compression(enum.Enum):
+    """The compression of a TFRecord file."""
+
+    NONE = ""
+    GZIP = "GZIP"
+    ZLIB = "ZLIB"
+
+
+def normalize_compression(compression: str | Compression | None) -> Compression:
+    """Maps ``None``/``""``/``"GZIP"``/``"ZLIB"`` (any case) to a :class:`Compression`.
+
+    >>> normalize_compression("gzip")
+    <Compression.GZIP: 'GZIP'>
+
+    Raises:
+        InvalidArgumentError: any other value (TensorFlow's Python writer rejects these
+            too; its C++ reader would silently read the file uncompressed).
+    """
+    if compression is None:
+        return Compression.NONE
+    if isinstance(compression, Compression):
+        return compression
+    if isinstance(compression, str):
+        try:
+            return Compression(compression.upper())
+        except ValueError:
+            pass
+    raise InvalidArgumentError(
+        f"not a valid compression type: {compression!r} (expected None, '', 'GZIP' or 'ZLIB')"
+    )
+
+
+def _wbits(kind: Compression) -> int:
+    return _GZIP_WBITS if kind is Compression.GZIP else _ZLIB_WBITS
+
+
+def make_compressor(kind: Compression) -> zlib._Compress:
+    """Returns a deflate compressor configured exactly like TensorFlow's writer."""
+    if kind is Compression.NONE:
+        raise InvalidArgumentError("make_compressor needs GZIP or ZLIB")
+    return zlib.compressobj(
+        _LEVEL, zlib.DEFLATED, _wbits(kind), _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY
+    )
+
+
+class DecompressError(Exception):
+    """Raised by :class:`Decompressor` for damaged compressed input (wrapped by the reader)."""
+
+
+class Decompressor:
+    """Incremental reader of a GZIP/ZLIB file's decompressed bytes.
+
+    GZIP: concatenated members are read one after another (records may span members),
+    like TensorFlow. ZLIB: concatenated streams are read too, where TensorFlow silently
+    ignores everything after the first stream; we never drop data.
+
+    ``read(n)`` returns at most ``n`` bytes and ``b""`` only at the end. Memory use is
+    bounded by ``n`` plus one decompressed chunk, whatever a length field claims.
+    """
+
+    def __init__(self, raw: BinaryIO, kind: Compression) -> None:
+        if kind is Compression.NONE:
+            raise InvalidArgumentError("Decompressor needs GZIP or ZLIB")
+        self._raw = raw
+        self._kind = kind
+        self._dec = zlib.decompressobj(_wbits(kind))
+        self._pending = b""  # compressed input not yet fed to the decompressor
+        self._raw_eof = False
+        self._started_member = False  # any input consumed by the current member
+        self.complete = True  # False when the input ended inside a member
+
+    def _next_input(self) -> bytes:
+        if self._pending:
+            data, self._pending = self._pending, b""
+            return data
+        if self._raw_eof:
+            return b""
+        data = self._raw.read(READ_CHUNK)
+        if not data:
+            self._raw_eof = True
+        return data
+
+    def read(self, n: int) -> bytes:
+        """Returns up to ``n`` decompressed bytes (``b""`` at the end of the input).
+
+        Raises:
+            DecompressError: the compressed data is damaged.
+        """
+        while True:
+            if self._dec.eof:
+                rest = self._dec.unused_data
+                self._dec = zlib.decompressobj(_wbits(self._kind))
+                self._started_member = False
+                if rest:
+                    self._pending = rest + self._pending
+            if self._dec.unconsumed_tail:
+                data = self._dec.unconsumed_tail
+            else:
+                data = self._next_input()
+                if not data:
+                    # Input exhausted: anything the member still holds is lost.
+                    self.complete = not self._started_member
+                    return b""
+            self._started_member = True
+            try:
+                out = self._dec.decompress(data, n)
+            except zlib.error as exc:
+                raise DecompressError(f"{self._kind.value} data is damaged: {exc}") from exc
+            if out:
+                return out
