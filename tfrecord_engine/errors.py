@@ -60,6 +60,7 @@ __all__ = [
     "OutOfRangeError",
     "ParseError",
     "ReadOnlyStorageError",
+    "RecordTooLargeError",
     "StaleIndexError",
     "TFRecordError",
     "TruncatedRecordError",
@@ -123,6 +124,14 @@ class CorruptedRecordError(DataLossError):
 
 class TruncatedRecordError(DataLossError):
     """The file ends inside a record, or a length field exceeds the bytes that remain."""
+
+
+class RecordTooLargeError(DataLossError):
+    """A record header announces more bytes than the reader's ``max_record_bytes``.
+
+    Treated as damage (the damage policies apply): a length CRC can be valid on a
+    length that no writer meant, and a limit is how a reader refuses to trust it.
+    """
 
 
 class InvalidArgumentError(TFRecordError, ValueError):

@@ -72,6 +72,11 @@ class _Group(click.Group):
             if err is None:  # pragma: no cover - _translate covers both bases
                 raise
             raise err from exc
+        except MemoryError as exc:
+            raise Failure(
+                "out of memory: a record is larger than the memory available; "
+                "`tfr --max-record-bytes N ...` refuses such records as damage"
+            ) from exc
 
 
 @click.group(cls=_Group, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -85,16 +90,25 @@ class _Group(click.Group):
     default=None,
     help="Colour output [default: on a terminal, unless NO_COLOR is set].",
 )
+@click.option(
+    "--max-record-bytes",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Refuse records announcing more than N data bytes, as damage [default: no limit].",
+)
 @click.version_option(__version__, prog_name="tfr")
 @click.pass_context
-def cli(ctx: click.Context, progress: bool | None, color: bool | None) -> None:
+def cli(
+    ctx: click.Context, progress: bool | None, color: bool | None, max_record_bytes: int | None
+) -> None:
     """Inspect, check and reshape TFRecord files."""
     if color is None and os.environ.get("NO_COLOR"):
         color = False  # https://no-color.org: any non-empty value disables colour
     ctx.color = color
     if progress is None:
         progress = sys.stderr.isatty()
-    ctx.obj = Settings(progress=progress)
+    ctx.obj = Settings(progress=progress, max_record_bytes=max_record_bytes)
 
 
 def _register() -> None:

@@ -79,6 +79,7 @@ class Settings:
     """Options of the ``tfr`` group that every command sees."""
 
     progress: bool
+    max_record_bytes: int | None = None
 
 
 def settings() -> Settings:

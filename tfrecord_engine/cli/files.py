@@ -24,6 +24,7 @@ from .common import (
     expand_inputs,
     is_remote,
     progress,
+    settings,
 )
 
 __all__ = ["COMMANDS", "count_records", "dali_index_path"]
@@ -37,13 +38,17 @@ def count_records(path: str, kind: Compression) -> tuple[int, bool]:
     Without a valid index the file's headers are walked (GZIP/ZLIB: decompressed); no
     index is written. A pipe is read through once (length CRCs checked, as a walk does).
     """
+    limit = settings().max_record_bytes
     if stream_kind(path) is not None:
-        return sum(1 for _ in read_records(path, kind, verify=False)), False
+        records = read_records(path, kind, verify=False, max_record_bytes=limit)
+        return sum(1 for _ in records), False
     try:
-        return len(Index.load(path)), True
+        idx = Index.load(path)
+        if limit is None or len(idx) == 0 or int(idx.lengths.max()) <= limit:
+            return len(idx), True
     except (FileNotFoundError, IndexFormatError):
         pass  # no sidecar, or a stale/damaged one: count from the data itself
-    return len(Index.build(path, kind)), False
+    return len(Index.build(path, kind, max_record_bytes=limit)), False
 
 
 @click.command("count")
@@ -117,7 +122,11 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
             n = 0
             done = 0
             for record in read_records(
-                path, kind, on_damage="skip", on_damage_report=reports.append
+                path,
+                kind,
+                on_damage="skip",
+                on_damage_report=reports.append,
+                max_record_bytes=settings().max_record_bytes,
             ):
                 n += 1
                 if sizes is not None:
@@ -225,7 +234,7 @@ def index_command(
             idx = None if force else _valid_index(path, kind)
             kept = idx is not None and fmt == "tfe" and output is None
             if idx is None:
-                idx = Index.build(path, kind)
+                idx = Index.build(path, kind, max_record_bytes=settings().max_record_bytes)
             if fmt == "dali":
                 target = output or dali_index_path(path)
                 idx.save_text(target)

@@ -20,6 +20,7 @@ from .common import (
     is_remote,
     progress,
     same_file,
+    settings,
 )
 
 __all__ = ["COMMANDS", "repaired_path"]
@@ -93,7 +94,11 @@ def repair_command(
             kept = 0
             with TFRecordWriter(target, kind, index=index) as w:
                 records = read_records(
-                    path, kind, on_damage="skip", on_damage_report=reports.append
+                    path,
+                    kind,
+                    on_damage="skip",
+                    on_damage_report=reports.append,
+                    max_record_bytes=settings().max_record_bytes,
                 )
                 for chunk in chunked(records, 1024):
                     kept += w.write_many(chunk)

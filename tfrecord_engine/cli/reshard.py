@@ -18,6 +18,7 @@ from .common import (
     expand_inputs,
     progress,
     same_file,
+    settings,
 )
 from .convert import shard_options
 from .files import count_records
@@ -31,7 +32,9 @@ _CHUNK: Final = 4096
 
 def _in_order(files: Sequence[str], kinds: Sequence[Compression]) -> Iterator[list[bytes]]:
     for path, kind in zip(files, kinds, strict=True):
-        yield from chunked(read_records(path, kind), _CHUNK)
+        yield from chunked(
+            read_records(path, kind, max_record_bytes=settings().max_record_bytes), _CHUNK
+        )
 
 
 def _shuffled(files: Sequence[str], kind: Compression, seed: int) -> Iterator[list[bytes]]:

@@ -16,7 +16,14 @@ from ..records import framing
 from ..records.compression import Compression
 from ..records.reader import read_records
 from ..storage.filekind import stream_kind
-from .common import BadInput, compression_option, detect_compression, echo_json, expand_inputs
+from .common import (
+    BadInput,
+    compression_option,
+    detect_compression,
+    echo_json,
+    expand_inputs,
+    settings,
+)
 from .files import count_records
 from .render import BytesMode, Kind, decode_record, to_json, to_text
 
@@ -96,7 +103,9 @@ def iter_range(
             return
         n = None if stream else _indexed_count(path, kind)
         if n is None and first > done and not stream:
-            n = len(Index.build(path, kind))  # a header walk; cheaper than reading all
+            n = len(
+                Index.build(path, kind, max_record_bytes=settings().max_record_bytes)
+            )  # a header walk; cheaper than reading all
             if done + n <= first:
                 done += n
                 continue
@@ -108,7 +117,9 @@ def iter_range(
             done += n
             continue
         i = 0
-        for i, record in enumerate(read_records(path, kind), start=1):
+        for i, record in enumerate(
+            read_records(path, kind, max_record_bytes=settings().max_record_bytes), start=1
+        ):
             at = done + i - 1
             if stop is not None and at >= stop:
                 return

@@ -109,6 +109,12 @@ def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     return out
 
 
+def _check_limit(limit: int | None) -> int | None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgumentError(f"max_record_bytes must be an int >= 0 or None, got {limit!r}")
+    return limit
+
+
 class RecordDataset:
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
@@ -133,6 +139,8 @@ class RecordDataset:
             ``"stop"`` ends the epoch before that batch; ``"skip"`` drops the record
             from its batch. Random access (``ds[i]``) raises under every policy: a
             requested record cannot be dropped.
+        max_record_bytes: refuse records announcing more data bytes than this, as
+            damage under ``on_damage`` (see :func:`~tfrecord_engine.read_records`).
         on_damage_report: receives every :class:`~tfrecord_engine.DamageReport` (index
             time and read time); without it each is a
             :class:`~tfrecord_engine.DamageWarning`. It must pickle for the dataset to
@@ -161,6 +169,7 @@ class RecordDataset:
         max_gap: int | None = DEFAULT_MAX_GAP,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
+        max_record_bytes: int | None = None,
     ) -> None:
         if max_gap is not None and max_gap < 0:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
@@ -171,6 +180,7 @@ class RecordDataset:
         self.verify = verify
         self.on_damage = normalize_policy(on_damage)
         self.on_damage_report = on_damage_report
+        self.max_record_bytes = _check_limit(max_record_bytes)
         self._readers: list[FileRecords] | None = None
         self._gather: LocalFilesGather | None = None
         self._starts: IntArray = np.zeros(1, dtype=np.int64)
@@ -183,17 +193,33 @@ class RecordDataset:
         if self._readers is None:
             self._use(
                 [
-                    Index.open(
-                        p,
-                        self.compression,
-                        on_damage=self.on_damage,
-                        on_damage_report=self.on_damage_report,
+                    self._within_limit(
+                        Index.open(
+                            p,
+                            self.compression,
+                            on_damage=self.on_damage,
+                            on_damage_report=self.on_damage_report,
+                        )
                     )
                     for p in self.paths
                 ]
             )
             assert self._readers is not None
         return self._readers
+
+    def _within_limit(self, idx: Index) -> Index:
+        """``idx``, or the file indexed again under the policy when records exceed
+        ``max_record_bytes`` (a sidecar built without the limit still holds them)."""
+        limit = self.max_record_bytes
+        if limit is None or len(idx) == 0 or int(idx.lengths.max()) <= limit:
+            return idx
+        return Index.build(
+            idx.data_path,
+            idx.compression,
+            on_damage=self.on_damage,
+            on_damage_report=self.on_damage_report,
+            max_record_bytes=limit,
+        )
 
     def _use(self, indexes: list[Index]) -> None:
         """Opens the files through these indexes (a decode worker gets its parent's)."""
@@ -232,6 +258,7 @@ class RecordDataset:
             "max_gap": self.max_gap,
             "on_damage": self.on_damage,
             "on_damage_report": self.on_damage_report,
+            "max_record_bytes": self.max_record_bytes,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -242,6 +269,7 @@ class RecordDataset:
         self.max_gap = state.get("max_gap", DEFAULT_MAX_GAP)
         self.on_damage = state.get("on_damage", "raise")
         self.on_damage_report = state.get("on_damage_report")
+        self.max_record_bytes = state.get("max_record_bytes")
         self._readers = None
         self._gather = None
         self._starts = np.zeros(1, dtype=np.int64)
@@ -305,11 +333,11 @@ class RecordDataset:
     def read_spans(
         self, indices: Sequence[int] | IntArray
     ) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray] | None:
-        """The records at ``indices`` as CRC-checked spans of one mapped file, no copies.
+        """The records at ``indices`` as CRC-checked spans of one buffer (one read per run).
 
         Returns ``(buf, starts, ends)`` (record ``j`` is ``buf[starts[j]:ends[j]]``) when
         all the records lie in one uncompressed local file, else ``None`` (use
-        :meth:`read_raw`). The buffer stays valid until :meth:`close`.
+        :meth:`read_raw`). The buffer is read for the call and is the caller's to keep.
         """
         readers = self._open()
         idx = self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1))

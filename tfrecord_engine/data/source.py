@@ -1,4 +1,4 @@
-"""Random access to the records of one indexed file: local ``mmap`` or a byte-range
+"""Random access to the records of one indexed file: local ``pread`` or a byte-range
 fetcher (GZIP/ZLIB files: :mod:`tfrecord_engine.data.compressed_source`).
 
 Every reader takes a batch of record indices *within its file* and returns the records'
@@ -9,7 +9,7 @@ with numpy, one ``crc32c`` call per record is the only per-record work besides s
 from __future__ import annotations
 
 import contextlib
-import mmap
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -45,6 +45,8 @@ U8 = npt.NDArray[np.uint8]
 _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
 _FOOTER_AT = np.arange(_F, dtype=np.int64)
+# Average record size from which a batch is read record by record (see _read_big).
+_BIG_RECORD = 16 << 10
 
 
 @runtime_checkable
@@ -80,47 +82,126 @@ def verify_batch(
         )
 
 
+def _stale(index: Index, local: IntArray | None, detail: str) -> StaleIndexError:
+    """The error for a file that no longer matches its index, at the record asked for."""
+    first = int(local[0]) if local is not None and len(local) else 0
+    offset = int(index.offsets[first]) if first < len(index) else index.data_size
+    return StaleIndexError(
+        f"{index.data_path}: record {first} at offset {offset}: {detail} "
+        "(changed while in use? cut or rewritten by another job)"
+    )
+
+
+def _short(index: Index, local: IntArray, got: int, want: int, at: int) -> StaleIndexError:
+    return _stale(
+        index,
+        local,
+        f"read {got} of {want} bytes at offset {at}: the file is shorter than the "
+        f"{index.data_size} bytes it had when indexed",
+    )
+
+
 class LocalFileRecords:
-    """Records of one uncompressed local file, read through ``mmap`` (opened lazily)."""
+    """Records of one uncompressed local file, read with ``pread`` (opened lazily).
+
+    Reads, not ``mmap``: touching a page of a map past the end of its file kills the
+    process with SIGBUS, and a file can be cut under a reader at any moment (another job
+    regenerating data, a copy replaced in place, NFS). A read that comes back short
+    raises :class:`StaleIndexError` naming the record instead. A batch costs one read
+    per run of records that lie back to back (a sequential chunk is one read) and the
+    copy out of the page cache, which a map's page faults cost too (see
+    docs/reliability.md for the measured difference).
+    """
 
     def __init__(self, index: Index) -> None:
         self.index = index
         self.path = index.data_path
-        self._map: mmap.mmap | None = None
-        self._raw: npt.NDArray[np.uint8] | None = None
+        self._fd: int | None = None
         self._lock = threading.Lock()  # loader threads may open the file together
         # Payload spans as int64, computed once: a batch then costs two gathers.
         self._start = index.offsets.astype(np.int64) + _H
         self._end = self._start + index.lengths.astype(np.int64)
 
-    def _open(self) -> tuple[mmap.mmap, npt.NDArray[np.uint8]]:
-        with self._lock:
-            return self._open_locked()
+    def fileno(self, local: IntArray | None = None) -> int:
+        """The open file's descriptor (opened on first use, when its size is checked;
+        ``local``, the records about to be read, locates the error if it changed)."""
+        fd = self._fd
+        if fd is None:
+            with self._lock:
+                fd = self._fd
+                if fd is None:
+                    fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                    size = os.fstat(fd).st_size
+                    if size != self.index.data_size:
+                        os.close(fd)
+                        raise _stale(
+                            self.index,
+                            local,
+                            f"the file has {size} bytes, it had {self.index.data_size} "
+                            "when indexed",
+                        )
+                    self._fd = fd
+        return fd
 
-    def _open_locked(self) -> tuple[mmap.mmap, npt.NDArray[np.uint8]]:
-        if self._map is None or self._raw is None:
-            with open(self.path, "rb") as f:
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            self._raw = np.frombuffer(self._map, dtype=np.uint8)
-            if len(self._map) != self.index.data_size:
-                size = len(self._map)
-                self.close()
-                raise StaleIndexError(
-                    f"{self.path}: the file has {size} bytes, it had {self.index.data_size} "
-                    "when indexed (changed while in use?)"
-                )
-        return self._map, self._raw
+    def _framed(self, local: IntArray) -> tuple[bytes, IntArray, IntArray]:
+        """One buffer with each record's data and footer: ``(buf, starts, ends)`` of the
+        data within ``buf`` (its footer follows at ``ends``)."""
+        fd = self.fileno(local)
+        starts = self._start[local]
+        ends = self._end[local]
+        if len(local) == 1:
+            a = int(starts[0])
+            want = int(ends[0]) + _F - a
+            buf = os.pread(fd, want, a)
+            if len(buf) != want:
+                raise _short(self.index, local, len(buf), want, a)
+            return buf, np.zeros(1, np.int64), np.array([want - _F], np.int64)
+        # Runs of records that lie back to back, in the batch's order: one read each.
+        cut = np.flatnonzero(starts[1:] != ends[:-1] + (_F + _H)) + 1
+        run_start = starts[np.concatenate([[0], cut])].tolist()
+        run_end = (ends[np.concatenate([cut - 1, [len(local) - 1]])] + _F).tolist()
+        chunks = []
+        for a, b in zip(run_start, run_end, strict=True):
+            chunk = os.pread(fd, b - a, a)
+            if len(chunk) != b - a:
+                raise _short(self.index, local, len(chunk), b - a, a)
+            chunks.append(chunk)
+        if len(chunks) == 1:
+            base = starts[0]
+            return chunks[0], starts - base, ends - base
+        # Record j's data sits at its offset within its run, shifted by the runs before.
+        sizes = np.asarray(run_end, np.int64) - np.asarray(run_start, np.int64)
+        shift = np.concatenate([[0], np.cumsum(sizes)[:-1]]) - np.asarray(run_start, np.int64)
+        run_of = np.zeros(len(local), np.int64)
+        run_of[cut] = 1
+        run_of = np.cumsum(run_of)
+        rel = shift[run_of]
+        return b"".join(chunks), starts + rel, ends + rel
 
     def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records ``local`` (indices within this file), CRC-checked."""
         if len(local) == 0:
-            return []  # also spares mapping an empty file, which mmap refuses
-        buf, raw = self._open()
-        ends = self._end[local]
-        records = [
-            buf[a:b] for a, b in zip(self._start[local].tolist(), ends.tolist(), strict=True)
-        ]
+            return []
+        if len(local) > 1 and int(self.index.lengths[local].mean()) >= _BIG_RECORD:
+            return self._read_big(local, verify)
+        buf, starts, ends = self._framed(local)
+        if len(local) == 1:
+            record = buf[: int(ends[0])]
+            if verify:
+                stored = np.frombuffer(buf, "<u4", 1, int(ends[0]))
+                if framing.mask_crc(_crc32c.crc32c(record)) != int(stored[0]):
+                    verify_batch(
+                        [record],
+                        stored,
+                        path=self.path,
+                        local=local,
+                        offsets=self.index.offsets[local],
+                    )
+            return [record]
+        end_list = ends.tolist()
+        records = [buf[a:b] for a, b in zip(starts.tolist(), end_list, strict=True)]
         if verify:
+            raw = np.frombuffer(buf, np.uint8)
             stored = raw[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
             crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
             if not np.array_equal(framing.mask_crc_array(crcs), stored):
@@ -129,18 +210,38 @@ class LocalFileRecords:
                 )
         return records
 
+    def _read_big(self, local: IntArray, verify: bool) -> list[bytes]:
+        # Large records: each read straight into its own bytes (one copy, where slicing
+        # a joined buffer would make two); the footers take a small read each.
+        fd = self.fileno(local)
+        pread = os.pread
+        starts = self._start[local].tolist()
+        ends = self._end[local].tolist()
+        records = [pread(fd, b - a, a) for a, b in zip(starts, ends, strict=True)]
+        footers = [pread(fd, _F, b) for b in ends]
+        for j, (r, f) in enumerate(zip(records, footers, strict=True)):
+            if len(r) != ends[j] - starts[j] or len(f) != _F:
+                raise _short(self.index, local[j:], len(r), ends[j] - starts[j], starts[j])
+        if verify:
+            stored = np.frombuffer(b"".join(footers), "<u4")
+            crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
+            if not np.array_equal(framing.mask_crc_array(crcs), stored):
+                verify_batch(
+                    records, stored, path=self.path, local=local, offsets=self.index.offsets[local]
+                )
+        return records
+
     def spans(self, local: IntArray, verify: bool = True) -> tuple[U8, IntArray, IntArray]:
-        """The records ``local`` as spans of the mapped file, CRC-checked, without copies.
+        """The records ``local`` as spans of one buffer read for them, CRC-checked.
 
         Returns:
-            ``(buf, starts, ends)``: record ``j`` is ``buf[starts[j]:ends[j]]``, where
-            ``buf`` is the whole file as ``uint8`` (valid until :meth:`close`).
+            ``(buf, starts, ends)``: record ``j`` is ``buf[starts[j]:ends[j]]``
+            (``buf`` is ``uint8``, read-only, and the caller's to keep).
         """
         if len(local) == 0:
             return np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        _, raw = self._open()
-        starts = self._start[local]
-        ends = self._end[local]
+        data, starts, ends = self._framed(local)
+        raw = np.frombuffer(data, np.uint8)
         if verify:
             stored = raw[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
             if not np.array_equal(crc_spans(raw, starts, ends), stored):
@@ -148,14 +249,13 @@ class LocalFileRecords:
         return raw, starts, ends
 
     def close(self) -> None:
-        self._raw = None  # the numpy view pins the mapping; drop it first
-        if self._map is not None:
-            mapping, self._map = self._map, None
-            # Arrays viewing the file may still be alive (held by the caller, or by the
-            # traceback of an error raised through ``close``): then the mapping is
-            # released when the last of them goes.
-            with contextlib.suppress(BufferError):
-                mapping.close()
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            self.close()
 
 
 class LocalFilesGather:
@@ -163,8 +263,8 @@ class LocalFilesGather:
 
     Datasets often come as ~1,000 shards, so a random batch touches hundreds of files
     with one or two records each: grouping by file would pay numpy's per-call overhead
-    per file. Here record spans live in dataset-wide arrays and each record is sliced
-    straight from its file's map.
+    per file. Here record spans live in dataset-wide arrays and each record is read
+    straight from its file (one ``pread`` of its data and footer).
     """
 
     def __init__(self, readers: Sequence[LocalFileRecords]) -> None:
@@ -174,28 +274,35 @@ class LocalFilesGather:
         )
         self._start = np.concatenate([r._start for r in readers]).astype(np.int64)
         self._end = np.concatenate([r._end for r in readers]).astype(np.int64)
-        self._maps: list[mmap.mmap | None] = [None] * len(self._readers)
-        self._missing = len(self._readers)  # files not mapped yet
+        self._fds: list[int | None] = [None] * len(self._readers)
+        self._missing = len(self._readers)  # files not opened yet
 
     def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records at dataset-wide indices ``idx`` (files ``file_of``)."""
         if self._missing:
             for f in np.unique(file_of).tolist():
-                if self._maps[f] is None and len(self._readers[f].index):
-                    self._maps[f] = self._readers[f]._open()[0]
+                if self._fds[f] is None and len(self._readers[f].index):
+                    first = idx[np.argmax(file_of == f)] - self._first[f]
+                    self._fds[f] = self._readers[f].fileno(np.array([first]))
             self._missing = sum(
-                m is None and len(r.index) > 0
-                for m, r in zip(self._maps, self._readers, strict=True)
+                fd is None and len(r.index) > 0
+                for fd, r in zip(self._fds, self._readers, strict=True)
             )
-        # Every file a record of this batch lives in is mapped now.
-        maps = cast("list[mmap.mmap]", self._maps)
+        # Every file a record of this batch lives in is open now.
+        fds = cast("list[int]", self._fds)
         files = file_of.tolist()
-        ends = self._end[idx].tolist()
         starts = self._start[idx].tolist()
-        records = [maps[f][a:b] for f, a, b in zip(files, starts, ends, strict=True)]
+        ends = self._end[idx].tolist()
+        pread = os.pread
+        framed = [pread(fds[f], b + _F - a, a) for f, a, b in zip(files, starts, ends, strict=True)]
+        records = [c[:-_F] for c in framed]
+        for j, (c, a, b) in enumerate(zip(framed, starts, ends, strict=True)):
+            if len(c) != b + _F - a:
+                f = files[j]
+                local = idx[j : j + 1] - self._first[f]
+                raise _short(self._readers[f].index, local, len(c), b + _F - a, a)
         if verify and records:
-            footers = b"".join([maps[f][e : e + _F] for f, e in zip(files, ends, strict=True)])
-            stored = np.frombuffer(footers, dtype="<u4")
+            stored = np.frombuffer(b"".join([c[-_F:] for c in framed]), dtype="<u4")
             crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
             bad = np.flatnonzero(framing.mask_crc_array(crcs) != stored)
             if len(bad):
@@ -206,8 +313,8 @@ class LocalFilesGather:
         return records
 
     def close(self) -> None:
-        """Forgets the maps (their readers own and close them)."""
-        self._maps = [None] * len(self._readers)
+        """Forgets the descriptors (their readers own and close them)."""
+        self._fds = [None] * len(self._readers)
         self._missing = len(self._readers)
 
 

@@ -57,7 +57,7 @@ def reporter(callback: DamageCallback | None) -> DamageCallback:
 
 
 def tolerant_scan(
-    path: str, kind: Compression, policy: DamagePolicy
+    path: str, kind: Compression, policy: DamagePolicy, max_record_bytes: int | None = None
 ) -> tuple[U64Array, U64Array, list[DamageReport]]:
     """Indexes a file under ``"stop"``/``"skip"``: ``(offsets, lengths, damage)``.
 
@@ -69,7 +69,14 @@ def tolerant_scan(
     lengths: list[int] = []
     pos = 0
     seen = 0
-    for record in read_records(path, kind, on_damage=policy, on_damage_report=reports.append):
+    records = read_records(
+        path,
+        kind,
+        on_damage=policy,
+        on_damage_report=reports.append,
+        max_record_bytes=max_record_bytes,
+    )
+    for record in records:
         if len(reports) > seen:
             # Reports arrive before the record that follows the damage.
             last = reports[-1]

@@ -31,6 +31,7 @@ __all__ = [
     "fingerprint_of",
     "fingerprint_ranges",
     "mapped",
+    "refuse_larger",
     "walk_headers",
     "walk_stream",
 ]
@@ -216,9 +217,30 @@ def check_headers(
     return as_u64(stored_len)
 
 
-def walk_stream(path: str, kind: Compression) -> tuple[U64Array, U64Array]:
+def refuse_larger(
+    buf: bytes | mmap.mmap, offsets: U64Array, lengths: U64Array, path: str, limit: int
+) -> None:
+    """Raises :class:`RecordTooLargeError` for the first record longer than ``limit``."""
+    big = np.flatnonzero(lengths > np.uint64(limit))
+    if len(big):
+        i = int(big[0])
+        pos = int(offsets[i])
+        framing.parse_header(
+            buf[pos : pos + framing.HEADER_SIZE],
+            remaining=None,
+            path=path,
+            record_index=i,
+            offset=pos,
+            max_length=limit,
+        )
+
+
+def walk_stream(
+    path: str, kind: Compression, max_record_bytes: int | None = None
+) -> tuple[U64Array, U64Array]:
     """Indexes a compressed file by decompressing it once (payloads are skipped over)."""
-    lengths = np.fromiter((len(r) for r in read_records(path, kind, verify=False)), dtype=np.uint64)
+    records = read_records(path, kind, verify=False, max_record_bytes=max_record_bytes)
+    lengths = np.fromiter((len(r) for r in records), dtype=np.uint64)
     framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
     offsets = np.concatenate([[0], np.cumsum(framed)[:-1]]).astype(np.uint64)
     return offsets[: len(lengths)], lengths

@@ -63,6 +63,7 @@ from .scan import (
     file_identity,
     fingerprint,
     mapped,
+    refuse_larger,
     walk_headers,
     walk_stream,
 )
@@ -205,6 +206,7 @@ class Index:
         *,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
+        max_record_bytes: int | None = None,
     ) -> Index:
         """Indexes an existing file.
 
@@ -228,9 +230,15 @@ class Index:
         large read-ahead blocks (hopping from header to header would cost a request per
         record); its length CRCs are checked the same way.
 
+        ``max_record_bytes`` refuses records announcing more data bytes than that, as
+        damage (as :func:`~tfrecord_engine.read_records` does): under ``"skip"`` they are
+        left out of the index and reported.
+
         Raises:
             CorruptedRecordError: a length CRC does not match (``"raise"`` only).
             TruncatedRecordError: the file ends inside a record (``"raise"`` only).
+            RecordTooLargeError: a record exceeds ``max_record_bytes`` (``"raise"``
+                only).
             InvalidArgumentError: ``path`` is a pipe, FIFO or device (no random access;
                 read it with :func:`~tfrecord_engine.read_records`).
 
@@ -257,20 +265,22 @@ class Index:
         if remote.is_url(path):
             size, fp = file_identity(path)
             if policy != "raise":
-                offsets, lengths, damage = tolerant_scan(path, kind, policy)
+                offsets, lengths, damage = tolerant_scan(path, kind, policy, max_record_bytes)
             else:
-                offsets, lengths = walk_stream(path, kind)
+                offsets, lengths = walk_stream(path, kind, max_record_bytes)
         else:
             require_regular(path, "indexing")
             with mapped(path) as buf:
                 fp = fingerprint(buf)
                 size = len(buf)
                 if policy != "raise":
-                    offsets, lengths, damage = tolerant_scan(path, kind, policy)
+                    offsets, lengths, damage = tolerant_scan(path, kind, policy, max_record_bytes)
                 elif kind is Compression.NONE:
                     offsets, lengths = walk_headers(buf, path)
+                    if max_record_bytes is not None:
+                        refuse_larger(buf, offsets, lengths, path, max_record_bytes)
                 else:
-                    offsets, lengths = walk_stream(path, kind)
+                    offsets, lengths = walk_stream(path, kind, max_record_bytes)
         idx = cls(
             path,
             offsets,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import zlib
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, NamedTuple
 
 from ..errors import InvalidArgumentError
 
@@ -74,6 +74,15 @@ class DecompressError(Exception):
     """Raised by :class:`Decompressor` for damaged compressed input (wrapped by the reader)."""
 
 
+class _Snapshot(NamedTuple):
+    raw_pos: int
+    dec: zlib._Decompress
+    pending: bytes
+    raw_eof: bool
+    started_member: bool
+    complete: bool
+
+
 class Decompressor:
     """Incremental reader of a GZIP/ZLIB file's decompressed bytes.
 
@@ -106,6 +115,30 @@ class Decompressor:
         if not data:
             self._raw_eof = True
         return data
+
+    def snapshot(self) -> _Snapshot | None:
+        """The reader's state, to :meth:`restore` after reading ahead; ``None`` when the
+        underlying file cannot seek back (a pipe or socket)."""
+        seekable = getattr(self._raw, "seekable", None)
+        if seekable is None or not seekable():
+            return None
+        return _Snapshot(
+            self._raw.tell(),
+            self._dec.copy(),
+            self._pending,
+            self._raw_eof,
+            self._started_member,
+            self.complete,
+        )
+
+    def restore(self, snap: _Snapshot) -> None:
+        """Returns to the state of :meth:`snapshot` (the file is seeked back)."""
+        self._raw.seek(snap.raw_pos)
+        self._dec = snap.dec
+        self._pending = snap.pending
+        self._raw_eof = snap.raw_eof
+        self._started_member = snap.started_member
+        self.complete = snap.complete
 
     def read(self, n: int) -> bytes:
         """Returns up to ``n`` decompressed bytes (``b""`` at the end of the input).

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..errors import CorruptedRecordError, TruncatedRecordError
+from ..errors import CorruptedRecordError, RecordTooLargeError, TruncatedRecordError
 
 __all__ = [
     "FOOTER_SIZE",
@@ -264,6 +264,7 @@ def parse_header(
     path: str | None,
     record_index: int,
     offset: int,
+    max_length: int | None = None,
 ) -> int:
     """Validates a 12-byte record header and returns the data length it announces.
 
@@ -273,10 +274,12 @@ def parse_header(
             compressed stream); a length that cannot fit is rejected *before* anything
             is allocated for it.
         path, record_index, offset: where the header sits, for error messages.
+        max_length: the largest data length accepted (a reader's ``max_record_bytes``).
 
     Raises:
         TruncatedRecordError: fewer than 12 bytes, or a length larger than ``remaining``.
         CorruptedRecordError: the length CRC does not match.
+        RecordTooLargeError: the length exceeds ``max_length``.
     """
     if len(header) < HEADER_SIZE:
         raise TruncatedRecordError(
@@ -297,6 +300,13 @@ def parse_header(
     if length >= _U64_MAX - FOOTER_SIZE:
         raise CorruptedRecordError(
             f"record size too large ({length} bytes)",
+            path=path,
+            record_index=record_index,
+            offset=offset,
+        )
+    if max_length is not None and length > max_length:
+        raise RecordTooLargeError(
+            f"header announces {length} data bytes, more than max_record_bytes={max_length}",
             path=path,
             record_index=record_index,
             offset=offset,

@@ -17,7 +17,12 @@ from typing import BinaryIO
 
 import crc32c as _crc32c
 
-from ..errors import CorruptedRecordError, DataLossError, TruncatedRecordError
+from ..errors import (
+    CorruptedRecordError,
+    DataLossError,
+    RecordTooLargeError,
+    TruncatedRecordError,
+)
 from . import framing
 from .compression import Compression, DecompressError, Decompressor
 from .recovery import (
@@ -38,14 +43,32 @@ _FOOTER = struct.Struct("<I")
 _STREAM_CHUNK = 1 << 20
 # Look-ahead window (bytes) when resynchronizing a stream.
 _RESYNC_WINDOW = 1 << 20
+# A compressed record claiming more than this is first checked to be all there by
+# decompressing ahead without keeping the bytes (then reading again from a snapshot), so
+# a lying length over a decompression bomb costs time, linear, never memory.
+_PROBE_ABOVE = 64 << 20
 _DEFLATE_STOP = "; a damaged deflate stream cannot be resynchronized, so reading stops here"
 
 
 def read_stream_path(
-    path: str, kind: Compression, verify: bool, policy: DamagePolicy, report: DamageCallback
+    path: str,
+    kind: Compression,
+    verify: bool,
+    policy: DamagePolicy,
+    report: DamageCallback,
+    *,
+    max_record_bytes: int | None = None,
 ) -> Iterator[bytes]:
     with open(path, "rb") as f:
-        yield from read_stream(f, kind, verify=verify, path=path, policy=policy, report=report)
+        yield from read_stream(
+            f,
+            kind,
+            verify=verify,
+            path=path,
+            policy=policy,
+            report=report,
+            max_record_bytes=max_record_bytes,
+        )
 
 
 class _ByteStream:
@@ -96,6 +119,45 @@ class _ByteStream:
         self._pos += n
         return n
 
+    def holds(self, n: int) -> int | None:
+        """How many of the next ``n`` bytes exist, found without keeping them.
+
+        Decompresses ahead, counting, then returns to where it was: memory stays flat
+        whatever ``n`` is. ``None`` when that cannot be known without reading them for
+        good (an uncompressed stream, whose bytes are real, or a compressed one over a
+        pipe, which cannot seek back).
+        """
+        have = len(self._buf) - self._pos
+        if have >= n or self._eof:
+            return min(have, n)
+        if self._dec is None:
+            return None
+        snap = self._dec.snapshot()
+        if snap is None:
+            return None
+        try:
+            while have < n:
+                chunk = self._dec.read(_STREAM_CHUNK)
+                if not chunk:
+                    break
+                have += len(chunk)
+        except DecompressError:
+            return None  # reading for good meets the damage and reports it
+        finally:
+            self._dec.restore(snap)
+        return min(have, n)
+
+    def skip(self, n: int) -> int:
+        """Consumes up to ``n`` bytes, reading and dropping them; returns how many."""
+        done = self.discard(n)
+        while done < n and not self._eof:
+            chunk = self._read_some()
+            take = min(len(chunk), n - done)
+            done += take
+            if take < len(chunk):
+                self._buf, self._pos = chunk, take
+        return done
+
     @property
     def complete(self) -> bool:
         return self._dec is None or self._dec.complete
@@ -132,6 +194,7 @@ def read_stream(
     path: str | None,
     policy: DamagePolicy,
     report: DamageCallback,
+    max_record_bytes: int | None = None,
 ) -> Iterator[bytes]:
     stream = _ByteStream(raw, kind)
     offset = 0
@@ -143,6 +206,8 @@ def read_stream(
     crc = _crc32c.crc32c
     delta = framing.MASK_DELTA
     max_length = 2**64 - 1 - framing.FOOTER_SIZE
+    if max_record_bytes is not None:
+        max_length = min(max_length, max_record_bytes + 1)
     try:
         while True:
             # Fast path: an intact record already in the buffer, checked inline. Anything
@@ -175,13 +240,21 @@ def read_stream(
             skip_first = 1
             try:
                 length = framing.parse_header(
-                    header, remaining=None, path=path, record_index=index, offset=offset
+                    header,
+                    remaining=None,
+                    path=path,
+                    record_index=index,
+                    offset=offset,
+                    max_length=max_record_bytes,
                 )
-                record = stream.peek(length + overhead)
-                if len(record) < length + overhead:
+                need = length + overhead
+                there = stream.holds(need) if need > _PROBE_ABOVE else None
+                record = stream.peek(need) if there is None or there == need else b""
+                if len(record) < need:
+                    got = (there if there is not None else len(record)) - header_size
                     raise TruncatedRecordError(
                         f"truncated record: header announces {length} data bytes (+4 CRC "
-                        f"bytes) but the stream ends after {len(record) - header_size}",
+                        f"bytes) but the stream ends after {got}",
                         path=path,
                         record_index=index,
                         offset=offset,
@@ -202,6 +275,15 @@ def read_stream(
                 if policy == "stop":
                     report(DamageReport(path, index, offset, None, err.reason))
                     return
+                if isinstance(err, RecordTooLargeError):
+                    # Its header is intact: step over the whole record, reading it away.
+                    claimed = _HEADER.unpack_from(header)[0] + overhead
+                    skipped = stream.skip(claimed)
+                    report(DamageReport(path, index, offset, skipped, err.reason))
+                    offset += skipped
+                    if skipped < claimed:
+                        break
+                    continue
                 skipped, found = _resync(stream, skip_first)
                 report(DamageReport(path, index, offset, skipped, err.reason))
                 offset += skipped
