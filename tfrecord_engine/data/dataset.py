@@ -3,7 +3,8 @@
 Indexes are loaded (or built and saved, see :mod:`tfrecord_engine.index.sidecar`) on first
 use. A dataset pickles as its arguments and reopens its files lazily in the new
 process, so it works as a PyTorch map-style dataset or a Grain random-access source
-(``__len__``, ``__getitem__``, ``__getitems__``) without importing either.
+(``__len__``, ``__getitem__``, ``__getitems__``) without importing either:
+``__getitems__`` returns a list of per-record samples (see :mod:`.samples`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .pipeline import ReadAhead
 from .prepare import MASK_KEY, PaddedBatch, Ready, prepare_chunk
 from .procpool import DecodePool, PoolStream, WorkerInit
 from .sampler import IndexBatch, IndexBatchIterator, Shuffle
+from .samples import sample_of, samples_of
 from .source import Fetcher, FetcherRecords, LocalFileRecords, LocalFilesGather, RandomAccessSource
 
 __all__ = [
@@ -343,8 +345,41 @@ class RecordDataset:
     def _parse(self, records: list[bytes]) -> dict[str, Any]:
         return dict(self.decoder.decode_records(records))
 
+    def _sample(self, record: bytes) -> dict[str, Any]:
+        assert self.features is not None
+        return sample_of(self.features, _example().parse_single_example(record, self.features))
+
+    def _samples(self, indices: IntArray) -> list[dict[str, Any]]:
+        """One sample per record, cut from one batch decode (no per-record parsing)."""
+        assert self.features is not None
+        if len(indices) == 0:
+            return []
+        spans = self.read_spans(indices)
+        if spans is None:
+            records: list[bytes] | None = self.read_raw(indices)
+            spans = _example_batch().join_records(records)
+        else:
+            records = None
+        buf, starts, ends = spans
+        decoder = self.decoder
+        columns = decoder.columns(buf, starts, ends)
+        if columns is None:
+            # The batch holds an error: the exact path raises it (index within the batch).
+            if records is None:
+                records = self.read_raw(indices)
+            decoder.decode_exact(records)
+            return [self._sample(r) for r in records]  # not reached while exact agrees
+        n = len(indices)
+        return samples_of(self.features, decoder.assemble(columns, 0, n), columns, n)
+
     def __getitem__(self, key: int | slice | Sequence[int] | IntArray) -> Any:
         """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.
+
+        With ``features``, one record is a *sample* (see :mod:`tfrecord_engine.data.samples`):
+        a dict of numpy values and ``bytes`` that PyTorch's ``default_collate`` batches
+        (a scalar string is ``bytes``, a number a numpy scalar, a ``VarLenFeature`` a 1-D
+        array), the same as ``ds.__getitems__([i])[0]``. A batch (list, slice or array
+        of indices) is a dict of columns exactly as ``tfe.parse_example`` returns it.
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
@@ -353,7 +388,7 @@ class RecordDataset:
             record = self.read_raw([int(key)])[0]
             if self.features is None:
                 return record
-            return _example().parse_single_example(record, self.features)
+            return self._sample(record)
         if isinstance(key, slice):
             key = np.arange(len(self), dtype=np.int64)[key]
         records = self.read_raw(key)
@@ -409,13 +444,27 @@ class RecordDataset:
         if self.features is None:
             yield from chunk
         else:
-            # Per record: sparse and ragged batch outputs do not split by row.
-            parse = _example().parse_single_example
-            yield from (parse(r, self.features) for r in chunk)
+            # Per record, so an error surfaces at its record, after the ones before it.
+            yield from (self._sample(r) for r in chunk)
 
-    def __getitems__(self, indices: Sequence[int]) -> Any:
-        """Batch access, as PyTorch's and Grain's samplers call it."""
-        return self[list(indices)]
+    def __getitems__(self, indices: Sequence[int] | IntArray) -> list[Any]:
+        """The records at ``indices`` as a list, one item per record (PyTorch's contract).
+
+        ``torch.utils.data.DataLoader`` calls this with each batch of sampler indices and
+        hands the list straight to ``collate_fn``; ``Subset`` and ``random_split``
+        forward to it. Raw datasets give ``bytes``; with ``features`` each item is a
+        sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
+        kinds, :func:`tfrecord_engine.collate` every kind). The samples are cut from one
+        batch decode, as fast as ``ds[indices]``, which returns the columnar batch dict.
+
+        Raises:
+            OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
+        """
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if self.features is None:
+            return self.read_raw(idx)
+        self._open()
+        return self._samples(self._normalize(idx))
 
     # ---- epochs ------------------------------------------------------------------------
 
