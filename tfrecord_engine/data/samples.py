@@ -63,13 +63,12 @@ def samples_of(
         columns: the decoded columns of the same records (for sequence lengths).
         n: the number of records.
     """
-    if not features:
-        return [{} for _ in range(n)]
-    per_key = {
-        name: _split(spec, batch[name], columns.get(name), n) for name, spec in features.items()
-    }
-    names = list(per_key)
-    return [dict(zip(names, row, strict=True)) for row in zip(*per_key.values(), strict=True)]
+    out: list[Sample] = [{} for _ in range(n)]
+    for name, spec in features.items():
+        # Filled a key at a time: about half the cost of a dict(zip(...)) per record.
+        for sample, value in zip(out, _split(spec, batch[name], columns.get(name), n), strict=True):
+            sample[name] = value
+    return out
 
 
 def sample_of(features: Mapping[str, FeatureSpec], parsed: Mapping[str, Any]) -> Sample:
