@@ -45,9 +45,9 @@ venv: $(STAMP_DEV)
 demo: $(STAMP_BASE)
 	$(PY) -m tfrecord_engine.demo --out demo-out
 
-# The whole suite, TensorFlow differential and PyTorch tests included (they must not be skipped).
+# The whole suite, TensorFlow differential, PyTorch, Grain and JAX tests included (they must not be skipped).
 test: $(STAMP_TEST)
-	TFE_REQUIRE_TF=1 TFE_REQUIRE_TORCH=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest \
+	TFE_REQUIRE_TF=1 TFE_REQUIRE_FRAMEWORKS=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest \
 		--cov=tfrecord_engine --cov-branch --cov-report=term-missing:skip-covered
 
 test-fast: $(STAMP_TEST)

@@ -200,3 +200,40 @@ def test_collate_pad_keeps_every_value(rows: list[list[int]]) -> None:
         assert out.tolist() == rows
     else:
         assert out.tolist() == [r + [99] * (width - len(r)) for r in rows]
+
+
+def test_repr_identifies_the_files(tmp_path: Any) -> None:
+    paths = [str(tmp_path / f"p{i}.tfrecord") for i in range(2)]
+    for i, path in enumerate(paths):
+        with tfe.TFRecordWriter(path, index=True) as w:
+            w.write_many([b"r%d-%d" % (i, j) for j in range(5)])
+    first = repr(tfe.RecordDataset(paths))
+    assert first == repr(tfe.RecordDataset(list(paths)))
+    assert first.startswith("RecordDataset(2 files, id=")
+    assert repr(tfe.RecordDataset(paths[:1])) != first
+    assert repr(tfe.RecordDataset(paths[::-1])) != first
+    with tfe.TFRecordWriter(paths[1], index=True) as w:  # same size, new content
+        w.write_many([b"r9-%d" % j for j in range(5)])
+    assert repr(tfe.RecordDataset(paths)) != first
+
+
+def test_grain_batched_hook_is_getitems(every_kind: tuple[tfe.RecordDataset, list[bytes]]) -> None:
+    ds, _ = every_kind
+    assert all(
+        same(a, b) for a, b in zip(ds._getitems([5, 2]), ds.__getitems__([5, 2]), strict=True)
+    )
+
+
+def test_batches_can_drop_string_features(
+    every_kind: tuple[tfe.RecordDataset, list[bytes]],
+) -> None:
+    ds, _ = every_kind
+    kept = next(ds.batches(8))
+    dropped = next(ds.batches(8, strings="drop", pad_remainder=True))
+    assert set(kept) - set(dropped) == {"s", "s2", "vs"}
+    assert "mask" in dropped
+    assert same(dropped["f"], kept["f"])
+    with pytest.raises(tfe.InvalidArgumentError, match="features"):
+        tfe.RecordDataset(ds.paths).batches(8, strings="drop")
+    with pytest.raises(tfe.InvalidArgumentError, match="strings"):
+        ds.batches(8, strings="bytes")  # type: ignore[arg-type]

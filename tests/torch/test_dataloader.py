@@ -20,9 +20,9 @@ import pytest
 
 import tfrecord_engine as tfe
 
-from .conftest import import_torch
+from ..optional import require
 
-torch = import_torch()
+torch = require("torch")
 from torch.utils.data import (  # noqa: E402 - after the skip
     BatchSampler,
     ConcatDataset,

@@ -2,45 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import import_torch
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "frameworks.md"
-
-
-def section(title: str) -> list[str]:
-    """The python blocks of one ``## title`` section."""
-    match = re.search(rf"\n## {title}\n(.*?)(?=\n## |\Z)", DOC.read_text(), re.S)
-    assert match is not None, f"docs/frameworks.md lost its {title} section"
-    return re.findall(r"```python\n(.*?)```", match.group(1), re.S)
-
-
-def run(code: str, cwd: Path) -> list[str]:
-    script = cwd / "snippet.py"
-    script.write_text(code)
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(script)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(DOC.parents[1])},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.splitlines()
+from ..optional import require
+from ..snippets import DOC, run, section
 
 
 @pytest.fixture(scope="module")
 def pytorch() -> list[str]:
-    import_torch()
+    require("torch")
     return section("PyTorch")
 
 
@@ -57,7 +30,7 @@ def test_collate_snippet(pytorch: list[str], tmp_path: Path) -> None:
 
 def test_readme_snippet(tmp_path: Path) -> None:
     """README's PyTorch block, run after its "Five minutes" block (which writes the files)."""
-    import_torch()
+    require("torch")
     readme = (DOC.parents[1] / "README.md").read_text()
     setup = re.search(r"## Five minutes\n\n```python\n(.*?)```", readme, re.S)
     block = re.search(r"## PyTorch: .*?```python\n(.*?)```", readme, re.S)
