@@ -215,6 +215,8 @@ def test_repr_identifies_the_files(tmp_path: Any) -> None:
     with tfe.TFRecordWriter(paths[1], index=True) as w:  # same size, new content
         w.write_many([b"r9-%d" % j for j in range(5)])
     assert repr(tfe.RecordDataset(paths)) != first
+    missing = tfe.RecordDataset(str(tmp_path / "missing.tfrecord"))
+    assert "id=unreadable (FileNotFoundError)" in repr(missing)
 
 
 def test_grain_batched_hook_is_getitems(every_kind: tuple[tfe.RecordDataset, list[bytes]]) -> None:

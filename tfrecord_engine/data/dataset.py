@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, Literal, cast
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError
+from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError, TFRecordError
 from ..index.damage import reporter
 from ..index.sidecar import INDEX_SUFFIX, Index
 from ..records import framing
@@ -266,8 +266,12 @@ class RecordDataset:
         missing ones) like any first use.
         """
         features = "yes" if self.features is not None else "no"
+        try:
+            ident = self._files_id()
+        except (OSError, TFRecordError) as exc:  # a repr must not raise (tracebacks, logs)
+            ident = f"unreadable ({type(exc).__name__})"
         return (
-            f"RecordDataset({len(self.paths)} files, id={self._files_id()}, "
+            f"RecordDataset({len(self.paths)} files, id={ident}, "
             f"compression={self.compression.value!r}, features={features})"
         )
 
