@@ -10,6 +10,11 @@ STAMP_TEST := $(VENV)/.stamp-test
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BENCH := $(VENV)/.stamp-bench
 PIP := $(PY) -m pip --disable-pip-version-check -q
+# PyTorch's CPU build, installed before the [torch] extra so that extra installs nothing
+# more (a bare "torch" resolves to a CUDA build of several GB). torch 2.13.0 is a CPU
+# wheel on this machine's disk (pip's find-links); elsewhere pass e.g.
+#   make test TORCH_CPU="torch --index-url https://download.pytorch.org/whl/cpu"
+TORCH_CPU ?= torch==2.13.0
 
 .PHONY: demo test test-fast bench lint typecheck format clean venv
 
@@ -22,10 +27,12 @@ $(STAMP_BASE): pyproject.toml | $(PY)
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(PY)
+	$(PIP) install $(TORCH_CPU)
 	$(PIP) install -e '.[test]'
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
+	$(PIP) install $(TORCH_CPU)
 	$(PIP) install -e '.[test,dev]'
 	touch $@
 
@@ -38,9 +45,9 @@ venv: $(STAMP_DEV)
 demo: $(STAMP_BASE)
 	$(PY) -m tfrecord_engine.demo --out demo-out
 
-# The whole suite, TensorFlow differential tests included (they must not be skipped).
+# The whole suite, TensorFlow differential, PyTorch, Grain and JAX tests included (they must not be skipped).
 test: $(STAMP_TEST)
-	TFE_REQUIRE_TF=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest \
+	TFE_REQUIRE_TF=1 TFE_REQUIRE_FRAMEWORKS=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest \
 		--cov=tfrecord_engine --cov-branch --cov-report=term-missing:skip-covered
 
 test-fast: $(STAMP_TEST)

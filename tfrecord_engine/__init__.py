@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .data.dataset import PaddedBatch, RecordDataset
 from .data.sampler import BlockShuffle, merge_states
+from .data.samples import collate
 from .errors import (
     CorruptedRecordError,
     DamageWarning,
@@ -89,6 +90,7 @@ __all__ = [
     "WorkerError",
     "WriterClosedError",
     "WriterFailedError",
+    "collate",
     "decode_example",
     "decode_sequence_example",
     "encode_example",

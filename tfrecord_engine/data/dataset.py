@@ -3,7 +3,8 @@
 Indexes are loaded (or built and saved, see :mod:`tfrecord_engine.index.sidecar`) on first
 use. A dataset pickles as its arguments and reopens its files lazily in the new
 process, so it works as a PyTorch map-style dataset or a Grain random-access source
-(``__len__``, ``__getitem__``, ``__getitems__``) without importing either.
+(``__len__``, ``__getitem__``, ``__getitems__``) without importing either:
+``__getitems__`` returns a list of per-record samples (see :mod:`.samples`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,17 @@ from __future__ import annotations
 import collections
 import copy
 import glob
+import hashlib
 import importlib
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError
+from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError, TFRecordError
 from ..index.damage import reporter
 from ..index.sidecar import INDEX_SUFFIX, Index
 from ..records import framing
@@ -33,6 +35,7 @@ from .pipeline import ReadAhead
 from .prepare import MASK_KEY, PaddedBatch, Ready, prepare_chunk
 from .procpool import DecodePool, PoolStream, WorkerInit
 from .sampler import IndexBatch, IndexBatchIterator, Shuffle
+from .samples import sample_of, samples_of
 from .source import Fetcher, FetcherRecords, LocalFileRecords, LocalFilesGather, RandomAccessSource
 
 __all__ = [
@@ -283,10 +286,34 @@ class RecordDataset:
         return WorkerInit(_open_in_worker, state, self.indexes)
 
     def __repr__(self) -> str:
+        """Names the files by a digest of their paths and indexes (Grain checks it).
+
+        Grain refuses to restore a checkpoint whose ``repr(data_source)`` differs, so the
+        repr changes when a file is added, removed, renamed or rewritten (its index's
+        size, content fingerprint or record count differ). It opens the indexes (building
+        missing ones) like any first use.
+        """
+        features = "yes" if self.features is not None else "no"
+        try:
+            ident = self._files_id()
+        except (OSError, TFRecordError) as exc:  # a repr must not raise (tracebacks, logs)
+            ident = f"unreadable ({type(exc).__name__})"
         return (
-            f"RecordDataset({len(self.paths)} files, compression={self.compression.value!r}, "
-            f"features={'yes' if self.features is not None else 'no'})"
+            f"RecordDataset({len(self.paths)} files, id={ident}, "
+            f"compression={self.compression.value!r}, features={features})"
         )
+
+    def _files_id(self) -> str:
+        """A digest of every file's path and index (size, fingerprint, record count).
+
+        Two datasets over the same unchanged files have the same id; a file added,
+        removed, renamed or rewritten changes it. Opens the indexes on first use.
+        """
+        digest = hashlib.sha256()
+        for path, index in zip(self.paths, self.indexes, strict=True):
+            key = f"{path}\0{index.data_size}\0{index.fingerprint}\0{len(index)}\n"
+            digest.update(key.encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()[:16]
 
     # ---- random access -----------------------------------------------------------------
 
@@ -371,8 +398,41 @@ class RecordDataset:
     def _parse(self, records: list[bytes]) -> dict[str, Any]:
         return dict(self.decoder.decode_records(records))
 
+    def _sample(self, record: bytes) -> dict[str, Any]:
+        assert self.features is not None
+        return sample_of(self.features, _example().parse_single_example(record, self.features))
+
+    def _samples(self, indices: IntArray) -> list[dict[str, Any]]:
+        """One sample per record, cut from one batch decode (no per-record parsing)."""
+        assert self.features is not None
+        if len(indices) == 0:
+            return []
+        spans = self.read_spans(indices)
+        if spans is None:
+            records: list[bytes] | None = self.read_raw(indices)
+            spans = _example_batch().join_records(records)
+        else:
+            records = None
+        buf, starts, ends = spans
+        decoder = self.decoder
+        columns = decoder.columns(buf, starts, ends)
+        if columns is None:
+            # The batch holds an error: the exact path raises it (index within the batch).
+            if records is None:
+                records = self.read_raw(indices)
+            decoder.decode_exact(records)
+            return [self._sample(r) for r in records]  # not reached while exact agrees
+        n = len(indices)
+        return samples_of(self.features, decoder.assemble(columns, 0, n), columns, n)
+
     def __getitem__(self, key: int | slice | Sequence[int] | IntArray) -> Any:
         """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.
+
+        With ``features``, one record is a *sample* (see :mod:`tfrecord_engine.data.samples`):
+        a dict of numpy values and ``bytes`` that PyTorch's ``default_collate`` batches
+        (a scalar string is ``bytes``, a number a numpy scalar, a ``VarLenFeature`` a 1-D
+        array), the same as ``ds.__getitems__([i])[0]``. A batch (list, slice or array
+        of indices) is a dict of columns exactly as ``tfe.parse_example`` returns it.
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
@@ -381,7 +441,7 @@ class RecordDataset:
             record = self.read_raw([int(key)])[0]
             if self.features is None:
                 return record
-            return _example().parse_single_example(record, self.features)
+            return self._sample(record)
         if isinstance(key, slice):
             key = np.arange(len(self), dtype=np.int64)[key]
         records = self.read_raw(key)
@@ -437,13 +497,31 @@ class RecordDataset:
         if self.features is None:
             yield from chunk
         else:
-            # Per record: sparse and ragged batch outputs do not split by row.
-            parse = _example().parse_single_example
-            yield from (parse(r, self.features) for r in chunk)
+            # Per record, so an error surfaces at its record, after the ones before it.
+            yield from (self._sample(r) for r in chunk)
 
-    def __getitems__(self, indices: Sequence[int]) -> Any:
-        """Batch access, as PyTorch's and Grain's samplers call it."""
-        return self[list(indices)]
+    def __getitems__(self, indices: Sequence[int] | IntArray) -> list[Any]:
+        """The records at ``indices`` as a list, one item per record (PyTorch's contract).
+
+        ``torch.utils.data.DataLoader`` calls this with each batch of sampler indices and
+        hands the list straight to ``collate_fn``; ``Subset`` and ``random_split``
+        forward to it. Raw datasets give ``bytes``; with ``features`` each item is a
+        sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
+        kinds, :func:`tfrecord_engine.collate` every kind). The samples are cut from one
+        batch decode, as fast as ``ds[indices]``, which returns the columnar batch dict.
+
+        Raises:
+            OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
+        """
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if self.features is None:
+            return self.read_raw(idx)
+        self._open()
+        return self._samples(self._normalize(idx))
+
+    def _getitems(self, indices: Sequence[int] | IntArray) -> list[Any]:
+        """Grain's batched read hook: the same list of records as :meth:`__getitems__`."""
+        return self.__getitems__(indices)
 
     # ---- epochs ------------------------------------------------------------------------
 
@@ -461,6 +539,7 @@ class RecordDataset:
         pad_remainder: bool = False,
         readahead: int = 2,
         workers: int = 0,
+        strings: Literal["keep", "drop"] = "keep",
     ) -> RecordBatchIterator:
         """Iterates one epoch of this shard in batches (see :mod:`tfrecord_engine.data.sampler`).
 
@@ -490,6 +569,10 @@ class RecordDataset:
                 files must be readable by other processes (not ``memory://``), and
                 ``decoder.stats`` then counts only this process's decoding.
                 ``readahead`` chunks are queued ahead beyond one per worker.
+            strings: ``"keep"`` (default) returns string features as object arrays of
+                ``bytes``; ``"drop"`` leaves every string feature out of the batches, so
+                that the rest goes to ``jax.device_put`` or other numeric-only consumers
+                as it is (parsed datasets only).
 
         Returns:
             an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
@@ -525,7 +608,18 @@ class RecordDataset:
             raise InvalidArgumentError(f"readahead must be >= 0, got {readahead}")
         if workers < 0:
             raise InvalidArgumentError(f"workers must be >= 0, got {workers}")
-        return RecordBatchIterator(self, sampler, readahead=readahead, workers=workers)
+        if strings not in ("keep", "drop"):
+            raise InvalidArgumentError(f"strings must be 'keep' or 'drop', got {strings!r}")
+        drop: frozenset[str] = frozenset()
+        if strings == "drop":
+            if self.features is None:
+                raise InvalidArgumentError("strings='drop' needs a dataset with features")
+            drop = frozenset(
+                k for k, f in self.features.items() if getattr(f, "dtype", None) == "string"
+            )
+        return RecordBatchIterator(
+            self, sampler, readahead=readahead, workers=workers, drop_keys=drop
+        )
 
     # ---- decode worker processes -------------------------------------------------------
 
@@ -573,8 +667,10 @@ class RecordBatchIterator(Iterator[Any]):
         chunk_records: int = DEFAULT_CHUNK_RECORDS,
         readahead: int = 2,
         workers: int = 0,
+        drop_keys: frozenset[str] = frozenset(),
     ) -> None:
         self._dataset = dataset
+        self._drop_keys = drop_keys
         self.sampler = sampler
         self._pending: collections.deque[Ready] = collections.deque()
         per_chunk = max(1, chunk_records // max(1, sampler.batch_size))
@@ -636,6 +732,8 @@ class RecordBatchIterator(Iterator[Any]):
             self._pending.popleft()
             self.sampler.commit(ready.batch)
             if ready.output is not None:
+                if self._drop_keys:
+                    return {k: v for k, v in ready.output.items() if k not in self._drop_keys}
                 return ready.output
 
     def close(self) -> None:
