@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
@@ -176,6 +176,8 @@ def test_errors_of_parse_example_lockstep_batches(err: RawErrorCase) -> None:
 def test_record_dataset_on_a_mapped_file(
     case: RawCase, batch_size: int, shuffle: bool, seed: int
 ) -> None:
+    # pad_remainder adds a "mask" entry, so a feature may not be named that here.
+    assume(case.key != "mask")
     want = case.expected()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "raw.tfrecord")
