@@ -25,6 +25,7 @@ from tfrecord_engine.example import batch
 from tfrecord_engine.example.batch import BatchDecoder
 from tfrecord_engine.example.parse import parse_example as parse_exact
 from tfrecord_engine.example.specs import FeatureSpec
+from tfrecord_engine.kernels.words import read_rows
 from tfrecord_engine.testing.raw import RawCase, RawErrorCase, raw_cases, raw_error_cases
 
 _SLOW_DATA = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -327,3 +328,16 @@ def test_raw_and_sparse_on_one_key_are_refused() -> None:
     }
     with pytest.raises(tfe.InvalidArgumentError, match="must not intersect"):
         tfe.parse_example([b""], features)
+
+
+def test_a_raw_key_whose_lists_are_all_empty_in_a_short_batch() -> None:
+    # Found by Hypothesis: every list of the RawFeature key empty, and the records'
+    # buffer shorter than one row; the row gather then asked numpy for negative sizes.
+    record = tfe.encode_example({"0": [b""], "label": [1]})
+    features: dict[str, FeatureSpec] = {
+        "0": tfe.RawFeature([3, 5], "uint16"),
+        "label": tfe.FixedLenFeature([], "int64"),
+    }
+    exact = _error(lambda: tfe.parse_example([record], features))
+    assert _error(lambda: BatchDecoder(features).decode_records([record])) == exact
+    assert read_rows(np.zeros(5, np.uint8), np.zeros(0, np.int64), 30).shape == (0, 30)

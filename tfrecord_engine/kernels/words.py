@@ -58,8 +58,9 @@ def read_rows(buf: U8, at: I64, size: int) -> U8:
 
     One strided gather (a copy per span); every span must lie inside ``buf``.
     """
-    if size == 0:
-        return np.zeros((*at.shape, 0), np.uint8)
+    if size == 0 or at.size == 0:
+        # (No spans: ``buf`` may even be shorter than one row.)
+        return np.zeros((*at.shape, size), np.uint8)
     window = np.lib.stride_tricks.as_strided(
         buf, shape=(buf.shape[0] - size + 1, size), strides=(1, 1), writeable=False
     )
