@@ -201,12 +201,12 @@ def _read_mapped(
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             return
+        if policy == "raise":
+            yield from _iter_windows(f.fileno(), path, size, verify, limit)
+            return
         buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            if policy == "raise":
-                yield from _iter_buffer(buf, path, verify, limit)
-            else:
-                yield from _iter_buffer_tolerant(buf, path, verify, policy, report, limit=limit)
+            yield from _iter_buffer_tolerant(buf, path, verify, policy, report, limit=limit)
         finally:
             # An error raised through here may still hold numpy views of the mapping in
             # its traceback: then the mapping goes with them, and the error comes
@@ -215,12 +215,129 @@ def _read_mapped(
                 buf.close()
 
 
-def check_mapped_size(buf: mmap.mmap, path: str, index: int, offset: int) -> None:
+def _pread(fd: int, n: int, pos: int, path: str, index: int) -> bytes:
+    """Exactly ``n`` bytes at ``pos``; a short read means the file shrank under us."""
+    data = os.pread(fd, n, pos)
+    if len(data) < n:
+        now = os.fstat(fd).st_size
+        raise TruncatedRecordError(
+            f"the file shrank to {now} bytes while being read (read {len(data)} of {n} bytes "
+            f"at offset {pos}): changed while in use? Records before this one were read "
+            "intact",
+            path=path,
+            record_index=index,
+            offset=pos,
+        )
+    return data
+
+
+# Bytes read at a time by the sequential reader (a window holds whole records only).
+_WINDOW = 4 << 20
+
+
+def _iter_windows(
+    fd: int, path: str, size: int, verify: bool, limit: int | None
+) -> Iterator[bytes]:
+    # The file is read with pread, never mapped: a file cut under the reader then gives
+    # a short read and a TruncatedRecordError instead of SIGBUS. Small records go in
+    # windows of _WINDOW bytes through the bulk path (walk, checks in bulk); the records
+    # that lie wholly in a window are taken, and one that crosses its end starts the
+    # next. A large record, or the first damaged one, takes the one-record step, which
+    # reads it on its own (its data straight into the bytes returned) and raises the
+    # precise error.
+    if size < _BULK_MIN_BYTES:
+        # Small files: one read, then the per-record loop (no bulk fixed costs).
+        yield from _iter_slow(_pread(fd, size, 0, path, 0), path, verify, 0, 0, limit=limit)
+        return
+    pos = index = 0
+    header: bytes | None = None  # the next record's header, when already read
+    while pos < size:
+        if header is None:
+            header = os.pread(fd, framing.HEADER_SIZE, pos)
+        if len(header) == framing.HEADER_SIZE and _unpack_length(header)[0] < _BULK_MAX_RECORD:
+            buf = _pread(fd, min(_WINDOW, size - pos), pos, path, index)
+            done, records = _window_records(buf, verify, limit)
+            if records:
+                yield from records
+                index += len(records)
+                pos += done
+                header = None
+                continue
+        data, header = _one_record(
+            fd, path, size, pos, index=index, verify=verify, limit=limit, header=header
+        )
+        yield data
+        pos += len(data) + framing.FRAME_OVERHEAD
+        index += 1
+
+
+def _window_records(buf: bytes, verify: bool, limit: int | None) -> tuple[int, list[bytes]]:
+    """The intact records at the start of ``buf`` and how many bytes they take.
+
+    Stops before the first record that does not lie wholly in ``buf``, fails a check,
+    or begins a block of large records (those are read one at a time).
+    """
+    size = len(buf)
+    raw = np.frombuffer(buf, np.uint8)
+    out: list[bytes] = []
+    pos = 0
+    while pos < size:
+        walked = kernels.walk_records(raw, pos, _BLOCK_RECORDS, _BLOCK_BYTES)
+        starts, stop = walked if walked is not None else _walk_block(buf, pos, size)
+        if len(starts) == 0 or (stop - pos) > _BULK_MAX_RECORD * len(starts):
+            break
+        good, records = _check_block(buf, raw, starts, verify, limit)
+        out += records if good == len(records) else records[:good]
+        if good < len(starts):
+            return int(starts[good]), out
+        pos = stop
+    return pos, out
+
+
+def _one_record(
+    fd: int,
+    path: str,
+    size: int,
+    pos: int,
+    *,
+    index: int,
+    verify: bool,
+    limit: int | None,
+    header: bytes | None,
+) -> tuple[bytes, bytes | None]:
+    """The record at ``pos``, read on its own and checked through the framing helpers
+    (which raise the precise error); and the next record's header, read with its footer."""
+    if header is None or len(header) < framing.HEADER_SIZE:
+        header = os.pread(fd, framing.HEADER_SIZE, pos)
+    length = framing.parse_header(
+        header,
+        remaining=size - pos - framing.HEADER_SIZE,
+        path=path,
+        record_index=index,
+        offset=pos,
+        max_length=limit,
+    )
+    start = pos + framing.HEADER_SIZE
+    data = _pread(fd, length, start, path, index)
+    tail = os.pread(fd, framing.FOOTER_SIZE + framing.HEADER_SIZE, start + length)
+    if len(tail) < framing.FOOTER_SIZE:
+        _pread(fd, framing.FOOTER_SIZE, start + length, path, index)  # raises: shrank
+    if verify:
+        framing.check_data(
+            data, _FOOTER.unpack_from(tail)[0], path=path, record_index=index, offset=pos
+        )
+    following = tail[framing.FOOTER_SIZE :]
+    return data, following if len(following) == framing.HEADER_SIZE else None
+
+
+def check_mapped_size(buf: bytes | mmap.mmap, path: str, index: int, offset: int) -> None:
     """Raises :class:`TruncatedRecordError` if the mapped file is now shorter than the map.
 
     Touching a page of a map beyond the end of its file kills the process with SIGBUS,
     so every access to the map is preceded by this check (one ``fstat``, ~0.3 us).
     """
+    if not isinstance(buf, mmap.mmap):
+        return  # bytes read from the file: nothing can vanish under them
     now = buf.size()
     if now < len(buf):
         raise TruncatedRecordError(
@@ -278,7 +395,7 @@ _BLOCK_BYTES = 1 << 20
 _unpack_length = struct.Struct("<Q").unpack_from
 
 
-def _walk_block(buf: mmap.mmap, pos: int, size: int) -> tuple[list[int], int]:
+def _walk_block(buf: bytes | mmap.mmap, pos: int, size: int) -> tuple[list[int], int]:
     """Record starts from ``pos`` while lengths fit the file; and where the walk stopped."""
     starts: list[int] = []
     append = starts.append
@@ -296,7 +413,7 @@ def _walk_block(buf: mmap.mmap, pos: int, size: int) -> tuple[list[int], int]:
 
 
 def _check_block(
-    buf: mmap.mmap,
+    buf: bytes | mmap.mmap,
     raw: npt.NDArray[np.uint8],
     starts: list[int] | npt.NDArray[np.int64],
     verify: bool,
@@ -320,7 +437,13 @@ def _check_block(
 
 
 def _iter_slow(
-    buf: mmap.mmap, path: str, verify: bool, pos: int, index: int, *, limit: int | None = None
+    buf: bytes | mmap.mmap,
+    path: str,
+    verify: bool,
+    pos: int,
+    index: int,
+    *,
+    limit: int | None = None,
 ) -> Iterator[bytes]:
     # One record at a time from ``pos`` (record ``index``): where a block of the batched
     # path found damage. Any mismatch is re-checked through the framing helpers, which
@@ -359,7 +482,7 @@ def _iter_slow(
 
 
 def _raise_header(
-    buf: mmap.mmap, pos: int, size: int, path: str, index: int, *, limit: int | None = None
+    buf: bytes | mmap.mmap, pos: int, size: int, path: str, index: int, *, limit: int | None = None
 ) -> None:
     framing.parse_header(
         buf[pos : pos + framing.HEADER_SIZE],
