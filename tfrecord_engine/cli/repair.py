@@ -48,7 +48,10 @@ def repaired_path(path: str, output_dir: str | None = None) -> str:
     help="Write repaired files under their own names here.",
 )
 @click.option(
-    "--index/--no-index", default=False, show_default=True, help="Also write .tfeidx sidecars."
+    "--index/--no-index",
+    default=False,
+    show_default=True,
+    help="Also write indexes (.tfeidx/FILE.tfeidx).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of lines.")
 def repair_command(

@@ -36,7 +36,7 @@ def _in_order(files: Sequence[str], kinds: Sequence[Compression]) -> Iterator[li
 
 def _shuffled(files: Sequence[str], kind: Compression, seed: int) -> Iterator[list[bytes]]:
     # The dataset's own global shuffle: a seeded permutation of all records of all
-    # files, read by random access in batches (indexes are loaded, or built and saved).
+    # files, read by random access in batches (indexes are loaded, or built and cached).
     ds = RecordDataset(list(files), compression=kind)
     try:
         yield from ds.batches(_CHUNK, shuffle=True, seed=seed)
@@ -70,9 +70,10 @@ def reshard_command(
 
     Records keep their order unless --shuffle, which writes a uniform, seeded
     permutation of all records of all inputs (the same one for the same seed and
-    inputs), read by random access through the inputs' indexes (built and saved next to
-    them when missing). --compression sets the output's compression, so reshard also
-    compresses or decompresses. Memory stays bounded (4,096 records at a time).
+    inputs), read by random access through the inputs' indexes (built when missing
+    and kept in the user's index cache, not beside them). --compression sets the
+    output's compression, so reshard also compresses or decompresses. Memory stays
+    bounded (4,096 records at a time).
 
     \b
     Example:

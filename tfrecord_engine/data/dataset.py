@@ -22,7 +22,8 @@ import numpy.typing as npt
 
 from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError
 from ..index.damage import reporter
-from ..index.sidecar import INDEX_SUFFIX, Index
+from ..index.placement import INDEX_SUFFIX, normalize_placement
+from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression, normalize_compression
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
@@ -112,8 +113,10 @@ def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
 class RecordDataset:
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
-    Each file's sidecar index is loaded on first use, or built and saved next to the
-    file when it is missing, damaged or stale (see :meth:`Index.open`).
+    Each file's index is loaded on first use (from the ``.tfeidx/`` sub-folder the writer
+    fills, an old ``<file>.tfeidx``, or the user's index cache), or built when missing,
+    damaged or stale and saved in the index cache: never into the data's folder unless
+    ``save_index`` asks (see :meth:`Index.open` and :mod:`tfrecord_engine.index.placement`).
 
     Args:
         paths_or_globs: a path or glob, or a sequence of them (globs expand sorted).
@@ -137,6 +140,11 @@ class RecordDataset:
             time and read time); without it each is a
             :class:`~tfrecord_engine.DamageWarning`. It must pickle for the dataset to
             reach worker processes.
+        save_index: where an index built here is kept: ``True``/``"cache"`` (default)
+            the user's index cache (``$TFE_INDEX_CACHE``, else
+            ``$XDG_CACHE_HOME/tfrecord-engine/index``); ``"hidden"`` the ``.tfeidx/``
+            sub-folder beside the data; ``"beside"`` the old ``<file>.tfeidx`` (matched
+            by ``train-*`` globs: other readers then fail); ``False`` nowhere.
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
@@ -161,6 +169,7 @@ class RecordDataset:
         max_gap: int | None = DEFAULT_MAX_GAP,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
+        save_index: bool | str = True,
     ) -> None:
         if max_gap is not None and max_gap < 0:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
@@ -171,6 +180,9 @@ class RecordDataset:
         self.verify = verify
         self.on_damage = normalize_policy(on_damage)
         self.on_damage_report = on_damage_report
+        self.save_index = (
+            save_index if isinstance(save_index, bool) else normalize_placement(save_index)
+        )
         self._readers: list[FileRecords] | None = None
         self._gather: LocalFilesGather | None = None
         self._starts: IntArray = np.zeros(1, dtype=np.int64)
@@ -188,6 +200,7 @@ class RecordDataset:
                         self.compression,
                         on_damage=self.on_damage,
                         on_damage_report=self.on_damage_report,
+                        save=self.save_index,
                     )
                     for p in self.paths
                 ]
@@ -232,6 +245,7 @@ class RecordDataset:
             "max_gap": self.max_gap,
             "on_damage": self.on_damage,
             "on_damage_report": self.on_damage_report,
+            "save_index": self.save_index,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -242,6 +256,7 @@ class RecordDataset:
         self.max_gap = state.get("max_gap", DEFAULT_MAX_GAP)
         self.on_damage = state.get("on_damage", "raise")
         self.on_damage_report = state.get("on_damage_report")
+        self.save_index = state.get("save_index", True)
         self._readers = None
         self._gather = None
         self._starts = np.zeros(1, dtype=np.int64)
