@@ -221,8 +221,9 @@ def test_text_export_refuses_empty_and_compressed(tmp_path: pathlib.Path) -> Non
 
 def test_open_rejects_a_compression_mismatch(tmp_path: pathlib.Path) -> None:
     path = _write(tmp_path / "g.tfrecord", [b"a"], compression="GZIP", index=True)
-    with pytest.raises(tfe.InvalidArgumentError, match="compression"):
-        tfe.Index.open(path)
+    with pytest.raises(tfe.InvalidArgumentError, match=r"compression 'GZIP'.*'auto'"):
+        tfe.Index.open(path, None)
+    assert tfe.Index.open(path).compression is tfe.Compression.GZIP  # "auto": its own
 
 
 def test_index_arrays_are_numpy_uint64(tmp_path: pathlib.Path) -> None:

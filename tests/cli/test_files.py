@@ -185,3 +185,20 @@ def test_index_replaces_a_stale_sidecar(cwd: Path) -> None:
         w.write(b"more")
     assert invoke("index", "a.tfrecord").stdout == ".tfeidx/a.tfrecord.tfeidx: 3 records\n"
     assert len(tfe.Index.load("a.tfrecord")) == 3
+
+
+def test_compression_is_recognised_from_the_bytes_not_the_name(cwd: Path) -> None:
+    write_examples("gz-named-plain.tfrecord", mnist_like(3), "GZIP")
+    write_examples("plain-named.gz", mnist_like(2))
+    with tfe.TFRecordWriter("beam.deflate", "ZLIB") as w:
+        w.write_many([b"a", b"b", b"c", b"d"])
+    result = invoke("count", "--json", "gz-named-plain.tfrecord", "plain-named.gz", "beam.deflate")
+    assert result.exit_code == 0, result.output
+    assert [f["records"] for f in json.loads(result.stdout)["files"]] == [3, 2, 4]
+    assert invoke("verify", "gz-named-plain.tfrecord").exit_code == 0
+    assert invoke("index", "gz-named-plain.tfrecord").exit_code == 0
+    assert tfe.Index.load("gz-named-plain.tfrecord").compression is tfe.Compression.GZIP
+    write_examples("fresh.tfrecord", mnist_like(3), "GZIP")  # no index to count from
+    wrong = invoke("verify", "-c", "none", "fresh.tfrecord")
+    assert wrong.exit_code == 1
+    assert "GZIP magic (1f 8b); pass compression='GZIP' or 'auto'" in wrong.stdout

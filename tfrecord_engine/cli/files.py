@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import click
 
@@ -11,6 +12,7 @@ from ..index.placement import index_candidates, index_path_for
 from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression
+from ..records.detect import CompressionArg
 from ..records.reader import read_records
 from ..records.recovery import DamageReport
 from ..storage.filekind import stream_kind
@@ -29,10 +31,10 @@ from .common import (
 
 __all__ = ["COMMANDS", "count_records", "dali_index_path"]
 
-_READ_HELP = "Compression of the inputs (auto: from each file's extension)."
+_READ_HELP = "Compression of the inputs (auto: from each file's first bytes)."
 
 
-def count_records(path: str, kind: Compression) -> tuple[int, bool]:
+def count_records(path: str, kind: CompressionArg) -> tuple[int, bool]:
     """Records in ``path`` and whether a valid sidecar index gave the count.
 
     Without a valid index the file's headers are walked (GZIP/ZLIB: decompressed); no
@@ -159,7 +161,7 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
         click.get_current_context().exit(EXIT_DAMAGE)
 
 
-def _plain_sizes(files: list[str], kinds: list[Compression]) -> list[int] | None:
+def _plain_sizes(files: list[str], kinds: Sequence[CompressionArg]) -> list[int] | None:
     """File sizes for a byte-exact bar: local, uncompressed files only (else None)."""
     if any(is_remote(p) or stream_kind(p) is not None for p in files) or any(
         k is not Compression.NONE for k in kinds
@@ -241,7 +243,7 @@ def index_command(
         click.echo(f"{target}: {n} records{' (valid, kept)' if kept else ''}")
 
 
-def _valid_index(path: str, kind: Compression) -> tuple[str, Index] | None:
+def _valid_index(path: str, kind: CompressionArg) -> tuple[str, Index] | None:
     """A valid index that travels with the data (hidden sub-folder, or an old sidecar
     beside it) and where it is; the user's cache does not count: ``tfr index`` is asked
     for an index beside the data."""

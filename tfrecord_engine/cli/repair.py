@@ -40,7 +40,7 @@ def repaired_path(path: str, output_dir: str | None = None) -> str:
 
 @click.command("repair")
 @click.argument("paths", nargs=-1)
-@compression_option("Compression of the inputs, kept for the outputs (auto: from the name).")
+@compression_option("Compression of the inputs, kept for the outputs (auto: from the bytes).")
 @click.option("-o", "--output", help="Repaired file (one input only).")
 @click.option(
     "--output-dir",

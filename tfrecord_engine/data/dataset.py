@@ -25,7 +25,8 @@ from ..index.damage import reporter
 from ..index.placement import INDEX_SUFFIX, normalize_placement
 from ..index.sidecar import Index
 from ..records import framing
-from ..records.compression import Compression, normalize_compression
+from ..records.compression import Compression
+from ..records.detect import AUTO, CompressionArg, requested
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.remote import DEFAULT_MAX_GAP
@@ -122,7 +123,10 @@ class RecordDataset:
         paths_or_globs: a path or glob, or a sequence of them (globs expand sorted).
         features: a feature spec mapping (as for ``tfe.parse_example``): records are
             then returned parsed; ``None`` returns raw ``bytes``.
-        compression: the files' compression (``None``/``""``, ``"GZIP"``, ``"ZLIB"``).
+        compression: the files' compression: ``"auto"`` (default: each file's own,
+            recognised from its bytes, see :mod:`tfrecord_engine.records.detect`), or
+            ``None``/``""``, ``"GZIP"``, ``"ZLIB"`` for all of them (an index that says
+            otherwise is refused).
         verify: check every record's data CRC (in bulk per batch).
         max_gap: for uncompressed files given as fsspec URLs (``s3://``, ``http://``
             ...): records of one batch at most this many bytes apart are fetched in
@@ -163,7 +167,7 @@ class RecordDataset:
         self,
         paths_or_globs: PathArg | Sequence[PathArg],
         features: Mapping[str, Any] | None = None,
-        compression: str | Compression | None = None,
+        compression: CompressionArg = "auto",
         *,
         verify: bool = True,
         max_gap: int | None = DEFAULT_MAX_GAP,
@@ -176,7 +180,9 @@ class RecordDataset:
         self.paths = _expand(paths_or_globs)
         self.max_gap = max_gap
         self.features = features
-        self.compression = normalize_compression(compression)
+        want = requested(compression)
+        #: ``"auto"`` (each file's own, from its index or its bytes) or a Compression.
+        self.compression: Compression | str = AUTO if want is None else want
         self.verify = verify
         self.on_damage = normalize_policy(on_damage)
         self.on_damage_report = on_damage_report
@@ -270,8 +276,10 @@ class RecordDataset:
         return WorkerInit(_open_in_worker, state, self.indexes)
 
     def __repr__(self) -> str:
+        kind = self.compression
+        name = kind.value if isinstance(kind, Compression) else kind
         return (
-            f"RecordDataset({len(self.paths)} files, compression={self.compression.value!r}, "
+            f"RecordDataset({len(self.paths)} files, compression={name!r}, "
             f"features={'yes' if self.features is not None else 'no'})"
         )
 

@@ -44,15 +44,22 @@ import contextlib
 import os
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import IndexFormatError, InvalidArgumentError, ReadOnlyStorageError, StaleIndexError
+from ..errors import (
+    DataLossError,
+    IndexFormatError,
+    InvalidArgumentError,
+    ReadOnlyStorageError,
+    StaleIndexError,
+)
 from ..records import framing
 from ..records.compression import Compression, normalize_compression
+from ..records.detect import HEAD_SIZE, CompressionArg, detect, noted, requested
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.filekind import require_regular
@@ -94,6 +101,19 @@ _KINDS: Final = {v: k for k, v in _CODES.items()}
 
 U64Array = npt.NDArray[np.uint64]
 PathLike = str | os.PathLike[str]
+
+
+@contextlib.contextmanager
+def _noting_errors(head: bytes, kind: Compression, *, auto: bool) -> Iterator[None]:
+    """Adds what the first bytes look like to a failure at the first record (see
+    :func:`~tfrecord_engine.records.detect.noted`)."""
+    try:
+        yield
+    except DataLossError as exc:
+        better = noted(exc, head, kind, auto=auto)
+        if better is None:
+            raise
+        raise better from exc
 
 
 class Index:
@@ -202,12 +222,17 @@ class Index:
     def build(
         cls,
         path: PathLike,
-        compression: str | Compression | None = None,
+        compression: CompressionArg = "auto",
         *,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
     ) -> Index:
         """Indexes an existing file.
+
+        ``compression`` is ``"auto"`` by default: recognised from the file's first bytes
+        (see :mod:`tfrecord_engine.records.detect`); an explicit ``None``/``""``,
+        ``"GZIP"`` or ``"ZLIB"`` wins, and a failure at the first record then says what
+        the bytes look like.
 
         Under ``"raise"`` uncompressed files are indexed by walking record headers
         through ``mmap`` (12 bytes per record; payloads are never read): every length
@@ -252,26 +277,32 @@ class Index:
             True
         """
         path = remote.local_path(os.fspath(path))
-        kind = normalize_compression(compression)
+        want = requested(compression)
         policy = normalize_policy(on_damage)
         damage: list[DamageReport] = []
         if remote.is_url(path):
             size, fp = file_identity(path)
-            if policy != "raise":
-                offsets, lengths, damage = tolerant_scan(path, kind, policy)
-            else:
-                offsets, lengths = walk_stream(path, kind)
+            head = remote.RemoteFile(path).fetch(0, min(size, HEAD_SIZE)) if size else b""
+            kind = detect(head, path) if want is None else want  # (one small request)
+            with _noting_errors(head, kind, auto=want is None):
+                if policy != "raise":
+                    offsets, lengths, damage = tolerant_scan(path, kind, policy)
+                else:
+                    offsets, lengths = walk_stream(path, kind)
         else:
             require_regular(path, "indexing")
             with mapped(path) as buf:
                 fp = fingerprint(buf)
                 size = len(buf)
-                if policy != "raise":
-                    offsets, lengths, damage = tolerant_scan(path, kind, policy)
-                elif kind is Compression.NONE:
-                    offsets, lengths = walk_headers(buf, path)
-                else:
-                    offsets, lengths = walk_stream(path, kind)
+                head = bytes(buf[:HEAD_SIZE])
+                kind = detect(head, path) if want is None else want
+                with _noting_errors(head, kind, auto=want is None):
+                    if policy != "raise":
+                        offsets, lengths, damage = tolerant_scan(path, kind, policy)
+                    elif kind is Compression.NONE:
+                        offsets, lengths = walk_headers(buf, path)
+                    else:
+                        offsets, lengths = walk_stream(path, kind)
         idx = cls(
             path,
             offsets,
@@ -553,7 +584,7 @@ class Index:
     def open(
         cls,
         data_path: PathLike,
-        compression: str | Compression | None = None,
+        compression: CompressionArg = "auto",
         *,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
@@ -564,7 +595,10 @@ class Index:
         or stale.
 
         Args:
-            compression: the data file's compression (used when building).
+            compression: the data file's compression: ``"auto"`` (default) takes a
+                loaded index's and recognises it from the bytes when building; an
+                explicit value must match a loaded index's
+                (:class:`InvalidArgumentError` otherwise).
             on_damage, on_damage_report: the damage policy, as in :meth:`build`. A
                 sidecar is used when it answers the policy (see :meth:`load`); otherwise
                 the file is indexed again under the policy and the sidecar replaced. So
@@ -607,7 +641,7 @@ class Index:
             >>> [(r.record_index, r.offset, r.bytes_skipped) for r in reports]
             [(2, 37, 9), (2, 37, 9)]
         """
-        kind = normalize_compression(compression)
+        want = requested(compression)
         policy = normalize_policy(on_damage)
         where: IndexPlacement | None = (
             ("cache" if save else None) if isinstance(save, bool) else normalize_placement(save)
@@ -618,13 +652,14 @@ class Index:
             if not rebuild:
                 raise
         else:
-            if idx.compression is not kind:
+            if want is not None and idx.compression is not want:
                 raise InvalidArgumentError(
                     f"{os.fspath(data_path)}: its index says compression "
-                    f"{idx.compression.value!r}, the caller says {kind.value!r}"
+                    f"{idx.compression.value!r}, the caller says {want.value!r} (pass "
+                    "compression='auto' to take the file's own)"
                 )
             return idx
-        idx = cls.build(data_path, kind, on_damage=policy, on_damage_report=on_damage_report)
+        idx = cls.build(data_path, compression, on_damage=policy, on_damage_report=on_damage_report)
         if where is not None:
             # The index file is a cache; the in-memory index is complete without it.
             # Remote stores are less forgiving to hide errors from: only "read-only" is

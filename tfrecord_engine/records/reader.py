@@ -43,15 +43,16 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..errors import DamageWarning, DataLossError
+from ..errors import DamageWarning, DataLossError, InvalidArgumentError
 from ..kernels.words import read_words
 from ..storage import remote
 from ..storage.filekind import stream_kind
 from . import framing
-from .compression import Compression, normalize_compression
+from .compression import Compression
+from .detect import HEAD_SIZE, CompressionArg, detect, noted, noting, peek_stream, requested
 from .recovery import DamageCallback, DamagePolicy, DamageReport, find_next_record
 from .recovery import normalize_policy as _normalize_policy
-from .stream_reader import read_stream, read_stream_path
+from .stream_reader import read_stream
 
 __all__ = ["read_records"]
 
@@ -63,7 +64,7 @@ PathLike = str | os.PathLike[str]
 
 def read_records(
     source: PathLike | BinaryIO,
-    compression: str | Compression | None = None,
+    compression: CompressionArg = "auto",
     verify: bool = True,
     *,
     on_damage: DamagePolicy = "raise",
@@ -74,7 +75,11 @@ def read_records(
     Args:
         source: a path or an fsspec URL, or a binary file object (read sequentially,
             never seeked). A path may name a pipe, FIFO or ``/dev/stdin``.
-        compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
+        compression: ``"auto"`` (default: recognised from the first bytes, see
+            :mod:`tfrecord_engine.records.detect`; a stream is peeked, nothing is
+            lost), or ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case), which wins
+            over the bytes. Under an explicit value that the bytes contradict, the
+            error at the first record says what they look like.
         verify: check every data CRC. Header (length) CRCs are always checked: they
             guard the length field that decides how much is read.
         on_damage: ``"raise"`` (default), ``"stop"`` (end cleanly before the first
@@ -104,26 +109,105 @@ def read_records(
         >>> (reports[0].record_index, reports[0].offset, reports[0].bytes_skipped)
         (0, 0, 21)
     """
-    kind = normalize_compression(compression)
+    want = requested(compression)
     policy = _normalize_policy(on_damage)
     report = _reporter(on_damage_report)
     if isinstance(source, (str, os.PathLike)):
         path = remote.local_path(os.fspath(source))
         if remote.is_url(path):
-            return _read_url(path, kind, verify, policy, report)
-        # A pipe or device maps as zero bytes: read it as the stream it is.
-        if kind is Compression.NONE and stream_kind(path) is None:
-            return _read_mapped(path, verify, policy, report)
-        return read_stream_path(path, kind, verify, policy, report)
+            return _read_url(path, want, verify, policy, report)
+        if stream_kind(path) is None:
+            return _read_file(path, want, verify, policy, report)
+        return _read_opened(path, want, verify, policy, report)
+    if isinstance(source, (int, bytes, bytearray, memoryview)) or not hasattr(source, "read"):
+        raise InvalidArgumentError(
+            f"read_records reads a path, a URL or a binary file object, not {type(source).__name__}"
+        )
     name = getattr(source, "name", None)
-    return read_stream(
-        source,
-        kind,
-        verify=verify,
-        path=name if isinstance(name, str) else None,
-        policy=policy,
-        report=report,
+    label = name if isinstance(name, str) else None
+    return _read_peeked(source, want, verify, policy, report, path=label)
+
+
+def _read_file(
+    path: str,
+    want: Compression | None,
+    verify: bool,
+    policy: DamagePolicy,
+    report: DamageCallback,
+) -> Iterator[bytes]:
+    """A local regular file: mapped when uncompressed, streamed otherwise."""
+
+    def head() -> bytes:
+        with open(path, "rb") as f:
+            return f.read(HEAD_SIZE)
+
+    kind = detect(head(), path) if want is None else want
+    report = noting(report, head, kind, auto=want is None)
+    # No generator between the caller and the record loops: each layer costs per record.
+    try:
+        if kind is not Compression.NONE:
+            with open(path, "rb") as f:
+                yield from read_stream(
+                    f, kind, verify=verify, path=path, policy=policy, report=report
+                )
+            return
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                if policy == "raise":
+                    yield from _iter_buffer(buf, path, verify)
+                else:
+                    yield from _iter_buffer_tolerant(buf, path, verify, policy, report)
+            finally:
+                # An error raised through here may still hold numpy views of the mapping
+                # in its traceback: then the mapping goes with them, and the error comes
+                # through rather than a BufferError from closing.
+                with contextlib.suppress(BufferError):
+                    buf.close()
+    except DataLossError as exc:
+        better = noted(exc, head(), kind, auto=want is None)
+        if better is None:
+            raise
+        raise better from exc
+
+
+def _read_opened(
+    path: str,
+    want: Compression | None,
+    verify: bool,
+    policy: DamagePolicy,
+    report: DamageCallback,
+) -> Iterator[bytes]:
+    """A pipe, FIFO or device path: opened once, peeked, streamed."""
+    with open(path, "rb") as f:
+        yield from _read_peeked(f, want, verify, policy, report, path=path)
+
+
+def _read_peeked(
+    raw: BinaryIO,
+    want: Compression | None,
+    verify: bool,
+    policy: DamagePolicy,
+    report: DamageCallback,
+    *,
+    path: str | None,
+) -> Iterator[bytes]:
+    """A stream: its first bytes are peeked (and handed back) to decide or to explain."""
+    head, stream = peek_stream(raw)
+    kind = detect(head, path) if want is None else want
+    report = noting(report, lambda: head, kind, auto=want is None)
+    records = read_stream(
+        cast("BinaryIO", stream), kind, verify=verify, path=path, policy=policy, report=report
     )
+    try:
+        yield from records
+    except DataLossError as exc:
+        better = noted(exc, head, kind, auto=want is None)
+        if better is None:
+            raise
+        raise better from exc
 
 
 def _reporter(callback: DamageCallback | None) -> DamageCallback:
@@ -137,36 +221,18 @@ def _reporter(callback: DamageCallback | None) -> DamageCallback:
 
 
 def _read_url(
-    url: str, kind: Compression, verify: bool, policy: DamagePolicy, report: DamageCallback
+    url: str,
+    want: Compression | None,
+    verify: bool,
+    policy: DamagePolicy,
+    report: DamageCallback,
 ) -> Iterator[bytes]:
     stream = remote.RemoteFile(url).open_stream()
     try:
         # The stream has read/read1 with file semantics; it is not an io class.
-        raw = cast("BinaryIO", stream)
-        yield from read_stream(raw, kind, verify=verify, path=url, policy=policy, report=report)
+        yield from _read_peeked(cast("BinaryIO", stream), want, verify, policy, report, path=url)
     finally:
         stream.close()
-
-
-def _read_mapped(
-    path: str, verify: bool, policy: DamagePolicy, report: DamageCallback
-) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            if policy == "raise":
-                yield from _iter_buffer(buf, path, verify)
-            else:
-                yield from _iter_buffer_tolerant(buf, path, verify, policy, report)
-        finally:
-            # An error raised through here may still hold numpy views of the mapping in
-            # its traceback: then the mapping goes with them, and the error comes
-            # through rather than a BufferError from closing.
-            with contextlib.suppress(BufferError):
-                buf.close()
 
 
 def _iter_buffer(buf: mmap.mmap, path: str, verify: bool) -> Iterator[bytes]:

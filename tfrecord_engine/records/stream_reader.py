@@ -28,7 +28,7 @@ from .recovery import (
     header_candidates,
 )
 
-__all__ = ["read_stream", "read_stream_path"]
+__all__ = ["read_stream"]
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
@@ -39,13 +39,6 @@ _STREAM_CHUNK = 1 << 20
 # Look-ahead window (bytes) when resynchronizing a stream.
 _RESYNC_WINDOW = 1 << 20
 _DEFLATE_STOP = "; a damaged deflate stream cannot be resynchronized, so reading stops here"
-
-
-def read_stream_path(
-    path: str, kind: Compression, verify: bool, policy: DamagePolicy, report: DamageCallback
-) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        yield from read_stream(f, kind, verify=verify, path=path, policy=policy, report=report)
 
 
 class _ByteStream:
