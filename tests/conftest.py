@@ -31,3 +31,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip_slow)
+
+
+@pytest.fixture(autouse=True)
+def _index_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets an empty index cache of its own (never the user's ~/.cache)."""
+    monkeypatch.setenv("TFE_INDEX_CACHE", str(tmp_path_factory.mktemp("index-cache")))

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tfrecord_engine.data import sampler
 from tfrecord_engine.data.source import FetcherRecords, RandomAccessSource
+from tfrecord_engine.index.placement import cache_entries
 from tfrecord_engine.testing.epochs import record_lists, shuffle_modes
 from tfrecord_engine.testing.resume import assert_resume_exactly_once
 
@@ -92,7 +93,11 @@ def test_globs_skip_sidecar_indexes(tmp_path: pathlib.Path) -> None:
     for f in range(2):
         with tfe.TFRecordWriter(tmp_path / f"train-{f}", index=True) as w:
             w.write_many([b"x"] * 3)
-    assert sorted(os.listdir(tmp_path)) == [
+    assert sorted(os.listdir(tmp_path)) == [".tfeidx", "train-0", "train-1"]
+    # Old versions put sidecars beside the data, where "train-*" matches them.
+    for f in range(2):
+        tfe.Index.build(tmp_path / f"train-{f}").save(placement="beside")
+    assert sorted(os.listdir(tmp_path))[1:] == [
         "train-0",
         "train-0.tfeidx",
         "train-1",
@@ -268,7 +273,8 @@ def test_large_foreign_compressed_file_gets_in_memory_snapshots(
 
     path = tmp_path / f"foreign-{kind}.tfrecord"
     path.unlink(missing_ok=True)
-    pathlib.Path(str(path) + ".tfeidx").unlink(missing_ok=True)
+    for entry in cache_entries(str(path)):  # an earlier example's index
+        os.remove(entry)
     with tfe.TFRecordWriter(path, kind) as w:  # no index: no restart points
         w.write_many(records)
     with pytest.MonkeyPatch.context() as mp:

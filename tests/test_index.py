@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-from tfrecord_engine.index.sidecar import INDEX_SUFFIX, index_path_for
+from tfrecord_engine.index.sidecar import index_path_for
 from tfrecord_engine.records import framing
 from tfrecord_engine.testing.epochs import record_lists
 
@@ -92,7 +92,7 @@ def test_restart_points_decode_on_their_own(tmp_path: pathlib.Path) -> None:
 def test_save_load_round_trip(tmp_path: pathlib.Path) -> None:
     path = _write(tmp_path / "a.tfrecord", [b"a", b"bb", b""])
     idx = tfe.Index.build(path)
-    assert idx.save() == path + INDEX_SUFFIX == index_path_for(path)
+    assert idx.save() == str(tmp_path / ".tfeidx" / "a.tfrecord.tfeidx") == index_path_for(path)
     back = tfe.Index.load(path)
     assert back.offsets.tolist() == idx.offsets.tolist()
     assert back.lengths.tolist() == idx.lengths.tolist()
@@ -126,7 +126,7 @@ def test_stale_index_is_detected(tmp_path: pathlib.Path, change: str) -> None:
 
 def test_damaged_or_foreign_index_file(tmp_path: pathlib.Path) -> None:
     path = _write(tmp_path / "a.tfrecord", [b"x"] * 5, index=True)
-    side = pathlib.Path(path + INDEX_SUFFIX)
+    side = pathlib.Path(index_path_for(path))
     good = side.read_bytes()
     for bad, match in [
         (good[:-1] + bytes([good[-1] ^ 1]), "checksum"),
@@ -137,10 +137,12 @@ def test_damaged_or_foreign_index_file(tmp_path: pathlib.Path) -> None:
     ]:
         side.write_bytes(bad)
         with pytest.raises(tfe.IndexFormatError, match=match):
-            tfe.Index.load(path)
-        assert len(tfe.Index.open(path)) == 5  # rebuilt and saved
-        # The writer's sidecar (version 3) comes back as a header walk's (version 1).
-        assert side.read_bytes() == tfe.Index.build(path).to_bytes()
+            tfe.Index.load(path, side)
+        assert len(tfe.Index.open(path)) == 5  # rebuilt and cached
+        # The damaged file beside the data is left alone; the rebuilt index (a header
+        # walk's, version 1) is in the user's cache and is what a load finds next.
+        assert side.read_bytes() == bad
+        assert tfe.Index.load(path).to_bytes() == tfe.Index.build(path).to_bytes()
         assert tfe.Index.load(path).to_bytes()[12:-4] == good[12:-4]
 
 
@@ -148,7 +150,7 @@ def test_index_of_another_file_is_foreign(tmp_path: pathlib.Path) -> None:
     a = _write(tmp_path / "a.tfrecord", [b"x"] * 5, index=True)
     b = _write(tmp_path / "b.tfrecord", [b"y"] * 6)
     with pytest.raises(tfe.StaleIndexError):
-        tfe.Index.load(b, a + INDEX_SUFFIX)
+        tfe.Index.load(b, index_path_for(a))
 
 
 @pytest.mark.parametrize("where", ["length", "length_crc", "truncated"])
@@ -219,8 +221,9 @@ def test_text_export_refuses_empty_and_compressed(tmp_path: pathlib.Path) -> Non
 
 def test_open_rejects_a_compression_mismatch(tmp_path: pathlib.Path) -> None:
     path = _write(tmp_path / "g.tfrecord", [b"a"], compression="GZIP", index=True)
-    with pytest.raises(tfe.InvalidArgumentError, match="compression"):
-        tfe.Index.open(path)
+    with pytest.raises(tfe.InvalidArgumentError, match=r"compression 'GZIP'.*'auto'"):
+        tfe.Index.open(path, None)
+    assert tfe.Index.open(path).compression is tfe.Compression.GZIP  # "auto": its own
 
 
 def test_index_arrays_are_numpy_uint64(tmp_path: pathlib.Path) -> None:
@@ -235,7 +238,7 @@ def test_unsaveable_sidecar_is_not_fatal(
 ) -> None:
     path = _write(tmp_path / "a.tfrecord", [b"a", b"b"])
 
-    def refuse(self: tfe.Index, index_path: object = None) -> str:
+    def refuse(self: tfe.Index, index_path: object = None, **kwargs: object) -> str:
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(tfe.Index, "save", refuse)

@@ -18,11 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
+from tfrecord_engine.index.placement import cache_index_path
 from tfrecord_engine.index.sidecar import (
     DAMAGE_FORMAT_VERSION,
     FORMAT_VERSION,
     VERIFIED_FORMAT_VERSION,
-    index_path_for,
 )
 from tfrecord_engine.records import framing
 from tfrecord_engine.records.compression import Compression
@@ -172,7 +172,7 @@ def test_open_reports_stored_damage_every_time(tmp_path: Path) -> None:
     path = _damaged(tmp_path, Damage("overwrite", SPANS[4][0] + 2, b"\xff\xff"))
     first: list[tfe.DamageReport] = []
     idx = tfe.Index.open(path, on_damage="skip", on_damage_report=first.append)
-    assert os.path.exists(index_path_for(path))
+    assert os.path.exists(cache_index_path(path))
     again: list[tfe.DamageReport] = []
     loaded = tfe.Index.open(path, on_damage="skip", on_damage_report=again.append)
     assert first == again == list(idx.damage) == list(loaded.damage)
@@ -230,7 +230,7 @@ def test_repaired_file_gets_a_clean_index(tmp_path: Path) -> None:
     idx = tfe.Index.open(path)
     assert len(idx) == len(RECORDS)
     assert idx.damage == ()
-    assert _version(Path(index_path_for(path)).read_bytes()) == FORMAT_VERSION
+    assert _version(Path(cache_index_path(path)).read_bytes()) == FORMAT_VERSION
 
 
 def test_damaged_sidecar_goes_stale(tmp_path: Path) -> None:

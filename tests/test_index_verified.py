@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 import tfrecord_engine.index.sidecar as index_module
+from tfrecord_engine.index.placement import cache_index_path
 from tfrecord_engine.index.scan import fingerprint
 from tfrecord_engine.index.sidecar import (
     DAMAGE_FORMAT_VERSION,
@@ -44,7 +45,12 @@ def _bad_data_crc(which: int) -> bytes:
 
 
 def _version(path: str) -> int:
-    return int(struct.unpack_from("<I", Path(index_path_for(path)).read_bytes(), 8)[0])
+    """The version of the index saved last: an open's (in the cache, for the file as it
+    is now), else the writer's (hidden folder), else an old one beside the data."""
+    for where in (cache_index_path(path), index_path_for(path), index_path_for(path, "beside")):
+        if Path(where).exists():
+            return int(struct.unpack_from("<I", Path(where).read_bytes(), 8)[0])
+    raise AssertionError(f"no index saved for {path}")
 
 
 def _counted(name: str, real: Callable[..., object], calls: list[str]) -> Callable[..., object]:
@@ -258,18 +264,21 @@ def _v1_sidecar(path: str) -> bytes:
 def test_old_version_1_sidecar_still_serves_raise(tmp_path: Path, scans: list[str]) -> None:
     path = write_framed(tmp_path / "old.tfrecord", framing.frame_many(RECORDS))
     old = _v1_sidecar(path)
-    Path(index_path_for(path)).write_bytes(old)
+    Path(index_path_for(path, "beside")).write_bytes(old)  # where old versions put it
     idx = tfe.Index.load(path)
     assert not idx.data_verified
     assert idx.offsets.tolist() == [a for a, _ in SPANS]
     assert idx.to_bytes() == old  # re-saved unchanged
     assert tfe.RecordDataset(path)[:] == RECORDS
     assert scans == []
-    assert Path(index_path_for(path)).read_bytes() == old
-    # "stop" reads the file once and replaces it with a verified sidecar.
+    assert Path(index_path_for(path, "beside")).read_bytes() == old
+    # "stop" reads the file once and caches a verified index; the old file stays.
     assert tfe.RecordDataset(path, on_damage="stop")[:] == RECORDS
     assert scans == ["tolerant_scan"]
     assert _version(path) == VERIFIED_FORMAT_VERSION
+    assert Path(index_path_for(path, "beside")).read_bytes() == old
+    assert tfe.RecordDataset(path, on_damage="stop")[:] == RECORDS
+    assert scans == ["tolerant_scan"]  # the cached index serves from now on
 
 
 def test_versions_round_trip(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine.errors import DataLossError, InvalidArgumentError
+from tfrecord_engine.index.placement import index_path_for
 from tfrecord_engine.records.recovery import DamageReport
 from tfrecord_engine.testing.damage import Damage, damages
 from tfrecord_engine.testing.records import compressions, record_lists, write_file
@@ -203,6 +204,7 @@ def _refuses(fn: Callable[[str], object]) -> InvalidArgumentError:
             done.set()
             watchdog.join()
         assert not os.path.exists(path + ".tfeidx")
+        assert not os.path.exists(index_path_for(path))
     message = str(got.value)
     assert path in message
     assert "regular file" in message

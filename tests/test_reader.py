@@ -280,10 +280,13 @@ def test_plain_file_read_as_gzip_and_gzip_read_as_plain(tmp_path: Path) -> None:
     _, err = _collect(path, compression="GZIP")
     assert isinstance(err, tfe.CorruptedRecordError)
     assert "header check" in str(err)
+    assert "valid uncompressed TFRecord header; pass compression=None or 'auto'" in str(err)
     gz, _ = _gzip_file(tmp_path, [b"a"])
-    _, err = _collect(gz)
+    _, err = _collect(gz, compression=None)  # explicit: wins over the bytes
     assert isinstance(err, tfe.DataLossError)
     assert err.offset == 0
+    assert "GZIP magic (1f 8b); pass compression='GZIP' or 'auto'" in str(err)
+    assert _collect(gz) == ([b"a"], None)  # the default recognises it
 
 
 def test_gzip_garbage_after_member(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ def test_npy_and_records_per_shard(cwd: Path) -> None:
         "p-00000-of-00002.tfrecord: 2 records",
         "p-00001-of-00002.tfrecord: 2 records",
     ]
-    assert not Path("p-00000-of-00002.tfrecord.tfeidx").exists()
+    assert not Path(".tfeidx/p-00000-of-00002.tfrecord.tfeidx").exists()
     rows = [tfe.decode_example(r) for r in tfe.read_records("p-00001-of-00002.tfrecord")]
     assert rows[1]["pix"].tolist() == list(range(18, 24))
     keyed = invoke("convert", "pix.npy", "--key", "image", "-o", "k")

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tests.cli.helpers import invoke, mnist_like, write_examples
 from tfrecord_engine.cli.common import Progress
+from tfrecord_engine.index.placement import cache_dir
 from tfrecord_engine.records import framing
 from tfrecord_engine.testing.damage import Damage, damages, record_spans
 from tfrecord_engine.testing.records import record_lists
@@ -38,6 +39,8 @@ def test_count_uses_a_valid_index_and_scans_otherwise(cwd: Path) -> None:
         "total": 11,
     }
     assert not Path("b.tfrecord.zz.tfeidx").exists()  # count writes no index
+    assert not Path(".tfeidx/b.tfrecord.zz.tfeidx").exists()
+    assert list(Path(cache_dir()).iterdir()) == []
 
 
 def test_count_ignores_a_stale_index(cwd: Path) -> None:
@@ -106,7 +109,7 @@ def test_verify_exit_code_matches_the_reader(records: list[bytes], data: st.Data
 def test_index_writes_tfe_and_dali_indexes(cwd: Path) -> None:
     write_examples("a.tfrecord", mnist_like(3))
     result = invoke("index", "a.tfrecord")
-    assert result.stdout == "a.tfrecord.tfeidx: 3 records\n"
+    assert result.stdout == ".tfeidx/a.tfrecord.tfeidx: 3 records\n"
     idx = tfe.Index.load("a.tfrecord")
     result = invoke("index", "--format", "dali", "a.tfrecord")
     assert result.stdout == "a.tfindex: 3 records\n"
@@ -169,10 +172,10 @@ def test_index_keeps_a_valid_sidecar_with_restart_points(cwd: Path) -> None:
         w.write_many([b"r%d" % i for i in range(6)])
     assert len(tfe.Index.load("z.tfrecord.gz").restarts) > 0
     result = invoke("index", "z.tfrecord.gz")
-    assert result.stdout == "z.tfrecord.gz.tfeidx: 6 records (valid, kept)\n"
+    assert result.stdout == ".tfeidx/z.tfrecord.gz.tfeidx: 6 records (valid, kept)\n"
     assert len(tfe.Index.load("z.tfrecord.gz").restarts) > 0
     forced = invoke("index", "--force", "z.tfrecord.gz")
-    assert forced.stdout == "z.tfrecord.gz.tfeidx: 6 records\n"
+    assert forced.stdout == ".tfeidx/z.tfrecord.gz.tfeidx: 6 records\n"
     assert len(tfe.Index.load("z.tfrecord.gz").restarts) == 0
 
 
@@ -180,5 +183,22 @@ def test_index_replaces_a_stale_sidecar(cwd: Path) -> None:
     write_examples("a.tfrecord", mnist_like(2), index=True)
     with tfe.TFRecordWriter("a.tfrecord", append=True) as w:
         w.write(b"more")
-    assert invoke("index", "a.tfrecord").stdout == "a.tfrecord.tfeidx: 3 records\n"
+    assert invoke("index", "a.tfrecord").stdout == ".tfeidx/a.tfrecord.tfeidx: 3 records\n"
     assert len(tfe.Index.load("a.tfrecord")) == 3
+
+
+def test_compression_is_recognised_from_the_bytes_not_the_name(cwd: Path) -> None:
+    write_examples("gz-named-plain.tfrecord", mnist_like(3), "GZIP")
+    write_examples("plain-named.gz", mnist_like(2))
+    with tfe.TFRecordWriter("beam.deflate", "ZLIB") as w:
+        w.write_many([b"a", b"b", b"c", b"d"])
+    result = invoke("count", "--json", "gz-named-plain.tfrecord", "plain-named.gz", "beam.deflate")
+    assert result.exit_code == 0, result.output
+    assert [f["records"] for f in json.loads(result.stdout)["files"]] == [3, 2, 4]
+    assert invoke("verify", "gz-named-plain.tfrecord").exit_code == 0
+    assert invoke("index", "gz-named-plain.tfrecord").exit_code == 0
+    assert tfe.Index.load("gz-named-plain.tfrecord").compression is tfe.Compression.GZIP
+    write_examples("fresh.tfrecord", mnist_like(3), "GZIP")  # no index to count from
+    wrong = invoke("verify", "-c", "none", "fresh.tfrecord")
+    assert wrong.exit_code == 1
+    assert "GZIP magic (1f 8b); pass compression='GZIP' or 'auto'" in wrong.stdout

@@ -108,3 +108,12 @@ def test_dev_stdin_from_a_file_is_still_a_file(data: Path) -> None:
         )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == b"5"
+
+
+def test_stdin_compression_is_recognised_from_its_bytes(data: Path) -> None:
+    for name in ("a.tfrecord.gz", "a.tfrecord"):
+        done = run("count", "--json", "-", cwd=data, stdin=_stdin(data, name))
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["total"] == 5
+    cat = run("cat", "--json", "-", cwd=data, stdin=_stdin(data, "a.tfrecord.gz"))
+    assert len(cat.stdout.splitlines()) == 5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import secrets
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 
 import tfrecord_engine as tfe
-from tfrecord_engine.index.sidecar import index_path_for
+from tfrecord_engine.index.placement import cache_entries, index_path_for
 from tfrecord_engine.records import framing
 from tfrecord_engine.storage import remote
 from tfrecord_engine.testing.http_server import RangeServer
@@ -26,6 +27,10 @@ def _memfs() -> object:
 
 def _put(url: str, blob: bytes) -> None:
     fsspec.filesystem("memory").pipe_file(url.removeprefix("memory://"), blob)
+
+
+def _get(url: str) -> bytes:
+    return bytes(fsspec.filesystem("memory").cat_file(url.removeprefix("memory://")))
 
 
 def _same(a: tfe.Index, b: tfe.Index) -> None:
@@ -64,16 +69,17 @@ def test_save_load_round_trip_and_staleness(mem: str) -> None:
     with tfe.TFRecordWriter(url) as w:
         w.write_many([bytes([i]) * 10 for i in range(100)])
     idx = tfe.Index.build(url)
-    assert idx.save() == index_path_for(url) == f"{url}.tfeidx"
+    assert idx.save() == index_path_for(url) == f"{mem}/.tfeidx/a.tfrecord.tfeidx"
     _same(tfe.Index.load(url), idx)
     # Same size, different content: the fingerprint catches it.
     _put(url, framing.frame_many([bytes([i + 1]) * 10 for i in range(100)]))
     with pytest.raises(tfe.StaleIndexError, match="fingerprint"):
         tfe.Index.load(url)
-    _put(f"{url}.tfeidx", b"garbage" * 10)
+    _put(index_path_for(url), b"garbage" * 10)
     with pytest.raises(tfe.IndexFormatError):
         tfe.Index.load(url)
-    rebuilt = tfe.Index.open(url)  # rebuilds and saves over the damaged sidecar
+    rebuilt = tfe.Index.open(url)  # rebuilds and caches it locally; the store is untouched
+    assert _get(index_path_for(url)) == b"garbage" * 10
     _same(tfe.Index.load(url), rebuilt)
     with pytest.raises(FileNotFoundError):
         tfe.Index.load(f"{mem}/missing.tfrecord")
@@ -106,14 +112,20 @@ def test_open_skips_only_read_only_save_errors(mem: str, monkeypatch: pytest.Mon
         raise PermissionError(f"{target}: access denied")
 
     monkeypatch.setattr(remote, "write_bytes", denied)
-    assert len(tfe.Index.open(url)) == 5  # a read-only bucket: the index stays in memory
+    # By default an index built on read goes to the local cache: the store is not asked.
+    assert len(tfe.Index.open(url)) == 5
+    assert cache_entries(url)
+    for entry in cache_entries(url):
+        os.remove(entry)
+    # Asked to keep it with the data: a read-only bucket keeps the index in memory.
+    assert len(tfe.Index.open(url, save="hidden")) == 5
 
     def broken(target: str, data: bytes) -> None:
         raise ConnectionError(f"{target}: connection reset")
 
     monkeypatch.setattr(remote, "write_bytes", broken)
     with pytest.raises(ConnectionError, match="connection reset"):
-        tfe.Index.open(url)
+        tfe.Index.open(url, save="hidden")
 
 
 def test_build_reports_damage_like_a_local_build(mem: str, tmp_path: pathlib.Path) -> None:

@@ -127,6 +127,7 @@ def test_file_urls_are_local_paths(tmp_path: pathlib.Path) -> None:
     with tfe.TFRecordWriter(f"file://{path}", index=True) as w:
         w.write_many([b"a", b"bc"])
     assert path.exists()
+    assert (path.parent / ".tfeidx" / "a.tfrecord.tfeidx").exists()
     assert pathlib.Path(index_module.index_path_for(path)).exists()
     assert list(tfe.read_records(f"file://{path}")) == [b"a", b"bc"]
     assert tfe.RecordDataset(f"file://{path}")[1] == b"bc"

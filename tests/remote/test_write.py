@@ -8,6 +8,8 @@ from typing import BinaryIO
 import pytest
 
 import tfrecord_engine as tfe
+from tfrecord_engine.index.placement import cache_entries
+from tfrecord_engine.storage import remote
 from tfrecord_engine.storage.remote_fileops import RemoteFileOps
 from tfrecord_engine.testing.faults import writer_with_ops
 from tfrecord_engine.testing.http_server import RangeServer
@@ -33,7 +35,8 @@ def test_remote_file_is_byte_identical_to_a_local_one(
             w.write_many(RECORDS[1:])
     fs = fsspec.filesystem("memory")
     assert fs.cat_file(url.removeprefix("memory://")) == local.read_bytes()
-    assert _names(mem) == ["a.tfrecord", "a.tfrecord.tfeidx"]
+    assert _names(mem) == [".tfeidx", "a.tfrecord"]
+    assert _names(f"{mem}/.tfeidx") == ["a.tfrecord.tfeidx"]
     remote_index, local_index = tfe.Index.load(url), tfe.Index.load(local)
     assert remote_index.to_bytes() == local_index.to_bytes()
     assert list(tfe.read_records(url, compression)) == RECORDS
@@ -129,3 +132,25 @@ def test_atomic_false_writes_the_final_name_directly(mem: str) -> None:
         w.write_many(RECORDS)
         assert _names(mem) == ["a.tfrecord"]
     assert list(tfe.read_records(url, "GZIP")) == RECORDS
+
+
+def test_remote_indexes_follow_the_local_rule(mem: str) -> None:
+    """Written indexes go to the store's hidden ``.tfeidx/`` folder, which ``train-*``
+    does not match; indexes built on read go to the local cache, not the store."""
+    for i in range(2):
+        with tfe.TFRecordWriter(f"{mem}/train-{i}.tfrecord", index=(i == 0)) as w:
+            w.write_many(RECORDS)
+    fs = fsspec.filesystem("memory")
+    shards = [f"{mem}/train-{i}.tfrecord" for i in range(2)]
+    assert remote.glob(f"{mem}/train-*") == shards
+    assert sorted(fs.unstrip_protocol(p) for p in fs.glob(f"{mem}/train-*")) == shards
+    assert _names(mem) == [".tfeidx", "train-0.tfrecord", "train-1.tfrecord"]
+    ds = tfe.RecordDataset(f"{mem}/train-*")
+    assert list(ds) == RECORDS * 2
+    assert _names(mem) == [".tfeidx", "train-0.tfrecord", "train-1.tfrecord"]
+    assert _names(f"{mem}/.tfeidx") == ["train-0.tfrecord.tfeidx"]
+    assert cache_entries(shards[0]) == []  # the writer's index served
+    assert len(cache_entries(shards[1])) == 1  # built on read, cached locally
+    assert (
+        tfe.RecordDataset(shards[1]).indexes[0].to_bytes() == tfe.Index.build(shards[1]).to_bytes()
+    )

@@ -27,9 +27,10 @@ Exit codes:
   2  usage error: bad options or arguments, a missing or unreadable path
  141 the reader of the output went away (a closed pipe, e.g. `| head`)
 
-Paths may be globs (quote them to let tfr expand them, sorted). Index sidecars
-(*.tfeidx, *.tfindex) are never read as record files. Compression is guessed from
-the extension (.gz GZIP, .zz/.zlib ZLIB) unless --compression says otherwise."""
+Paths may be globs (quote them to let tfr expand them, sorted). Indexes (kept in a
+hidden .tfeidx/ folder; old *.tfeidx, *.tfindex) are never read as record files.
+Compression is recognised from each file's first bytes (the extension, .gz, .zz,
+.zlib, .deflate, only breaks a tie) unless --compression says otherwise."""
 
 # 128 + SIGPIPE, what a shell reports for a process killed by a closed pipe.
 EXIT_BROKEN_PIPE = 141

@@ -20,6 +20,7 @@ import click
 from ..data.dataset import _expand
 from ..index.sidecar import INDEX_SUFFIX
 from ..records.compression import Compression, normalize_compression
+from ..records.detect import AUTO, detect_file
 from ..records.recovery import DamageReport
 from ..storage.filekind import stream_kind
 
@@ -52,12 +53,6 @@ STDIN: Final = "/dev/stdin"
 #: Suffix of DALI / ``tfrecord`` text indexes written by ``tfr index --format dali``.
 DALI_SUFFIX: Final = ".tfindex"
 _SIDECARS: Final = (INDEX_SUFFIX, DALI_SUFFIX)
-_BY_EXTENSION: Final = {
-    ".gz": Compression.GZIP,
-    ".gzip": Compression.GZIP,
-    ".zz": Compression.ZLIB,
-    ".zlib": Compression.ZLIB,
-}
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
 
@@ -111,19 +106,23 @@ def damage_json(report: DamageReport) -> dict[str, object]:
     }
 
 
-def detect_compression(path: str, given: str) -> Compression:
-    """``given`` unless it is ``"auto"``; then from the extension (``.gz``, ``.zz``...).
+def detect_compression(path: str, given: str) -> Compression | str:
+    """``given`` unless it is ``"auto"``; then from the file's first bytes, its extension
+    a hint only (see :mod:`tfrecord_engine.records.detect`). A pipe or standard input
+    stays ``"auto"``: :func:`~tfrecord_engine.read_records` peeks it without losing bytes.
 
-    >>> detect_compression("a.tfrecord.gz", "auto"), detect_compression("a.gz", "none")
-    (<Compression.GZIP: 'GZIP'>, <Compression.NONE: ''>)
+    >>> detect_compression("a.gz", "none"), detect_compression("a.tfrecord", "gzip")
+    (<Compression.NONE: ''>, <Compression.GZIP: 'GZIP'>)
     """
     if given != "auto":
         return normalize_compression("" if given == "none" else given)
-    return _BY_EXTENSION.get(os.path.splitext(path)[1].lower(), Compression.NONE)
+    if not is_remote(path) and stream_kind(path) is not None:
+        return AUTO
+    return detect_file(path)
 
 
 def compression_option(help_text: str, *, name: str = "--compression") -> Callable[[_F], _F]:
-    """A ``[auto|none|gzip|zlib]`` option; ``auto`` guesses from each file's extension."""
+    """A ``[auto|none|gzip|zlib]`` option; ``auto`` recognises each file's from its bytes."""
     decls = [name, "-c"] if name == "--compression" else [name]
     return click.option(
         *decls,

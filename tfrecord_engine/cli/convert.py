@@ -46,7 +46,7 @@ def shard_options(command: _F) -> _F:
                 "--index/--no-index",
                 default=True,
                 show_default=True,
-                help="Write a .tfeidx sidecar per shard.",
+                help="Write an index per shard (.tfeidx/FILE.tfeidx).",
             ),
         ]
     ):

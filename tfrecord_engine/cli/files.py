@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import click
 
 from ..errors import IndexFormatError
-from ..index.sidecar import Index, index_path_for
+from ..index.placement import index_candidates, index_path_for
+from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression
+from ..records.detect import CompressionArg
 from ..records.reader import read_records
 from ..records.recovery import DamageReport
 from ..storage.filekind import stream_kind
@@ -29,10 +32,10 @@ from .common import (
 
 __all__ = ["COMMANDS", "count_records", "dali_index_path"]
 
-_READ_HELP = "Compression of the inputs (auto: from each file's extension)."
+_READ_HELP = "Compression of the inputs (auto: from each file's first bytes)."
 
 
-def count_records(path: str, kind: Compression) -> tuple[int, bool]:
+def count_records(path: str, kind: CompressionArg) -> tuple[int, bool]:
     """Records in ``path`` and whether a valid sidecar index gave the count.
 
     Without a valid index the file's headers are walked (GZIP/ZLIB: decompressed); no
@@ -58,9 +61,9 @@ def count_records(path: str, kind: Compression) -> tuple[int, bool]:
 def count_command(paths: tuple[str, ...], compression: str, as_json: bool) -> None:
     """Records per file and in total.
 
-    A valid sidecar index (*.tfeidx) gives the count at once; otherwise the record
-    headers are walked (payloads are not read, no index is written). Reads pipes and
-    "-" (standard input) too.
+    A valid index (.tfeidx/FILE.tfeidx, FILE.tfeidx or the user's index cache) gives
+    the count at once; otherwise the record headers are walked (payloads are not read,
+    no index is written). Reads pipes and "-" (standard input) too.
 
     \b
     Example:
@@ -167,7 +170,7 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
         click.get_current_context().exit(EXIT_DAMAGE)
 
 
-def _plain_sizes(files: list[str], kinds: list[Compression]) -> list[int] | None:
+def _plain_sizes(files: list[str], kinds: Sequence[CompressionArg]) -> list[int] | None:
     """File sizes for a byte-exact bar: local, uncompressed files only (else None)."""
     if any(is_remote(p) or stream_kind(p) is not None for p in files) or any(
         k is not Compression.NONE for k in kinds
@@ -199,28 +202,30 @@ def dali_index_path(data_path: str) -> str:
     type=click.Choice(["tfe", "dali"]),
     default="tfe",
     show_default=True,
-    help="tfe: binary sidecar FILE.tfeidx; dali: DALI/tfrecord text index "
-    "(x.tfrecord -> x.tfindex; uncompressed files only).",
+    help="tfe: binary index .tfeidx/FILE.tfeidx (a hidden folder beside FILE); "
+    "dali: DALI/tfrecord text index (x.tfrecord -> x.tfindex; uncompressed files only).",
 )
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False), help="Index file name (one input only)."
 )
-@click.option("--force", is_flag=True, help="Rebuild .tfeidx sidecars that are valid already.")
+@click.option("--force", is_flag=True, help="Rebuild indexes that are valid already.")
 def index_command(
     *, paths: tuple[str, ...], compression: str, fmt: str, output: str | None, force: bool
 ) -> None:
     """Write an index for each file.
 
-    A valid .tfeidx sidecar is kept unless --force: one written with the data
-    (TFRecordWriter(..., index=True), `tfr convert`, `tfr reshard`) holds the restart
-    points of a GZIP/ZLIB file, which a rebuild cannot recover. Damaged or stale
-    sidecars are replaced. --format dali writes the text index from the valid sidecar
-    when there is one, else from a walk of the file.
+    The index goes to .tfeidx/FILE.tfeidx, a hidden folder beside FILE that shard
+    globs (train-*) do not match. A valid index there, or an old FILE.tfeidx, is kept
+    unless --force: one written with the data (TFRecordWriter(..., index=True),
+    `tfr convert`, `tfr reshard`) holds the restart points of a GZIP/ZLIB file, which
+    a rebuild cannot recover. Damaged or stale ones are replaced by a new index in
+    .tfeidx/. --format dali writes the text index from the valid index when there is
+    one, else from a walk of the file.
 
     \b
     Example:
       $ tfr index 'train-*.tfrecord'
-      train-00000-of-00002.tfrecord.tfeidx: 761 records
+      .tfeidx/train-00000-of-00002.tfrecord.tfeidx: 761 records
       $ tfr index --format dali train-00000-of-00002.tfrecord
       train-00000-of-00002.tfindex: 761 records
     """
@@ -231,15 +236,18 @@ def index_command(
     with progress(len(files), "indexing") as bar:
         for path in files:
             kind = detect_compression(path, compression)
-            idx = None if force else _valid_index(path, kind)
-            kept = idx is not None and fmt == "tfe" and output is None
-            if idx is None:
-                idx = Index.build(path, kind, max_record_bytes=settings().max_record_bytes)
+            found = None if force else _valid_index(path, kind)
+            kept = found is not None and fmt == "tfe" and output is None
+            idx = (
+                Index.build(path, kind, max_record_bytes=settings().max_record_bytes)
+                if found is None
+                else found[1]
+            )
             if fmt == "dali":
                 target = output or dali_index_path(path)
                 idx.save_text(target)
-            elif kept:
-                target = index_path_for(path)
+            elif kept and found is not None:
+                target = found[0]
             else:
                 target = idx.save(output or index_path_for(path))
             written.append((target, len(idx), kept))
@@ -248,12 +256,18 @@ def index_command(
         click.echo(f"{target}: {n} records{' (valid, kept)' if kept else ''}")
 
 
-def _valid_index(path: str, kind: Compression) -> Index | None:
-    try:
-        idx = Index.load(path)
-    except (FileNotFoundError, IndexFormatError):
-        return None  # none, damaged or stale: build a new one
-    return idx if idx.compression is kind else None
+def _valid_index(path: str, kind: CompressionArg) -> tuple[str, Index] | None:
+    """A valid index that travels with the data (hidden sub-folder, or an old sidecar
+    beside it) and where it is; the user's cache does not count: ``tfr index`` is asked
+    for an index beside the data."""
+    for candidate in index_candidates(path):
+        try:
+            idx = Index.load(path, candidate)
+        except (FileNotFoundError, IndexFormatError):
+            continue  # none, damaged or stale: try the next, else build a new one
+        if idx.compression is kind:
+            return candidate, idx
+    return None
 
 
 COMMANDS = [count_command, verify_command, index_command]

@@ -41,7 +41,7 @@ def repaired_path(path: str, output_dir: str | None = None) -> str:
 
 @click.command("repair")
 @click.argument("paths", nargs=-1)
-@compression_option("Compression of the inputs, kept for the outputs (auto: from the name).")
+@compression_option("Compression of the inputs, kept for the outputs (auto: from the bytes).")
 @click.option("-o", "--output", help="Repaired file (one input only).")
 @click.option(
     "--output-dir",
@@ -49,7 +49,10 @@ def repaired_path(path: str, output_dir: str | None = None) -> str:
     help="Write repaired files under their own names here.",
 )
 @click.option(
-    "--index/--no-index", default=False, show_default=True, help="Also write .tfeidx sidecars."
+    "--index/--no-index",
+    default=False,
+    show_default=True,
+    help="Also write indexes (.tfeidx/FILE.tfeidx).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of lines.")
 def repair_command(

@@ -8,7 +8,8 @@ from typing import Final
 import click
 
 from ..data.dataset import RecordDataset
-from ..records.compression import Compression, normalize_compression
+from ..records.compression import normalize_compression
+from ..records.detect import CompressionArg
 from ..records.reader import read_records
 from .common import (
     BadInput,
@@ -30,16 +31,16 @@ __all__ = ["COMMANDS"]
 _CHUNK: Final = 4096
 
 
-def _in_order(files: Sequence[str], kinds: Sequence[Compression]) -> Iterator[list[bytes]]:
+def _in_order(files: Sequence[str], kinds: Sequence[CompressionArg]) -> Iterator[list[bytes]]:
     for path, kind in zip(files, kinds, strict=True):
         yield from chunked(
             read_records(path, kind, max_record_bytes=settings().max_record_bytes), _CHUNK
         )
 
 
-def _shuffled(files: Sequence[str], kind: Compression, seed: int) -> Iterator[list[bytes]]:
+def _shuffled(files: Sequence[str], kind: CompressionArg, seed: int) -> Iterator[list[bytes]]:
     # The dataset's own global shuffle: a seeded permutation of all records of all
-    # files, read by random access in batches (indexes are loaded, or built and saved).
+    # files, read by random access in batches (indexes are loaded, or built and cached).
     ds = RecordDataset(list(files), compression=kind)
     try:
         yield from ds.batches(_CHUNK, shuffle=True, seed=seed)
@@ -51,7 +52,7 @@ def _shuffled(files: Sequence[str], kind: Compression, seed: int) -> Iterator[li
 @click.argument("paths", nargs=-1)
 @shard_options
 @compression_option(
-    "Compression of the inputs (auto: from each file's extension).", name="--input-compression"
+    "Compression of the inputs (auto: from each file's first bytes).", name="--input-compression"
 )
 @click.option(
     "--shuffle", is_flag=True, help="Write a seeded global permutation of all input records."
@@ -73,9 +74,10 @@ def reshard_command(
 
     Records keep their order unless --shuffle, which writes a uniform, seeded
     permutation of all records of all inputs (the same one for the same seed and
-    inputs), read by random access through the inputs' indexes (built and saved next to
-    them when missing). --compression sets the output's compression, so reshard also
-    compresses or decompresses. Memory stays bounded (4,096 records at a time).
+    inputs), read by random access through the inputs' indexes (built when missing
+    and kept in the user's index cache, not beside them). --compression sets the
+    output's compression, so reshard also compresses or decompresses. Memory stays
+    bounded (4,096 records at a time).
 
     \b
     Example:

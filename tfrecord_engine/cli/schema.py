@@ -20,7 +20,7 @@ _BATCH = 1024
 
 @click.command("schema")
 @click.argument("paths", nargs=-1)
-@compression_option("Compression of the inputs (auto: from each file's extension).")
+@compression_option("Compression of the inputs (auto: from each file's first bytes).")
 @click.option(
     "--sample",
     default=1000,

@@ -13,7 +13,7 @@ from ..data.dataset import RecordDataset
 from ..errors import IndexFormatError
 from ..index.sidecar import Index
 from ..records import framing
-from ..records.compression import Compression
+from ..records.detect import CompressionArg
 from ..records.reader import read_records
 from ..storage.filekind import stream_kind
 from .common import (
@@ -54,7 +54,7 @@ def parse_range(text: str) -> tuple[int | None, int | None]:
         raise click.BadParameter(f"{text!r} is not A:B, A: or :B", param_hint="--range") from None
 
 
-def _indexed_count(path: str, kind: Compression) -> int | None:
+def _indexed_count(path: str, kind: CompressionArg) -> int | None:
     try:
         idx = Index.load(path)
     except (FileNotFoundError, IndexFormatError):
@@ -62,7 +62,7 @@ def _indexed_count(path: str, kind: Compression) -> int | None:
     return len(idx) if idx.compression is kind else None
 
 
-def _read_indexed(path: str, kind: Compression, a: int, b: int) -> Iterator[Located]:
+def _read_indexed(path: str, kind: CompressionArg, a: int, b: int) -> Iterator[Located]:
     ds = RecordDataset(path, compression=kind)
     try:
         for c in range(a, b, _CHUNK):
@@ -131,7 +131,7 @@ def iter_range(
 def _output_options(command: _F) -> _F:
     options: list[Callable[[Any], Any]] = [
         click.argument("paths", nargs=-1),
-        compression_option("Compression of the inputs (auto: from each file's extension)."),
+        compression_option("Compression of the inputs (auto: from each file's first bytes)."),
         click.option("--example", "kind", flag_value="example", help="Decode as tf.train.Example."),
         click.option(
             "--sequence", "kind", flag_value="sequence", help="Decode as SequenceExample."

@@ -24,9 +24,11 @@ import numpy.typing as npt
 
 from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError, TFRecordError
 from ..index.damage import reporter
-from ..index.sidecar import INDEX_SUFFIX, Index
+from ..index.placement import INDEX_SUFFIX, normalize_placement
+from ..index.sidecar import Index
 from ..records import framing
-from ..records.compression import Compression, normalize_compression
+from ..records.compression import Compression
+from ..records.detect import AUTO, CompressionArg, requested
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.remote import DEFAULT_MAX_GAP
@@ -121,14 +123,19 @@ def _check_limit(limit: int | None) -> int | None:
 class RecordDataset:
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
-    Each file's sidecar index is loaded on first use, or built and saved next to the
-    file when it is missing, damaged or stale (see :meth:`Index.open`).
+    Each file's index is loaded on first use (from the ``.tfeidx/`` sub-folder the writer
+    fills, an old ``<file>.tfeidx``, or the user's index cache), or built when missing,
+    damaged or stale and saved in the index cache: never into the data's folder unless
+    ``save_index`` asks (see :meth:`Index.open` and :mod:`tfrecord_engine.index.placement`).
 
     Args:
         paths_or_globs: a path or glob, or a sequence of them (globs expand sorted).
         features: a feature spec mapping (as for ``tfe.parse_example``): records are
             then returned parsed; ``None`` returns raw ``bytes``.
-        compression: the files' compression (``None``/``""``, ``"GZIP"``, ``"ZLIB"``).
+        compression: the files' compression: ``"auto"`` (default: each file's own,
+            recognised from its bytes, see :mod:`tfrecord_engine.records.detect`), or
+            ``None``/``""``, ``"GZIP"``, ``"ZLIB"`` for all of them (an index that says
+            otherwise is refused).
         verify: check every record's data CRC (in bulk per batch).
         max_gap: for uncompressed files given as fsspec URLs (``s3://``, ``http://``
             ...): records of one batch at most this many bytes apart are fetched in
@@ -148,6 +155,11 @@ class RecordDataset:
             time and read time); without it each is a
             :class:`~tfrecord_engine.DamageWarning`. It must pickle for the dataset to
             reach worker processes.
+        save_index: where an index built here is kept: ``True``/``"cache"`` (default)
+            the user's index cache (``$TFE_INDEX_CACHE``, else
+            ``$XDG_CACHE_HOME/tfrecord-engine/index``); ``"hidden"`` the ``.tfeidx/``
+            sub-folder beside the data; ``"beside"`` the old ``<file>.tfeidx`` (matched
+            by ``train-*`` globs: other readers then fail); ``False`` nowhere.
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
@@ -166,12 +178,13 @@ class RecordDataset:
         self,
         paths_or_globs: PathArg | Sequence[PathArg],
         features: Mapping[str, Any] | None = None,
-        compression: str | Compression | None = None,
+        compression: CompressionArg = "auto",
         *,
         verify: bool = True,
         max_gap: int | None = DEFAULT_MAX_GAP,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
+        save_index: bool | str = True,
         max_record_bytes: int | None = None,
     ) -> None:
         if max_gap is not None and max_gap < 0:
@@ -179,10 +192,15 @@ class RecordDataset:
         self.paths = _expand(paths_or_globs)
         self.max_gap = max_gap
         self.features = features
-        self.compression = normalize_compression(compression)
+        want = requested(compression)
+        #: ``"auto"`` (each file's own, from its index or its bytes) or a Compression.
+        self.compression: Compression | str = AUTO if want is None else want
         self.verify = verify
         self.on_damage = normalize_policy(on_damage)
         self.on_damage_report = on_damage_report
+        self.save_index = (
+            save_index if isinstance(save_index, bool) else normalize_placement(save_index)
+        )
         self.max_record_bytes = _check_limit(max_record_bytes)
         self._readers: list[FileRecords] | None = None
         self._gather: LocalFilesGather | None = None
@@ -202,6 +220,7 @@ class RecordDataset:
                             self.compression,
                             on_damage=self.on_damage,
                             on_damage_report=self.on_damage_report,
+                            save=self.save_index,
                         )
                     )
                     for p in self.paths
@@ -261,6 +280,7 @@ class RecordDataset:
             "max_gap": self.max_gap,
             "on_damage": self.on_damage,
             "on_damage_report": self.on_damage_report,
+            "save_index": self.save_index,
             "max_record_bytes": self.max_record_bytes,
         }
 
@@ -272,6 +292,7 @@ class RecordDataset:
         self.max_gap = state.get("max_gap", DEFAULT_MAX_GAP)
         self.on_damage = state.get("on_damage", "raise")
         self.on_damage_report = state.get("on_damage_report")
+        self.save_index = state.get("save_index", True)
         self.max_record_bytes = state.get("max_record_bytes")
         self._readers = None
         self._gather = None
@@ -294,13 +315,15 @@ class RecordDataset:
         missing ones) like any first use.
         """
         features = "yes" if self.features is not None else "no"
+        kind = self.compression
+        name = kind.value if isinstance(kind, Compression) else kind
         try:
             ident = self._files_id()
         except (OSError, TFRecordError) as exc:  # a repr must not raise (tracebacks, logs)
             ident = f"unreadable ({type(exc).__name__})"
         return (
             f"RecordDataset({len(self.paths)} files, id={ident}, "
-            f"compression={self.compression.value!r}, features={features})"
+            f"compression={name!r}, features={features})"
         )
 
     def _files_id(self) -> str:

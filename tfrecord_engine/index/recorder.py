@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..records import framing
 from ..records.compression import Compression
+from .placement import IndexPlacement
 from .scan import file_identity
 from .sidecar import Index
 
@@ -27,14 +28,22 @@ class IndexRecorder:
     frames and writes a chunk of records, ``restart`` (compressed files only) fully
     flushes the deflate stream and returns the compressed file offset reached. Chunks are
     cut so that a restart point falls every ``flush_every`` records; :meth:`finish`
-    writes the sidecar once the data file is closed.
+    writes the index file (at ``placement``, see :mod:`.placement`) once the data file
+    is closed.
     """
 
-    def __init__(self, path: str, kind: Compression, flush_every: int = DEFAULT_FLUSH_EVERY):
+    def __init__(
+        self,
+        path: str,
+        kind: Compression,
+        flush_every: int = DEFAULT_FLUSH_EVERY,
+        placement: IndexPlacement = "hidden",
+    ):
         if flush_every < 1:
             raise InvalidArgumentError(f"index_flush_every must be >= 1, got {flush_every}")
         self._path = path
         self._kind = kind
+        self._placement = placement
         self._every = flush_every
         self._lengths: list[int] = []
         self._restarts: list[tuple[int, int]] = []
@@ -83,5 +92,5 @@ class IndexRecorder:
             restarts=np.array(self._restarts, dtype=np.uint64).reshape(-1, 2),
             data_verified=True,  # every data CRC is one we computed while writing
         )
-        idx.save()
+        idx.save(placement=self._placement)
         return idx

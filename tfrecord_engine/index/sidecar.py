@@ -1,7 +1,7 @@
 """The sidecar index of a TFRecord file: where every record starts and how long it is.
 
-An index lives next to its data file, at ``<data>`` + :data:`INDEX_SUFFIX` (for a URL,
-``<url>.tfeidx`` on the same storage; see :mod:`tfrecord_engine.storage.remote`). Binary
+Where an index file lives (a hidden ``.tfeidx/`` sub-folder beside the data, the user's
+index cache, or the old ``<data>.tfeidx``) is :mod:`.placement`'s business. Binary
 layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
 
     magic        8 bytes   b"TFEIDX\\r\\n"
@@ -44,19 +44,37 @@ import contextlib
 import os
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import IndexFormatError, InvalidArgumentError, ReadOnlyStorageError, StaleIndexError
+from ..errors import (
+    DataLossError,
+    IndexFormatError,
+    InvalidArgumentError,
+    ReadOnlyStorageError,
+    StaleIndexError,
+)
 from ..records import framing
 from ..records.compression import Compression, normalize_compression
+from ..records.detect import HEAD_SIZE, CompressionArg, detect, noted, requested
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.filekind import require_regular
 from .damage import decode_damage, encode_damage, reporter, tolerant_scan
+from .placement import (
+    INDEX_SUFFIX,
+    IndexPlacement,
+    cache_entries,
+    cache_identity,
+    cache_index_path,
+    index_candidates,
+    index_path_for,
+    normalize_placement,
+    prune_cache,
+)
 from .scan import (
     as_u64,
     check_headers,
@@ -70,7 +88,6 @@ from .scan import (
 
 __all__ = ["FORMAT_VERSION", "INDEX_SUFFIX", "Index", "index_path_for"]
 
-INDEX_SUFFIX: Final = ".tfeidx"
 FORMAT_VERSION: Final = 1
 #: The version of sidecars that carry a damage list.
 DAMAGE_FORMAT_VERSION: Final = 2
@@ -87,13 +104,17 @@ U64Array = npt.NDArray[np.uint64]
 PathLike = str | os.PathLike[str]
 
 
-def index_path_for(data_path: PathLike) -> str:
-    """Returns the sidecar index path of a data file.
-
-    >>> index_path_for("train-00000-of-00004.tfrecord")
-    'train-00000-of-00004.tfrecord.tfeidx'
-    """
-    return os.fspath(data_path) + INDEX_SUFFIX
+@contextlib.contextmanager
+def _noting_errors(head: bytes, kind: Compression, *, auto: bool) -> Iterator[None]:
+    """Adds what the first bytes look like to a failure at the first record (see
+    :func:`~tfrecord_engine.records.detect.noted`)."""
+    try:
+        yield
+    except DataLossError as exc:
+        better = noted(exc, head, kind, auto=auto)
+        if better is None:
+            raise
+        raise better from exc
 
 
 class Index:
@@ -202,13 +223,18 @@ class Index:
     def build(
         cls,
         path: PathLike,
-        compression: str | Compression | None = None,
+        compression: CompressionArg = "auto",
         *,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
         max_record_bytes: int | None = None,
     ) -> Index:
         """Indexes an existing file.
+
+        ``compression`` is ``"auto"`` by default: recognised from the file's first bytes
+        (see :mod:`tfrecord_engine.records.detect`); an explicit ``None``/``""``,
+        ``"GZIP"`` or ``"ZLIB"`` wins, and a failure at the first record then says what
+        the bytes look like.
 
         Under ``"raise"`` uncompressed files are indexed by walking record headers
         through ``mmap`` (12 bytes per record; payloads are never read): every length
@@ -259,28 +285,36 @@ class Index:
             True
         """
         path = remote.local_path(os.fspath(path))
-        kind = normalize_compression(compression)
+        want = requested(compression)
         policy = normalize_policy(on_damage)
         damage: list[DamageReport] = []
         if remote.is_url(path):
             size, fp = file_identity(path)
-            if policy != "raise":
-                offsets, lengths, damage = tolerant_scan(path, kind, policy, max_record_bytes)
-            else:
-                offsets, lengths = walk_stream(path, kind, max_record_bytes)
+            head = remote.RemoteFile(path).fetch(0, min(size, HEAD_SIZE)) if size else b""
+            kind = detect(head, path) if want is None else want  # (one small request)
+            with _noting_errors(head, kind, auto=want is None):
+                if policy != "raise":
+                    offsets, lengths, damage = tolerant_scan(path, kind, policy, max_record_bytes)
+                else:
+                    offsets, lengths = walk_stream(path, kind, max_record_bytes)
         else:
             require_regular(path, "indexing")
             with mapped(path) as buf:
                 fp = fingerprint(buf)
                 size = len(buf)
-                if policy != "raise":
-                    offsets, lengths, damage = tolerant_scan(path, kind, policy, max_record_bytes)
-                elif kind is Compression.NONE:
-                    offsets, lengths = walk_headers(buf, path)
-                    if max_record_bytes is not None:
-                        refuse_larger(buf, offsets, lengths, path, max_record_bytes)
-                else:
-                    offsets, lengths = walk_stream(path, kind, max_record_bytes)
+                head = bytes(buf[:HEAD_SIZE])
+                kind = detect(head, path) if want is None else want
+                with _noting_errors(head, kind, auto=want is None):
+                    if policy != "raise":
+                        offsets, lengths, damage = tolerant_scan(
+                            path, kind, policy, max_record_bytes
+                        )
+                    elif kind is Compression.NONE:
+                        offsets, lengths = walk_headers(buf, path)
+                        if max_record_bytes is not None:
+                            refuse_larger(buf, offsets, lengths, path, max_record_bytes)
+                    else:
+                        offsets, lengths = walk_stream(path, kind, max_record_bytes)
         idx = cls(
             path,
             offsets,
@@ -368,25 +402,45 @@ class Index:
         )
         return body + _CRC.pack(framing.mask_crc(framing.crc32c(body)))
 
-    def save(self, index_path: PathLike | None = None) -> str:
-        """Writes the sidecar (default ``<data>`` + :data:`INDEX_SUFFIX`) atomically.
+    def save(self, index_path: PathLike | None = None, *, placement: str = "hidden") -> str:
+        """Writes the index file atomically and returns the path written.
+
+        Args:
+            index_path: where to write; when given, ``placement`` is ignored.
+            placement: ``"hidden"`` (default: ``<folder>/.tfeidx/<file>.tfeidx``, the
+                sub-folder is created), ``"cache"`` (the user's index cache, replacing
+                the file's older entries) or ``"beside"`` (the old ``<file>.tfeidx``,
+                which shard globs like ``train-*`` match). See :mod:`.placement`.
 
         A URL is written with one put, so the object appears whole or not at all.
-
-        Returns:
-            the path written.
 
         Raises:
             ReadOnlyStorageError: an HTTP(S) URL.
         """
-        target = index_path_for(self.data_path) if index_path is None else os.fspath(index_path)
+        where = normalize_placement(placement)
+        if index_path is not None:
+            target = os.fspath(index_path)
+        elif where == "cache":
+            target = cache_index_path(self.data_path, cache_identity(self.data_path))
+        else:
+            target = index_path_for(self.data_path, where)
         if remote.is_url(target):
             remote.write_bytes(target, self.to_bytes())
             return target
+        folder = os.path.dirname(target)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
         tmp = f"{target}.tmp-{os.getpid()}-{threading.get_ident()}"
-        with open(tmp, "wb") as f:
-            f.write(self.to_bytes())
-        os.replace(tmp, target)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(self.to_bytes())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        if index_path is None and where == "cache":
+            prune_cache(target, self.data_path)
         return target
 
     @classmethod
@@ -452,7 +506,12 @@ class Index:
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
     ) -> Index:
-        """Loads a sidecar index and checks that it still describes ``data_path``.
+        """Loads an index and checks that it still describes ``data_path``.
+
+        Without ``index_path`` the index is looked for in the hidden sub-folder beside
+        the data (``.tfeidx/<file>.tfeidx``, written with it), then at the old
+        ``<file>.tfeidx``, then in the user's index cache (see :mod:`.placement`); the
+        first one that is valid and answers ``on_damage`` is used.
 
         A sidecar that lists damage (built under ``"stop"``/``"skip"``) is served only
         to a policy it answers (see :meth:`for_policy`), and its damage is reported
@@ -461,8 +520,9 @@ class Index:
         ``"raise"``.
 
         Raises:
-            FileNotFoundError: no index file.
-            IndexFormatError: the index file is damaged or foreign, or does not answer
+            FileNotFoundError: no index file (at any of the places above).
+            IndexFormatError: the index file (the first found, when several are and
+                none serves) is damaged or foreign, or does not answer
                 ``on_damage``: it lists damage that ``on_damage`` does not accept
                 (``"raise"``; ``"skip"`` from a sidecar built under ``"stop"``), or its
                 data CRCs were never checked and ``on_damage`` is ``"stop"``/``"skip"``.
@@ -474,14 +534,46 @@ class Index:
         if not remote.is_url(data_path):
             # Checked first: validating would open the data file, and a FIFO's open blocks.
             require_regular(data_path, "loading an index")
-        source = index_path_for(data_path) if index_path is None else os.fspath(index_path)
+        if index_path is not None:
+            return cls._load_from(data_path, os.fspath(index_path), policy, on_damage_report, None)
+        identity = cache_identity(data_path)
+        entry = cache_index_path(data_path, identity)
+        # An entry saved for another state of the file (touched, appended, replaced) is
+        # still tried: validation then tells a stale one (raised as such) from one whose
+        # content did not change.
+        others = [e for e in cache_entries(data_path) if e != entry]
+        sources = [*index_candidates(data_path), entry, *others]
+        first: IndexFormatError | None = None
+        for source in sources:
+            try:
+                return cls._load_from(data_path, source, policy, on_damage_report, identity)
+            except FileNotFoundError:  # noqa: PERF203 - at most three places
+                continue
+            except IndexFormatError as exc:
+                # A stale or unsuitable index at one place does not hide a good one at
+                # the next (e.g. a cache entry built after the old sidecar went stale).
+                first = first or exc
+        if first is not None:
+            raise first
+        raise FileNotFoundError(f"{data_path}: no index at {', '.join(sources)}")
+
+    @classmethod
+    def _load_from(
+        cls,
+        data_path: str,
+        source: str,
+        policy: DamagePolicy,
+        on_damage_report: DamageCallback | None,
+        identity: tuple[int, int] | None,
+    ) -> Index:
         if remote.is_url(source):
             blob = remote.RemoteFile(source).read_all()
         else:
             with open(source, "rb") as f:
                 blob = f.read()
         idx = cls.from_bytes(blob, data_path, source=source)
-        idx.validate()
+        # A URL's cache identity is its size and fingerprint: no need to ask twice.
+        idx.validate(identity if remote.is_url(data_path) else None)
         served = idx.for_policy(policy)
         if served is None and not idx.damage:
             raise IndexFormatError(
@@ -504,17 +596,21 @@ class Index:
     def open(
         cls,
         data_path: PathLike,
-        compression: str | Compression | None = None,
+        compression: CompressionArg = "auto",
         *,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
         rebuild: bool = True,
-        save: bool = True,
+        save: bool | str = True,
     ) -> Index:
-        """Loads the sidecar index of ``data_path``, or builds it when missing or stale.
+        """Loads the index of ``data_path`` (see :meth:`load`), or builds it when missing
+        or stale.
 
         Args:
-            compression: the data file's compression (used when building).
+            compression: the data file's compression: ``"auto"`` (default) takes a
+                loaded index's and recognises it from the bytes when building; an
+                explicit value must match a loaded index's
+                (:class:`InvalidArgumentError` otherwise).
             on_damage, on_damage_report: the damage policy, as in :meth:`build`. A
                 sidecar is used when it answers the policy (see :meth:`load`); otherwise
                 the file is indexed again under the policy and the sidecar replaced. So
@@ -526,12 +622,16 @@ class Index:
                 open.
             rebuild: build a new index when the sidecar is missing, damaged, stale or
                 does not answer ``on_damage``; with ``False`` those raise instead.
-            save: write a newly built index next to the data file (with its damage
-                list, if any). For a local file, skipped when that fails (a read-only
-                dataset directory, a full disk): the sidecar is only a cache, and the
-                index is complete in memory. For a URL, skipped only when the storage
-                is read-only (HTTP(S), or a ``PermissionError``/``NotImplementedError``
-                from the store); any other error of the store is raised.
+            save: where to keep a newly built index (with its damage list, if any):
+                ``True`` or ``"cache"`` (default) in the user's index cache, never in
+                the data's folder; ``"hidden"`` in the ``.tfeidx/`` sub-folder beside
+                the data; ``"beside"`` at the old ``<file>.tfeidx``; ``False``
+                nowhere. Skipped when writing fails (a read-only folder or cache, a
+                full disk): the index file is only a cache, and the index is complete
+                in memory. For a URL's ``"hidden"``/``"beside"`` index, skipped only
+                when the storage is read-only (HTTP(S), or a ``PermissionError``/
+                ``NotImplementedError`` from the store); any other error of the store
+                is raised.
 
         Raises:
             InvalidArgumentError: ``data_path`` is a pipe, FIFO or device: random access
@@ -553,40 +653,49 @@ class Index:
             >>> [(r.record_index, r.offset, r.bytes_skipped) for r in reports]
             [(2, 37, 9), (2, 37, 9)]
         """
-        kind = normalize_compression(compression)
+        want = requested(compression)
         policy = normalize_policy(on_damage)
+        where: IndexPlacement | None = (
+            ("cache" if save else None) if isinstance(save, bool) else normalize_placement(save)
+        )
         try:
             idx = cls.load(data_path, on_damage=policy, on_damage_report=on_damage_report)
         except (FileNotFoundError, IndexFormatError):
             if not rebuild:
                 raise
         else:
-            if idx.compression is not kind:
+            if want is not None and idx.compression is not want:
                 raise InvalidArgumentError(
                     f"{os.fspath(data_path)}: its index says compression "
-                    f"{idx.compression.value!r}, the caller says {kind.value!r}"
+                    f"{idx.compression.value!r}, the caller says {want.value!r} (pass "
+                    "compression='auto' to take the file's own)"
                 )
             return idx
-        idx = cls.build(data_path, kind, on_damage=policy, on_damage_report=on_damage_report)
-        if save:
-            # The sidecar is a cache; the in-memory index is complete without it. Remote
-            # stores are less forgiving to hide errors from: only "read-only" is skipped.
+        idx = cls.build(data_path, compression, on_damage=policy, on_damage_report=on_damage_report)
+        if where is not None:
+            # The index file is a cache; the in-memory index is complete without it.
+            # Remote stores are less forgiving to hide errors from: only "read-only" is
+            # skipped. The cache itself is always local.
             skip: tuple[type[BaseException], ...] = (
                 (ReadOnlyStorageError, PermissionError, NotImplementedError)
-                if remote.is_url(idx.data_path)
+                if remote.is_url(idx.data_path) and where != "cache"
                 else (OSError,)
             )
             with contextlib.suppress(*skip):
-                idx.save()
+                idx.save(placement=where)
         return idx
 
-    def validate(self) -> None:
+    def validate(self, identity: tuple[int, int] | None = None) -> None:
         """Checks that the data file is still the one this index describes.
+
+        Args:
+            identity: the file's ``(size, fingerprint)`` when the caller has them
+                already (saves a URL's requests); read from the file otherwise.
 
         Raises:
             StaleIndexError: size, fingerprint or record layout do not match.
         """
-        size, fp = file_identity(self.data_path)
+        size, fp = file_identity(self.data_path) if identity is None else identity
         if size != self.data_size:
             raise StaleIndexError(
                 f"{self.data_path}: index is stale: the file has {size} bytes, the "

@@ -52,8 +52,10 @@ def normalize_compression(compression: str | Compression | None) -> Compression:
             return Compression(compression.upper())
         except ValueError:
             pass
+    auto = isinstance(compression, str) and compression.lower() == "auto"
     raise InvalidArgumentError(
         f"not a valid compression type: {compression!r} (expected None, '', 'GZIP' or 'ZLIB')"
+        + ("; 'auto' recognises a file's compression when reading it" if auto else "")
     )
 
 

@@ -54,10 +54,11 @@ from ..kernels.words import read_words
 from ..storage import remote
 from ..storage.filekind import stream_kind
 from . import framing
-from .compression import Compression, normalize_compression
+from .compression import Compression
+from .detect import HEAD_SIZE, CompressionArg, detect, noted, noting, peek_stream, requested
 from .recovery import DamageCallback, DamagePolicy, DamageReport, find_next_record
 from .recovery import normalize_policy as _normalize_policy
-from .stream_reader import read_stream, read_stream_path
+from .stream_reader import read_stream
 
 __all__ = ["read_records"]
 
@@ -69,7 +70,7 @@ PathLike = str | os.PathLike[str]
 
 def read_records(
     source: PathLike | BinaryIO,
-    compression: str | Compression | None = None,
+    compression: CompressionArg = "auto",
     verify: bool = True,
     *,
     on_damage: DamagePolicy = "raise",
@@ -81,7 +82,11 @@ def read_records(
     Args:
         source: a path or an fsspec URL, or a binary file object (read sequentially,
             never seeked). A path may name a pipe, FIFO or ``/dev/stdin``.
-        compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
+        compression: ``"auto"`` (default: recognised from the first bytes, see
+            :mod:`tfrecord_engine.records.detect`; a stream is peeked, nothing is
+            lost), or ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case), which wins
+            over the bytes. Under an explicit value that the bytes contradict, the
+            error at the first record says what they look like.
         verify: check every data CRC. Header (length) CRCs are always checked: they
             guard the length field that decides how much is read.
         on_damage: ``"raise"`` (default), ``"stop"`` (end cleanly before the first
@@ -118,32 +123,123 @@ def read_records(
         >>> (reports[0].record_index, reports[0].offset, reports[0].bytes_skipped)
         (0, 0, 21)
     """
-    kind = normalize_compression(compression)
+    want = requested(compression)
     policy = _normalize_policy(on_damage)
     limit = _normalize_limit(max_record_bytes)
     report = _reporter(on_damage_report)
     if isinstance(source, (str, os.PathLike)):
         path = remote.local_path(os.fspath(source))
         if remote.is_url(path):
-            return _read_url(path, kind, verify, policy, report, limit=limit)
-        # A pipe or device maps as zero bytes: read it as the stream it is.
-        if kind is Compression.NONE and stream_kind(path) is None:
-            return _read_mapped(path, verify, policy, report, limit)
-        return read_stream_path(path, kind, verify, policy, report, max_record_bytes=limit)
-    if not hasattr(source, "read"):
+            return _read_url(path, want, verify, policy, report, limit=limit)
+        if stream_kind(path) is None:
+            return _read_file(path, want, verify, policy, report, limit=limit)
+        return _read_opened(path, want, verify, policy, report, limit=limit)
+    if isinstance(source, (int, bytes, bytearray, memoryview)) or not hasattr(source, "read"):
         raise InvalidArgumentError(
-            f"read_records needs a path, URL or binary file object, not {type(source).__name__}"
+            f"read_records reads a path, a URL or a binary file object, not {type(source).__name__}"
         )
     name = getattr(source, "name", None)
-    return read_stream(
-        source,
+    label = name if isinstance(name, str) else None
+    return _read_peeked(source, want, verify, policy, report, path=label, limit=limit)
+
+
+def _read_file(
+    path: str,
+    want: Compression | None,
+    verify: bool,
+    policy: DamagePolicy,
+    report: DamageCallback,
+    *,
+    limit: int | None,
+) -> Iterator[bytes]:
+    """A local regular file: read in windows when uncompressed, streamed otherwise."""
+
+    def head() -> bytes:
+        with open(path, "rb") as f:
+            return f.read(HEAD_SIZE)
+
+    kind = detect(head(), path) if want is None else want
+    report = noting(report, head, kind, auto=want is None)
+    # No generator between the caller and the record loops: each layer costs per record.
+    try:
+        with open(path, "rb") as f:
+            if kind is not Compression.NONE:
+                yield from read_stream(
+                    f,
+                    kind,
+                    verify=verify,
+                    path=path,
+                    policy=policy,
+                    report=report,
+                    max_record_bytes=limit,
+                )
+                return
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return
+            if policy == "raise":
+                yield from _iter_windows(f.fileno(), path, size, verify, limit)
+                return
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                yield from _iter_buffer_tolerant(buf, path, verify, policy, report, limit=limit)
+            finally:
+                # An error raised through here may still hold numpy views of the mapping
+                # in its traceback: then the mapping goes with them, and the error comes
+                # through rather than a BufferError from closing.
+                with contextlib.suppress(BufferError):
+                    buf.close()
+    except DataLossError as exc:
+        better = noted(exc, head(), kind, auto=want is None)
+        if better is None:
+            raise
+        raise better from exc
+
+
+def _read_opened(
+    path: str,
+    want: Compression | None,
+    verify: bool,
+    policy: DamagePolicy,
+    report: DamageCallback,
+    *,
+    limit: int | None,
+) -> Iterator[bytes]:
+    """A pipe, FIFO or device path: opened once, peeked, streamed."""
+    with open(path, "rb") as f:
+        yield from _read_peeked(f, want, verify, policy, report, path=path, limit=limit)
+
+
+def _read_peeked(
+    raw: BinaryIO,
+    want: Compression | None,
+    verify: bool,
+    policy: DamagePolicy,
+    report: DamageCallback,
+    *,
+    path: str | None,
+    limit: int | None,
+) -> Iterator[bytes]:
+    """A stream: its first bytes are peeked (and handed back) to decide or to explain."""
+    head, stream = peek_stream(raw)
+    kind = detect(head, path) if want is None else want
+    report = noting(report, lambda: head, kind, auto=want is None)
+    records = read_stream(
+        cast("BinaryIO", stream),
         kind,
         verify=verify,
-        path=name if isinstance(name, str) else None,
+        path=path,
         policy=policy,
         report=report,
         max_record_bytes=limit,
     )
+    try:
+        yield from records
+    except DataLossError as exc:
+        better = noted(exc, head, kind, auto=want is None)
+        if better is None:
+            raise
+        raise better from exc
 
 
 def _normalize_limit(max_record_bytes: int | None) -> int | None:
@@ -170,7 +266,7 @@ def _reporter(callback: DamageCallback | None) -> DamageCallback:
 
 def _read_url(
     url: str,
-    kind: Compression,
+    want: Compression | None,
     verify: bool,
     policy: DamagePolicy,
     report: DamageCallback,
@@ -180,39 +276,11 @@ def _read_url(
     stream = remote.RemoteFile(url).open_stream()
     try:
         # The stream has read/read1 with file semantics; it is not an io class.
-        raw = cast("BinaryIO", stream)
-        yield from read_stream(
-            raw,
-            kind,
-            verify=verify,
-            path=url,
-            policy=policy,
-            report=report,
-            max_record_bytes=limit,
+        yield from _read_peeked(
+            cast("BinaryIO", stream), want, verify, policy, report, path=url, limit=limit
         )
     finally:
         stream.close()
-
-
-def _read_mapped(
-    path: str, verify: bool, policy: DamagePolicy, report: DamageCallback, limit: int | None
-) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        if policy == "raise":
-            yield from _iter_windows(f.fileno(), path, size, verify, limit)
-            return
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            yield from _iter_buffer_tolerant(buf, path, verify, policy, report, limit=limit)
-        finally:
-            # An error raised through here may still hold numpy views of the mapping in
-            # its traceback: then the mapping goes with them, and the error comes
-            # through rather than a BufferError from closing.
-            with contextlib.suppress(BufferError):
-                buf.close()
 
 
 def _pread(fd: int, n: int, pos: int, path: str, index: int) -> bytes:
@@ -347,45 +415,6 @@ def check_mapped_size(buf: bytes | mmap.mmap, path: str, index: int, offset: int
             record_index=index,
             offset=offset,
         )
-
-
-def _iter_buffer(
-    buf: mmap.mmap, path: str, verify: bool, limit: int | None = None
-) -> Iterator[bytes]:
-    # Blocks of records: a tight Python walk over the length fields finds the record
-    # boundaries, then the block is checked in bulk (length CRCs by table lookups,
-    # footers gathered with numpy, one C-level map of crc32c over the payloads). Where
-    # a check fails or the walk meets a length that cannot be right, every intact
-    # record before it is yielded and the one-by-one path takes over and raises.
-    size = len(buf)
-    if size < _BULK_MIN_BYTES:
-        # Small files: the bulk checks' fixed numpy cost outweighs the per-record loop.
-        yield from _iter_slow(buf, path, verify, 0, 0, limit=limit)
-        return
-    raw = np.frombuffer(buf, np.uint8)
-    try:
-        pos = index = 0
-        while pos < size:
-            check_mapped_size(buf, path, index, pos)
-            walked = kernels.walk_records(raw, pos, _BLOCK_RECORDS, _BLOCK_BYTES)
-            starts, stop = walked if walked is not None else _walk_block(buf, pos, size)
-            if len(starts) == 0:
-                break  # the walk stopped at once: the one-by-one path reports why
-            if (stop - pos) > _BULK_MAX_RECORD * len(starts):
-                # Large records: per-record overhead is negligible, and copying then
-                # checking one record at a time keeps it in cache (measured faster).
-                break
-            good, records = _check_block(buf, raw, starts, verify, limit)
-            yield from records if good == len(records) else records[:good]
-            index += good
-            if good < len(starts):
-                pos = int(starts[good])
-                break
-            pos = stop
-    finally:
-        del raw  # the view pins the map, which the caller closes
-    if pos < size:
-        yield from _iter_slow(buf, path, verify, pos, index, limit=limit)
 
 
 _BLOCK_RECORDS = 4096

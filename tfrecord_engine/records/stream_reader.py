@@ -33,7 +33,7 @@ from .recovery import (
     header_candidates,
 )
 
-__all__ = ["read_stream", "read_stream_path"]
+__all__ = ["read_stream"]
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
@@ -48,27 +48,6 @@ _RESYNC_WINDOW = 1 << 20
 # a lying length over a decompression bomb costs time, linear, never memory.
 _PROBE_ABOVE = 64 << 20
 _DEFLATE_STOP = "; a damaged deflate stream cannot be resynchronized, so reading stops here"
-
-
-def read_stream_path(
-    path: str,
-    kind: Compression,
-    verify: bool,
-    policy: DamagePolicy,
-    report: DamageCallback,
-    *,
-    max_record_bytes: int | None = None,
-) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        yield from read_stream(
-            f,
-            kind,
-            verify=verify,
-            path=path,
-            policy=policy,
-            report=report,
-            max_record_bytes=max_record_bytes,
-        )
 
 
 class _ByteStream:

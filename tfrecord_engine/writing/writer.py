@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import BinaryIO
 
 from ..errors import DamageWarning, InvalidArgumentError, WriterClosedError, WriterFailedError
+from ..index.placement import IndexPlacement, normalize_placement
 from ..index.recorder import DEFAULT_FLUSH_EVERY, IndexRecorder
 from ..index.sidecar import Index
 from ..records import framing
@@ -116,7 +117,9 @@ class TFRecordWriter:
             FIFO or device cannot be appended to (:class:`InvalidArgumentError`).
         on_damage_report: receives the :class:`~tfrecord_engine.DamageReport` of a cut
             torn tail; without it, a :class:`~tfrecord_engine.DamageWarning` is emitted.
-        index: also write the sidecar index (``<path>.tfeidx``), built as records are
+        index: also write the index (``<folder>/.tfeidx/<file>.tfeidx``: a hidden
+            sub-folder that the shard globs of TensorFlow, Beam, Ray and shells do not
+            match; see :mod:`tfrecord_engine.index.placement`), built as records are
             written and published after the data (never describing a file that is not
             there). For GZIP/ZLIB it fully flushes the deflate stream every
             ``index_flush_every`` records (the file stays a valid single stream that
@@ -124,6 +127,9 @@ class TFRecordWriter:
             ``append=True`` the index is rebuilt from the whole file on ``close()``.
             Either way every data CRC of the file is known good (the append's torn-tail
             check read the earlier records), so the sidecar serves every damage policy.
+            A placement name instead of ``True`` puts the index elsewhere: ``"cache"``
+            (the user's index cache: the data's folder holds the data only, but the
+            index stays on this machine) or ``"beside"`` (the old ``<path>.tfeidx``).
         index_flush_every: records between restart points of a compressed file.
         durable: ``fsync`` the file (and, after the rename, its directory) on
             ``close()`` so the data survives a power loss. ``False`` hands the data to
@@ -158,11 +164,15 @@ class TFRecordWriter:
         atomic: bool = True,
         append: bool = False,
         on_damage_report: Callable[[DamageReport], object] | None = None,
-        index: bool = False,
+        index: bool | str = False,
         index_flush_every: int = DEFAULT_FLUSH_EVERY,
         durable: bool = True,
     ) -> None:
         self._kind = normalize_compression(compression)
+        self._placement: IndexPlacement = (
+            "hidden" if isinstance(index, bool) else normalize_placement(index)
+        )
+        index = bool(index)
         self.path = remote.local_path(os.fspath(path))
         _ops = _FILE_OPS.get()
         if _ops is None and remote.is_url(self.path):
@@ -180,7 +190,7 @@ class TFRecordWriter:
         self._append = append
         # Appends keep earlier records the recorder never saw: those rebuild on close.
         self._index = (
-            IndexRecorder(self.path, self._kind, index_flush_every)
+            IndexRecorder(self.path, self._kind, index_flush_every, self._placement)
             if index and not append
             else None
         )
@@ -405,7 +415,7 @@ class TFRecordWriter:
             # failed), and the rest are our own records.
             idx = Index.build(self.path, self._kind)
             idx.data_verified = True
-            idx.save()
+            idx.save(placement=self._placement)
 
     def _discard(self, f: BinaryIO) -> None:
         # Best-effort cleanup while another exception propagates: that one matters.
