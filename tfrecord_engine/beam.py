@@ -57,6 +57,7 @@ try:
     from apache_beam.io.filesystem import CompressionTypes
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
+    from apache_beam.metrics import Metrics
     from apache_beam.transforms.core import RestrictionProvider
     from apache_beam.transforms.window import GlobalWindows
 except ImportError as exc:
@@ -86,6 +87,8 @@ _CHUNK: Final = 1024
 #: Datasets (open indexes) a reading DoFn keeps open.
 _OPEN_FILES: Final = 16
 _SIDECARS: Final = (INDEX_SUFFIX, ".tfindex")
+#: Beam metric: pieces (restrictions) the reading DoFn processed, split residuals included.
+_PIECES = Metrics.counter("tfrecord_engine.beam", "pieces")
 _LENGTH_HEADER = struct.Struct("<QI")
 
 
@@ -203,12 +206,10 @@ class _RecordTracker(OffsetRestrictionTracker):  # type: ignore[misc]
         rng = self.current_restriction()
         cur = rng.start - 1 if self._tried is None else self._tried
         want = cur + int(max(1, (rng.stop - cur) * fraction_of_remainder))
-        # The damage position (the last one) may always go on its own.
-        allowed = [c for c in self._cuts if c < rng.stop - 1] + [rng.stop - 1]
-        i = bisect.bisect_left(allowed, want)
-        if i == len(allowed) or allowed[i] <= cur:
+        i = bisect.bisect_left(self._cuts, max(want, cur + 1))
+        if i == len(self._cuts) or self._cuts[i] >= rng.stop:
             return None
-        at = allowed[i]
+        at = self._cuts[i]
         # Beam computes exactly this split point from this fraction (+0.5 of a record
         # keeps float rounding from landing one record short).
         return super().try_split((at - cur + 0.5) / (rng.stop - cur))
@@ -313,6 +314,7 @@ class _ReadPieces(beam.DoFn):  # type: ignore[misc]
         tracker: Any = beam.DoFn.RestrictionParam(_PieceProvider()),  # noqa: B008
     ) -> Iterator[Any]:
         o = self._o
+        _PIECES.inc()
         pos = tracker.current_restriction().start
         step = _CHUNK if o.batch_size is None else max(o.batch_size, 1)
         while pos < tracker.current_restriction().stop:
