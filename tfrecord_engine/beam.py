@@ -154,14 +154,21 @@ def _plan(path: str, compression: Compression, policy: str, bundle_bytes: int) -
         ok[ok] = offsets[at[ok]] == restart[ok, 1]
         starts, where = at[ok], restart[ok, 0]
         cuts = tuple(int(s) for s in starts)
-    goals = np.arange(bundle_bytes, idx.data_size, bundle_bytes, dtype=np.int64)
-    chosen = (
-        np.unique(starts[np.minimum(np.searchsorted(where, goals), len(starts) - 1)])
-        if (len(starts) and len(goals))
-        else np.zeros(0, np.int64)
-    )
+    chosen = _spaced(starts, where, idx.data_size, bundle_bytes)
     pieces = tuple(int(p) for p in chosen if 0 < p < n)
     return _FileTask(path, compression, n, idx.data_size, pieces, cuts, tuple(reports))
+
+
+def _spaced(
+    starts: np.ndarray[Any, Any], where: np.ndarray[Any, Any], size: int, step: int
+) -> list[int]:
+    """The first of ``starts`` (record numbers, at byte positions ``where``, both
+    increasing) at or after each multiple of ``step`` bytes below ``size``."""
+    if len(starts) == 0:
+        return []
+    goals = np.arange(step, size, step, dtype=np.int64)
+    at = np.minimum(np.searchsorted(where, goals), len(starts) - 1)
+    return sorted({int(s) for s in starts[at]})
 
 
 class _Piece(OffsetRange):  # type: ignore[misc]
@@ -631,12 +638,14 @@ def _publish(o: _WriteOptions, shards: Sequence[_TempShard]) -> list[str]:
     plan = _plan_publish(o, shards)
     for i, (planned, final) in enumerate(plan):
         temp = planned
-        if temp is None:  # an empty shard: written here, then published like the rest
+        if temp is None:
+            # An empty shard: written here, then published like the rest. Written again
+            # by a finalize that runs again (the same bytes), so that a file left under
+            # its name by an earlier pipeline is never taken for it.
             temp = FileSystems.join(o.temp_dir, f"empty-{i:06d}")
-            if FileSystems.exists(final) and not FileSystems.exists(temp):
-                continue
-            _make_dirs(o.temp_dir)
-            TFRecordWriter(temp, o.compression, index=o.index).close()
+            if not FileSystems.exists(temp):
+                _make_dirs(o.temp_dir)
+                TFRecordWriter(temp, o.compression, index=o.index).close()
         moves = [(temp, final)]
         if o.index:
             moves.append((temp + INDEX_SUFFIX, final + INDEX_SUFFIX))

@@ -104,6 +104,10 @@ def test_beam_reads_our_shards_back(beam: ModuleType, beam_crc: None, tmp_path: 
 
 
 def test_more_shards_than_records_writes_empty_shards(beam: ModuleType, tmp_path: Path) -> None:
+    # Files an earlier run left under the same names are replaced, empty shards included.
+    for i in range(7):
+        with tfe.TFRecordWriter(tmp_path / f"few-{i:05d}-of-00007", "GZIP", index=True) as w:
+            w.write(b"stale")
     _write(beam, RECORDS[:3], tmp_path / "few", num_shards=7, compression="GZIP")
     shards = [tmp_path / f"few-{i:05d}-of-00007" for i in range(7)]
     counts = [len(tfe.Index.load(s)) for s in shards]
@@ -163,6 +167,17 @@ def test_finalize_runs_again_after_a_failure_and_twice(tmp_path: Path) -> None:
     for key, name in enumerate(names):
         assert list(tfe.read_records(name)) == RECORDS[key::3]
         assert len(tfe.Index.load(name)) == len(RECORDS[key::3])
+
+
+def test_finalize_of_empty_shards_runs_twice(tmp_path: Path) -> None:
+    from tfrecord_engine.beam import WriteTFRecords, _publish
+
+    options = WriteTFRecords(str(tmp_path / "e"), num_shards=5, compression="ZLIB")._options
+    shards = _temp_shards(tmp_path, options, 2)  # keys 0 and 1; 2, 3 and 4 get no record
+    names = _publish(options, shards)
+    assert _publish(options, shards) == names
+    assert len(_listing(tmp_path)) == 10
+    assert [len(tfe.Index.load(n)) for n in names] == [60, 60, 0, 0, 0]
 
 
 def test_finalize_refuses_when_a_shard_is_lost(tmp_path: Path) -> None:
