@@ -44,7 +44,12 @@ import numpy as np
 
 from .data.dataset import RecordDataset
 from .data.samples import sample_of
-from .errors import DataLossError, InvalidArgumentError, MissingDependencyError
+from .errors import (
+    DataLossError,
+    InvalidArgumentError,
+    MissingDependencyError,
+    StaleIndexError,
+)
 from .example import parse_example, parse_single_example
 from .index.sidecar import INDEX_SUFFIX, Index
 from .records import framing
@@ -303,12 +308,9 @@ class _ReadPieces(beam.DoFn):  # type: ignore[misc]
                 on_damage_report=_ignore,
             )
             if len(ds) != task.count:
-                raise DataLossError(
-                    f"the file changed while the pipeline ran: it had {task.count} records "
-                    f"when planned, it has {len(ds)} now",
-                    path=task.path,
-                    record_index=min(task.count, len(ds)),
-                    offset=0,
+                raise StaleIndexError(
+                    f"{task.path}: the file changed while the pipeline ran: it had "
+                    f"{task.count} records when its pieces were planned, it has {len(ds)} now"
                 )
             while len(self._open) >= _OPEN_FILES:
                 self._open.popitem(last=False)

@@ -328,3 +328,14 @@ def test_pieces_are_typed_numpy_free_and_small(tmp_path: Path) -> None:
     assert set(task.pieces) <= set(task.cuts)
     assert list(task.cuts) == list(range(10, 1000, 10))
     assert np.all(np.diff(task.pieces) > 0)
+
+
+def test_a_file_that_changed_after_planning_fails_loudly(tmp_path: Path) -> None:
+    from tfrecord_engine.beam import _plan, _ReadOptions, _ReadPieces
+
+    path = _write(tmp_path / "a", range(10))
+    task = _plan(str(path), tfe.Compression.NONE, "raise", 100)
+    _write(path, range(12))  # replaced by a longer file (and its index rebuilt on open)
+    reader = _ReadPieces(_ReadOptions("auto", None, "raise", None, False, 100))
+    with pytest.raises(tfe.StaleIndexError, match=r"had 10 records .* it has 12 now"):
+        reader._dataset(task)
