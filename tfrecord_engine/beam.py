@@ -120,7 +120,7 @@ def detect_compression(path: str) -> Compression:
     return Compression.NONE
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class _FileTask:
     """One file to read: what the splittable DoFn gets as its element.
 
@@ -257,7 +257,7 @@ def _match(pattern: str) -> list[str]:
     return paths
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class _ReadOptions:
     compression: str | None
     features: Mapping[str, Any] | None
@@ -457,7 +457,7 @@ class ReadTFRecords(beam.PTransform):  # type: ignore[misc]
 # ---- writing ---------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class _WriteOptions:
     prefix: str
     suffix: str
@@ -469,7 +469,7 @@ class _WriteOptions:
     temp_dir: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True, order=True)
+@dataclasses.dataclass(frozen=True, order=True)
 class _TempShard:
     """A complete shard in the temporary folder, waiting to be published.
 
