@@ -339,3 +339,37 @@ def test_a_file_that_changed_after_planning_fails_loudly(tmp_path: Path) -> None
     reader = _ReadPieces(_ReadOptions("auto", None, "raise", None, False, 100))
     with pytest.raises(tfe.StaleIndexError, match=r"had 10 records .* it has 12 now"):
         reader._dataset(task)
+
+
+@pytest.mark.parametrize("compression", [None, "ZLIB"])
+def test_a_split_while_the_dofn_reads_hands_the_rest_to_another_worker(
+    tmp_path: Path, compression: str | None
+) -> None:
+    """The DoFn reads under Beam's thread-safe tracker; the runner splits mid-read."""
+    from apache_beam.runners.sdf_utils import RestrictionTrackerView, ThreadsafeRestrictionTracker
+
+    from tfrecord_engine.beam import _PieceProvider, _plan, _ReadOptions, _ReadPieces
+
+    path = _write(tmp_path / "a", range(5000), compression, index=True, index_flush_every=100)
+    task = _plan(str(path), tfe.Compression(compression or ""), "raise", 1 << 30)
+    provider = _PieceProvider()
+    reader = _ReadPieces(_ReadOptions("auto", None, "raise", None, False, 1 << 30))
+    reader.setup()
+
+    def read(piece: Any, split_after: int | None = None) -> tuple[list[int], Any]:
+        tracker = ThreadsafeRestrictionTracker(provider.create_tracker(piece))
+        got, residual = [], None
+        for record in reader.process(task, tracker=RestrictionTrackerView(tracker)):
+            got.append(_number(record))
+            if len(got) == split_after:
+                _primary, residual = tracker.try_split(0.5)
+        tracker.check_done()
+        return got, residual
+
+    first, residual = read(provider.initial_restriction(task), split_after=1500)
+    assert residual is not None
+    if compression:
+        assert residual.start % 100 == 0  # a restart point
+    rest, _ = read(residual)
+    assert first + rest == list(range(5000))
+    assert len(first) < 5000
