@@ -51,6 +51,7 @@ from .errors import (
     StaleIndexError,
 )
 from .example import parse_example, parse_single_example
+from .index.placement import index_path_for
 from .index.sidecar import INDEX_SUFFIX, Index
 from .records import framing
 from .records.compression import Compression, normalize_compression
@@ -650,7 +651,10 @@ def _publish(o: _WriteOptions, shards: Sequence[_TempShard]) -> list[str]:
                 TFRecordWriter(temp, o.compression, index=o.index).close()
         moves = [(temp, final)]
         if o.index:
-            moves.append((temp + INDEX_SUFFIX, final + INDEX_SUFFIX))
+            # The index goes where the writer keeps it: the hidden .tfeidx/ folder.
+            index = index_path_for(final)
+            _make_dirs(index.rsplit("/", 1)[0] if "/" in index else ".")
+            moves.append((index_path_for(temp), index))
         for src, dst in moves:  # data first: an index never names a missing file
             if FileSystems.exists(src):
                 FileSystems.rename([src], [dst])
@@ -678,7 +682,8 @@ class WriteTFRecords(beam.PTransform):  # type: ignore[misc]
     Shards are written with :class:`~tfrecord_engine.TFRecordWriter` (records byte for
     byte as TensorFlow writes them) into a hidden temporary folder beside the output
     (``.tfe-temp-<prefix>-<id>``, which no shard glob matches). Once every bundle has
-    finished, each shard and its ``.tfeidx`` index are renamed under their final names
+    finished, each shard and its index (in the hidden ``.tfeidx/`` folder beside the shards,
+    which no shard glob matches) are renamed under their final names
     (``prefix`` + the shard name + ``suffix``) and the folder is removed. A bundle that
     fails publishes nothing (its retry writes new files), and the publish step can run
     again after a failure.

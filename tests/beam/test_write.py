@@ -23,7 +23,14 @@ def _write(beam: ModuleType, records: list[Any], prefix: Path, **kw: Any) -> Non
 
 
 def _listing(folder: Path) -> list[str]:
-    return sorted(os.listdir(folder))
+    """Every file under ``folder``: shards, and their indexes as ``.tfeidx/<shard>.tfeidx``."""
+    return sorted(
+        os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(folder) for f in fs
+    )
+
+
+def _index(name: str) -> str:
+    return f".tfeidx/{name}.tfeidx"
 
 
 @pytest.mark.parametrize("compression", [None, "GZIP"])
@@ -56,7 +63,7 @@ def test_shards_and_indexes_only_no_temporary_folder(
 ) -> None:
     _write(beam, RECORDS, tmp_path / "train", num_shards=4, compression=compression)
     shards = [f"train-{i:05d}-of-00004" for i in range(4)]
-    assert _listing(tmp_path) == sorted(shards + [s + ".tfeidx" for s in shards])
+    assert _listing(tmp_path) == sorted(shards + [_index(s) for s in shards])
     got: list[bytes] = []
     for name in shards:
         idx = tfe.Index.load(tmp_path / name, on_damage="skip")  # data-verified: any policy
@@ -117,7 +124,7 @@ def test_more_shards_than_records_writes_empty_shards(beam: ModuleType, tmp_path
 
 def test_empty_input_writes_one_empty_shard(beam: ModuleType, tmp_path: Path) -> None:
     _write(beam, [], tmp_path / "none")
-    assert _listing(tmp_path) == ["none-00000-of-00001", "none-00000-of-00001.tfeidx"]
+    assert _listing(tmp_path) == sorted(["none-00000-of-00001", _index("none-00000-of-00001")])
     assert (tmp_path / "none-00000-of-00001").read_bytes() == b""
 
 
@@ -132,7 +139,7 @@ def test_max_records_per_shard(beam: ModuleType, tmp_path: Path) -> None:
 
 def test_one_file_without_a_shard_template(beam: ModuleType, tmp_path: Path) -> None:
     _write(beam, RECORDS, tmp_path / "single.tfrecord", shard_name_template="")
-    assert _listing(tmp_path) == ["single.tfrecord", "single.tfrecord.tfeidx"]
+    assert _listing(tmp_path) == sorted(["single.tfrecord", _index("single.tfrecord")])
     assert list(tfe.read_records(tmp_path / "single.tfrecord")) == RECORDS
 
 
@@ -162,7 +169,7 @@ def test_finalize_runs_again_after_a_failure_and_twice(tmp_path: Path) -> None:
     assert _publish(options, shards) == names  # and once more: nothing left to do
     listing = _listing(tmp_path)
     assert listing == sorted(
-        [os.path.basename(n) for n in names] + [os.path.basename(n) + ".tfeidx" for n in names]
+        [os.path.basename(n) for n in names] + [_index(os.path.basename(n)) for n in names]
     )
     for key, name in enumerate(names):
         assert list(tfe.read_records(name)) == RECORDS[key::3]
