@@ -9,6 +9,7 @@ with numpy, one ``crc32c`` call per record is the only per-record work besides s
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -23,6 +24,7 @@ from ..errors import StaleIndexError
 from ..index.sidecar import Index
 from ..records import framing
 from ..records.framing import crc_spans
+from ..storage import safecopy
 from ..storage.ranges import coalesce
 
 __all__ = [
@@ -102,21 +104,24 @@ def _short(index: Index, local: IntArray, got: int, want: int, at: int) -> Stale
 
 
 class LocalFileRecords:
-    """Records of one uncompressed local file, read with ``pread`` (opened lazily).
+    """Records of one uncompressed local file, opened lazily, never touched through a map.
 
-    Reads, not ``mmap``: touching a page of a map past the end of its file kills the
-    process with SIGBUS, and a file can be cut under a reader at any moment (another job
-    regenerating data, a copy replaced in place, NFS). A read that comes back short
-    raises :class:`StaleIndexError` naming the record instead. A batch costs one read
-    per run of records that lie back to back (a sequential chunk is one read) and the
-    copy out of the page cache, which a map's page faults cost too (see
-    docs/reliability.md for the measured difference).
+    Touching a page of a map past the end of its file kills the process with SIGBUS,
+    and a file can be cut under a reader at any moment (another job regenerating data,
+    a copy replaced in place, NFS). So every byte is copied by the kernel: one record
+    with one ``pread``; a batch gathered out of a map of the file by
+    :func:`~tfrecord_engine.storage.safecopy.gather` (one system call for the whole
+    batch, however scattered), or, where that is unavailable, one ``pread`` per run of
+    records that lie back to back. A short copy raises :class:`StaleIndexError` naming
+    the record. See docs/reliability.md for what this costs against reading the map.
     """
 
     def __init__(self, index: Index) -> None:
         self.index = index
         self.path = index.data_path
         self._fd: int | None = None
+        self._map: mmap.mmap | None = None
+        self._raw: U8 | None = None  # a view of the map, whose address gather() takes
         self._lock = threading.Lock()  # loader threads may open the file together
         # Payload spans as int64, computed once: a batch then costs two gathers.
         self._start = index.offsets.astype(np.int64) + _H
@@ -143,48 +148,92 @@ class LocalFileRecords:
                     self._fd = fd
         return fd
 
+    def base_address(self, local: IntArray | None = None) -> int | None:
+        """The address of the file's map for :func:`safecopy.gather` (mapped on first
+        use), or ``None`` when gathering is unavailable or the file is empty."""
+        raw = self._raw
+        if raw is None:
+            if not safecopy.available() or self.index.data_size == 0:
+                return None
+            fd = self.fileno(local)
+            with self._lock:
+                if self._raw is None:
+                    self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                    self._raw = np.frombuffer(self._map, np.uint8)
+                    # The map holds a descriptor of its own: one per file is enough
+                    # (datasets of 1,000 shards meet the usual limit of 1,024).
+                    os.close(fd)
+                    self._fd = None
+                raw = self._raw
+        return int(raw.ctypes.data)
+
     def _framed(self, local: IntArray) -> tuple[bytes, IntArray, IntArray]:
-        """One buffer with each record's data and footer: ``(buf, starts, ends)`` of the
-        data within ``buf`` (its footer follows at ``ends``)."""
+        """One record's data and footer in one read: ``(buf, starts, ends)`` of its data
+        within ``buf`` (the footer follows at ``ends``)."""
+        if self._raw is not None:  # mapped already: copy out of the map (no second fd)
+            arr, starts, ends = self._framed_array(local)
+            return arr.tobytes(), starts, ends
         fd = self.fileno(local)
+        a = int(self._start[local[0]])
+        want = int(self._end[local[0]]) + _F - a
+        buf = os.pread(fd, want, a)
+        if len(buf) != want:
+            raise _short(self.index, local, len(buf), want, a)
+        return buf, np.zeros(1, np.int64), np.array([want - _F], np.int64)
+
+    def _framed_array(self, local: IntArray) -> tuple[U8, IntArray, IntArray]:
+        """The records' data and footers in one new buffer: ``(buf, starts, ends)`` of
+        each record's data within it (its footer follows at its end)."""
         starts = self._start[local]
         ends = self._end[local]
-        if len(local) == 1:
-            a = int(starts[0])
-            want = int(ends[0]) + _F - a
-            buf = os.pread(fd, want, a)
-            if len(buf) != want:
-                raise _short(self.index, local, len(buf), want, a)
-            return buf, np.zeros(1, np.int64), np.array([want - _F], np.int64)
-        # Runs of records that lie back to back, in the batch's order: one read each.
         cut = np.flatnonzero(starts[1:] != ends[:-1] + (_F + _H)) + 1
-        run_start = starts[np.concatenate([[0], cut])].tolist()
-        run_end = (ends[np.concatenate([cut - 1, [len(local) - 1]])] + _F).tolist()
-        chunks = []
-        for a, b in zip(run_start, run_end, strict=True):
-            chunk = os.pread(fd, b - a, a)
-            if len(chunk) != b - a:
-                raise _short(self.index, local, len(chunk), b - a, a)
-            chunks.append(chunk)
-        if len(chunks) == 1:
-            base = starts[0]
-            return chunks[0], starts - base, ends - base
+        first = np.concatenate([[0], cut])
+        run_start = starts[first]
+        run_size = ends[np.concatenate([cut - 1, [len(local) - 1]])] + _F - run_start
+        total = int(run_size.sum())
+        out = np.empty(total, np.uint8)
+        # One run (a sequential chunk) of a file not mapped: a plain read is cheapest.
+        base = self.base_address(local) if len(run_start) > 1 or self._raw is not None else None
+        copied = None
+        if base is not None:
+            spans = np.empty((len(run_start), 2), np.uint64)
+            spans[:, 0] = run_start + base
+            spans[:, 1] = run_size
+            copied = safecopy.gather(out, spans)
+        if copied is None:
+            fd = self.fileno(local)
+            view = memoryview(out.data)
+            copied = 0
+            for a, n in zip(run_start.tolist(), run_size.tolist(), strict=True):
+                got = os.preadv(fd, [view[copied : copied + n]], a)
+                copied += got
+                if got != n:
+                    break
+        if copied != total:
+            # The run the copy stopped in: its records are no longer all in the file.
+            r = int(np.searchsorted(np.cumsum(run_size), copied, "right"))
+            a, n = int(run_start[r]), int(run_size[r])
+            raise _short(self.index, local[first[r] :], copied - int(run_size[:r].sum()), n, a)
         # Record j's data sits at its offset within its run, shifted by the runs before.
-        sizes = np.asarray(run_end, np.int64) - np.asarray(run_start, np.int64)
-        shift = np.concatenate([[0], np.cumsum(sizes)[:-1]]) - np.asarray(run_start, np.int64)
+        run_at = np.cumsum(run_size) - run_size - run_start
         run_of = np.zeros(len(local), np.int64)
         run_of[cut] = 1
-        run_of = np.cumsum(run_of)
-        rel = shift[run_of]
-        return b"".join(chunks), starts + rel, ends + rel
+        rel = run_at[np.cumsum(run_of)]
+        return out, starts + rel, ends + rel
 
     def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records ``local`` (indices within this file), CRC-checked."""
         if len(local) == 0:
             return []
-        if len(local) > 1 and int(self.index.lengths[local].mean()) >= _BIG_RECORD:
+        # (Once the file is mapped for gathers, its one descriptor is the map's.)
+        big = int(self.index.lengths[local].mean()) >= _BIG_RECORD
+        if len(local) > 1 and big and self._raw is None:
             return self._read_big(local, verify)
-        buf, starts, ends = self._framed(local)
+        if len(local) > 1:
+            arr, starts, ends = self._framed_array(local)
+            buf = arr.tobytes()  # one copy of the batch; slicing bytes is the cheapest
+        else:
+            buf, starts, ends = self._framed(local)
         if len(local) == 1:
             record = buf[: int(ends[0])]
             if verify:
@@ -236,12 +285,11 @@ class LocalFileRecords:
 
         Returns:
             ``(buf, starts, ends)``: record ``j`` is ``buf[starts[j]:ends[j]]``
-            (``buf`` is ``uint8``, read-only, and the caller's to keep).
+            (``buf`` is ``uint8`` and the caller's to keep).
         """
         if len(local) == 0:
             return np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        data, starts, ends = self._framed(local)
-        raw = np.frombuffer(data, np.uint8)
+        raw, starts, ends = self._framed_array(local)
         if verify:
             stored = raw[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
             if not np.array_equal(crc_spans(raw, starts, ends), stored):
@@ -249,6 +297,13 @@ class LocalFileRecords:
         return raw, starts, ends
 
     def close(self) -> None:
+        self._raw = None  # the numpy view pins the map; drop it first
+        mapping, self._map = self._map, None
+        if mapping is not None:
+            # Arrays viewing the map may still be alive (a traceback's frames): then it
+            # is released with the last of them.
+            with contextlib.suppress(BufferError):
+                mapping.close()
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
@@ -275,6 +330,7 @@ class LocalFilesGather:
         self._start = np.concatenate([r._start for r in readers]).astype(np.int64)
         self._end = np.concatenate([r._end for r in readers]).astype(np.int64)
         self._fds: list[int | None] = [None] * len(self._readers)
+        self._bases: npt.NDArray[np.uint64] | None = None  # each file's map, for gather()
         self._missing = len(self._readers)  # files not opened yet
 
     def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
@@ -289,32 +345,70 @@ class LocalFilesGather:
                 for fd, r in zip(self._fds, self._readers, strict=True)
             )
         # Every file a record of this batch lives in is open now.
-        fds = cast("list[int]", self._fds)
-        files = file_of.tolist()
-        starts = self._start[idx].tolist()
-        ends = self._end[idx].tolist()
-        pread = os.pread
-        framed = [pread(fds[f], b + _F - a, a) for f, a, b in zip(files, starts, ends, strict=True)]
+        framed = self._gathered(idx, file_of)
+        if framed is None:
+            framed = self._preads(idx, file_of)
         records = [c[:-_F] for c in framed]
-        for j, (c, a, b) in enumerate(zip(framed, starts, ends, strict=True)):
-            if len(c) != b + _F - a:
-                f = files[j]
-                local = idx[j : j + 1] - self._first[f]
-                raise _short(self._readers[f].index, local, len(c), b + _F - a, a)
         if verify and records:
             stored = np.frombuffer(b"".join([c[-_F:] for c in framed]), dtype="<u4")
             crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
             bad = np.flatnonzero(framing.mask_crc_array(crcs) != stored)
             if len(bad):
                 j = int(bad[0])
-                f = files[j]
+                f = int(file_of[j])
                 # The file's own reader raises the error naming file, record, offset.
                 self._readers[f].read(idx[j : j + 1] - self._first[f], verify=True)
         return records
 
+    def _gathered(self, idx: IntArray, file_of: IntArray) -> list[bytes] | None:
+        """Each record's data and footer, copied out of the files' maps in one call."""
+        if not safecopy.available():
+            return None
+        if self._bases is None:
+            self._bases = np.zeros(len(self._readers), np.uint64)  # 0: not mapped yet
+        for f in np.unique(file_of[self._bases[file_of] == 0]).tolist():
+            first = idx[np.argmax(file_of == f)] - self._first[f]
+            base = self._readers[f].base_address(np.array([first]))
+            if base is None:
+                return None
+            self._bases[f] = base
+        starts = self._start[idx]
+        sizes = self._end[idx] + _F - starts
+        spans = np.empty((len(idx), 2), np.uint64)
+        spans[:, 0] = self._bases[file_of] + starts.astype(np.uint64)
+        spans[:, 1] = sizes
+        out = np.empty(int(sizes.sum()), np.uint8)
+        copied = safecopy.gather(out, spans)
+        if copied is None:
+            return None
+        ends = np.cumsum(sizes)
+        if copied != int(ends[-1]):
+            j = int(np.searchsorted(ends, copied, "right"))
+            f = int(file_of[j])
+            local = idx[j : j + 1] - self._first[f]
+            have = copied - int(ends[j] - sizes[j])
+            raise _short(self._readers[f].index, local, have, int(sizes[j]), int(starts[j]))
+        buf = out.tobytes()
+        return [buf[a:b] for a, b in zip((ends - sizes).tolist(), ends.tolist(), strict=True)]
+
+    def _preads(self, idx: IntArray, file_of: IntArray) -> list[bytes]:
+        fds = cast("list[int]", self._fds)
+        files = file_of.tolist()
+        starts = self._start[idx].tolist()
+        ends = self._end[idx].tolist()
+        pread = os.pread
+        framed = [pread(fds[f], b + _F - a, a) for f, a, b in zip(files, starts, ends, strict=True)]
+        for j, (c, a, b) in enumerate(zip(framed, starts, ends, strict=True)):
+            if len(c) != b + _F - a:
+                f = files[j]
+                local = idx[j : j + 1] - self._first[f]
+                raise _short(self._readers[f].index, local, len(c), b + _F - a, a)
+        return framed
+
     def close(self) -> None:
         """Forgets the descriptors (their readers own and close them)."""
         self._fds = [None] * len(self._readers)
+        self._bases = None
         self._missing = len(self._readers)
 
 
