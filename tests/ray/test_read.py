@@ -1,0 +1,185 @@
+"""``tfrecord_engine.ray.read_tfrecords``: index-split reads on real Ray (local mode)."""
+
+from __future__ import annotations
+
+import collections
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tfrecord_engine as tfe
+
+from ..optional import require
+
+require("ray")
+from tfrecord_engine import ray as tr  # noqa: E402 - after the skip
+from tfrecord_engine.hosts import splits  # noqa: E402
+
+SPEC: dict[str, Any] = {
+    "i": tfe.FixedLenFeature([], "int64"),
+    "xy": tfe.FixedLenFeature([2], "float32"),
+    "name": tfe.FixedLenFeature([], "string"),
+    "tags": tfe.VarLenFeature("int64"),
+    "words": tfe.RaggedFeature("string"),
+}
+
+
+def example(i: int) -> bytes:
+    return tfe.encode_example(
+        {
+            "i": i,
+            "xy": np.array([i / 2, -i], np.float32),
+            "name": b"n%d" % i,
+            "tags": np.arange(i % 4, dtype=np.int64),
+            "words": [b"w"] * (i % 3) if i % 3 else np.zeros(0, np.int64).astype(object),
+        }
+    )
+
+
+def write(path: Path, records: list[bytes], **kwargs: Any) -> str:
+    with tfe.TFRecordWriter(path, **kwargs) as w:
+        w.write_many(records)
+    return str(path)
+
+
+def records_of(ds: Any) -> list[bytes]:
+    return [row["record"] for row in ds.take_all()]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    root = tmp_path_factory.mktemp("read")
+    return [
+        write(root / "a.tfrecord", [example(i) for i in range(600)], index=True),
+        write(root / "b.tfrecord", [example(i) for i in range(600, 900)], index=True),
+    ]
+
+
+ALL = [example(i) for i in range(900)]
+
+
+def test_row_count_is_exact_before_any_data_is_read(ray_local: ModuleType, tmp_path: Path) -> None:
+    paths = [write(tmp_path / f"s{k}.tfrecord", ALL[k::3], index=True) for k in range(3)]
+    ds = tr.read_tfrecords(paths)
+    for p in paths:  # a read would fail now: the count must come from the indexes
+        os.remove(p)
+    assert ds.count() == 900
+
+
+def test_every_record_exactly_once_with_files_cut_into_many_tasks(
+    ray_local: ModuleType, files: list[str]
+) -> None:
+    source = tr.TFRecordDatasource(files)
+    tasks = source.get_read_tasks(6)
+    rows = [t.metadata.num_rows for t in tasks]
+    assert len(tasks) >= 5
+    assert sum(rows) == 900
+    assert source.num_rows == 900
+    per_file = collections.Counter(t.metadata.input_files for t in tasks)
+    assert all(n >= 2 for n in per_file.values())
+    ds = tr.read_tfrecords(files, override_num_blocks=6, records_per_block=64)
+    assert records_of(ds) == ALL
+
+
+def test_pieces_cover_each_file_once_at_any_parallelism(files: list[str]) -> None:
+    indexes = [tfe.Index.open(p) for p in files]
+    for parallelism in (1, 2, 3, 7, 50, 10_000):
+        pieces = splits.plan_pieces(indexes, parallelism)
+        for f, idx in enumerate(indexes):
+            mine = [(p.start, p.stop) for p in pieces if p.file == f]
+            flat = [i for a, b in mine for i in range(a, b)]
+            assert flat == list(range(len(idx)))
+        assert len(pieces) <= max(2, parallelism)
+
+
+def test_parsed_columns_equal_parse_example(ray_local: ModuleType, files: list[str]) -> None:
+    ds = tr.read_tfrecords(files, features=SPEC, override_num_blocks=4, records_per_block=100)
+    assert ds.count() == 900
+    got = ds.take_batch(900, batch_format="numpy")
+    want = tfe.parse_example(ALL, SPEC)
+    np.testing.assert_array_equal(got["i"], want["i"])
+    np.testing.assert_array_equal(got["xy"], want["xy"])
+    assert got["xy"].shape == (900, 2)
+    assert got["xy"].dtype == np.float32
+    assert got["name"].tolist() == want["name"].tolist()
+    tags = want["tags"]
+    rows = [tags.values[tags.indices[:, 0] == r].tolist() for r in range(900)]
+    assert [np.asarray(t).tolist() for t in got["tags"]] == rows
+    assert [list(w) for w in got["words"]] == want["words"].to_list()
+
+
+def test_gzip_files_are_cut_at_restart_points_and_detected(
+    ray_local: ModuleType, tmp_path: Path
+) -> None:
+    ours = write(tmp_path / "a.gz", ALL, compression="GZIP", index=True, index_flush_every=100)
+    foreign = write(tmp_path / "b.zz", ALL[:50], compression="ZLIB")
+    assert splits.sniff_compression(ours) is tfe.Compression.GZIP
+    assert splits.sniff_compression(foreign) is tfe.Compression.ZLIB
+    source = tr.TFRecordDatasource([ours, foreign])
+    pieces = splits.plan_pieces(source.indexes, 8)
+    starts = [p.start for p in pieces if p.file == 0]
+    assert len(starts) >= 4
+    assert all(s % 100 == 0 for s in starts)
+    assert [(p.start, p.stop) for p in pieces if p.file == 1] == [(0, 50)]  # no restarts
+    ds = tr.read_tfrecords([ours, foreign], override_num_blocks=8)
+    assert ds.count() == 950
+    assert records_of(ds) == ALL + ALL[:50]
+
+
+def test_globs_and_folders_leave_out_indexes_and_hidden_files(
+    files: list[str], tmp_path: Path
+) -> None:
+    folder = os.path.dirname(files[0])
+    (Path(folder) / ".a.tfrecord.tmp-x").write_bytes(b"")
+    assert splits.expand_paths(folder) == files
+    assert splits.expand_paths(os.path.join(folder, "*")) == files
+    with pytest.raises(FileNotFoundError):
+        splits.expand_paths(str(tmp_path / "none-*"))
+
+
+def damaged(tmp_path: Path) -> tuple[str, int]:
+    path = write(tmp_path / "d.tfrecord", ALL[:100])
+    offset = int(tfe.Index.build(path).offsets[10]) + 12  # record 10's first data byte
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    return path, offset - 12
+
+
+def test_damage_under_skip_keeps_every_intact_record(ray_local: ModuleType, tmp_path: Path) -> None:
+    path, offset = damaged(tmp_path)
+    reports: list[tfe.DamageReport] = []
+    ds = tr.read_tfrecords(path, on_damage="skip", on_damage_report=reports.append)
+    assert [(r.record_index, r.offset) for r in reports] == [(10, offset)]
+    assert ds.count() == 99
+    assert records_of(ds) == ALL[:10] + ALL[11:100]
+
+
+def test_damage_under_raise_fails_naming_the_record(ray_local: ModuleType, tmp_path: Path) -> None:
+    path, offset = damaged(tmp_path)
+    ds = tr.read_tfrecords(path)
+    with pytest.raises(Exception, match=f"record 10 at offset {offset}") as info:
+        ds.take_all()
+    assert isinstance(info.value, tfe.CorruptedRecordError)
+
+
+def test_bad_arguments_are_refused(files: list[str]) -> None:
+    with pytest.raises(tfe.InvalidArgumentError, match="'raise' or 'skip'"):
+        tr.TFRecordDatasource(files, on_damage="stop")
+    with pytest.raises(tfe.InvalidArgumentError, match="records_per_block"):
+        tr.TFRecordDatasource(files, records_per_block=0)
+
+
+def test_count_and_verify_report_per_file(ray_local: ModuleType, tmp_path: Path) -> None:
+    good = write(tmp_path / "a.tfrecord", ALL[:20], index=True)
+    path, offset = damaged(tmp_path)
+    assert tr.count([good]) == 20
+    checks = tr.verify([good, path])
+    assert [(c.path, c.records, c.ok) for c in checks] == [(good, 20, True), (path, 99, False)]
+    assert [(d.record_index, d.offset) for d in checks[1].damage] == [(10, offset)]
