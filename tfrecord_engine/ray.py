@@ -217,6 +217,7 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
         self.indexes = open_indexes(
             self.paths, compression, on_damage=policy, on_damage_report=note
         )
+        self._refs: dict[int, Any] = {}
         self._options = _ReadOptions(
             features=None if features is None else dict(features),
             on_damage=policy,
@@ -247,23 +248,30 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
         del data_context
         pieces = plan_pieces(self.indexes, parallelism)
         per_file = np.bincount([p.file for p in pieces], minlength=len(self.indexes))
-        shipped: dict[int, Any] = {}
         tasks = []
         schema = pa.schema([("record", pa.binary())]) if self._options.features is None else None
         for piece in pieces:
             idx = self.indexes[piece.file]
-            if piece.file not in shipped:
-                big = per_file[piece.file] > 1 and len(idx) > _INLINE_INDEX_RECORDS
-                shipped[piece.file] = ray.put(idx) if big else idx
             meta = BlockMetadata(
                 num_rows=piece.stop - piece.start,
                 size_bytes=int(idx.lengths[piece.start : piece.stop].sum()),
                 input_files=[idx.data_path],
                 exec_stats=None,
             )
-            read = functools.partial(_read_piece, shipped[piece.file], piece, self._options)
+            shipped = self._shipped(piece.file, int(per_file[piece.file]))
+            read = functools.partial(_read_piece, shipped, piece, self._options)
             tasks.append(ReadTask(read, meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
+
+    def _shipped(self, f: int, pieces: int) -> Any:
+        """File ``f``'s index as its read tasks get it: inline when small or read by
+        one task, else a reference into Ray's object store (put once per source)."""
+        idx = self.indexes[f]
+        if pieces < 2 or len(idx) <= _INLINE_INDEX_RECORDS:
+            return idx
+        if f not in self._refs:
+            self._refs[f] = ray.put(idx)
+        return self._refs[f]
 
 
 def read_tfrecords(

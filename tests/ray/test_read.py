@@ -183,3 +183,31 @@ def test_count_and_verify_report_per_file(ray_local: ModuleType, tmp_path: Path)
     checks = tr.verify([good, path])
     assert [(c.path, c.records, c.ok) for c in checks] == [(good, 20, True), (path, 99, False)]
     assert [(d.record_index, d.offset) for d in checks[1].damage] == [(10, offset)]
+
+
+def test_big_indexes_travel_through_the_object_store(ray_local: ModuleType, tmp_path: Path) -> None:
+    records = [b"%d" % i for i in range(5000)]
+    big = write(tmp_path / "big.tfrecord", records, index=True)
+    small = write(tmp_path / "small.tfrecord", records[:10], index=True)
+    source = tr.TFRecordDatasource([big, small])
+    tasks = source.get_read_tasks(4)
+    shipped = [t.read_fn.args[0] for t in tasks]
+    assert all(isinstance(s, ray_local.ObjectRef) for s in shipped[:-1])
+    assert len({s.hex() for s in shipped[:-1]}) == 1  # put once
+    assert isinstance(shipped[-1], tfe.Index)  # one small piece: inline
+    assert source.get_read_tasks(4)[0].read_fn.args[0] == shipped[0]
+    ds = tr.read_tfrecords([big, small], override_num_blocks=4)
+    assert records_of(ds) == records + records[:10]
+
+
+def test_empty_files_one_record_files_and_empty_records(
+    ray_local: ModuleType, tmp_path: Path
+) -> None:
+    write(tmp_path / "a-empty.tfrecord", [], index=True)
+    write(tmp_path / "b-one.tfrecord", [b""], index=True)
+    write(tmp_path / "c-empties.tfrecord", [b"", b"x", b""])  # indexed on open
+    ds = tr.read_tfrecords(tmp_path, override_num_blocks=10)
+    assert ds.count() == 4
+    assert records_of(ds) == [b"", b"", b"x", b""]
+    assert tr.read_tfrecords(tmp_path / "a-empty.tfrecord").take_all() == []
+    assert records_of(ds.limit(2)) == [b"", b""]

@@ -97,3 +97,12 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         tr.TFRecordDatasink(tmp_path, num_rows_per_file=0)
     with pytest.raises(tfe.InvalidArgumentError, match="file_prefix"):
         tr.TFRecordDatasink(tmp_path, file_prefix=".hidden")
+
+
+def test_one_record_per_shard_and_an_empty_dataset(ray_local: ModuleType, tmp_path: Path) -> None:
+    ds = ray_local.data.from_items([{"record": b"%d" % i} for i in range(5)], override_num_blocks=2)
+    paths = tr.write_tfrecords(ds, tmp_path / "one", num_rows_per_file=1)
+    assert [list(tfe.read_records(p)) for p in paths] == [[b"%d" % i] for i in range(5)]
+    empty = ds.filter(expr=ray_local.data.expressions.col("record") == b"none")
+    assert tr.write_tfrecords(empty, tmp_path / "none") == []
+    assert listing(tmp_path / "none") == []
