@@ -211,3 +211,17 @@ def test_empty_files_one_record_files_and_empty_records(
     assert records_of(ds) == [b"", b"", b"x", b""]
     assert tr.read_tfrecords(tmp_path / "a-empty.tfrecord").take_all() == []
     assert records_of(ds.limit(2)) == [b"", b""]
+
+
+def test_damage_found_by_a_read_task_is_skipped_there(
+    ray_local: ModuleType, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "w.tfrecord", ALL[:100], index=True)  # data-verified index
+    ds = tr.read_tfrecords(path, on_damage="skip", override_num_blocks=3)
+    offset = int(tfe.Index.load(path).offsets[50]) + 12
+    with open(path, "r+b") as f:  # damaged after planning: only the read task sees it
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    assert records_of(ds) == ALL[:50] + ALL[51:100]
