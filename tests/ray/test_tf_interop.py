@@ -59,3 +59,15 @@ def test_tensorflow_reads_gzip_shards(
     paths = tr.write_tfrecords(ds, tmp_path / "gz", compression="GZIP")
     got = [t.numpy() for t in tf.data.TFRecordDataset(paths, compression_type="GZIP")]
     assert got == RECORDS == list(tfe.read_records(paths[0], "GZIP"))
+
+
+def test_rays_own_reader_reads_the_shards(
+    ray_local: ModuleType, tf: ModuleType, tmp_path: Path
+) -> None:
+    rows = [{"i": i, "name": b"n%d" % i} for i in range(30)]
+    ds = ray_local.data.from_items(rows, override_num_blocks=3)
+    tr.write_tfrecords(ds, tmp_path / "out")
+    # The sidecars sit beside the shards: Ray's folder read must leave them out.
+    back = ray_local.data.read_tfrecords(str(tmp_path / "out"), file_extensions=["tfrecord"])
+    got = sorted((r["i"], r["name"]) for r in back.take_all())
+    assert got == [(i, b"n%d" % i) for i in range(30)]
