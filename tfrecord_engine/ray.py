@@ -74,7 +74,7 @@ from .hosts.splits import (  # noqa: E402
     plan_pieces,
 )
 from .index.damage import reporter  # noqa: E402
-from .index.sidecar import index_path_for  # noqa: E402
+from .index.sidecar import Index, index_path_for  # noqa: E402
 from .records import framing  # noqa: E402
 from .records.compression import Compression, normalize_compression  # noqa: E402
 from .records.reader import read_records  # noqa: E402
@@ -86,6 +86,7 @@ __all__ = [
     "FileCheck",
     "TFRecordDatasink",
     "TFRecordDatasource",
+    "build_indexes",
     "count",
     "read_tfrecords",
     "verify",
@@ -548,7 +549,7 @@ def write_tfrecords(
 
 @dataclass(frozen=True, slots=True)
 class FileCheck:
-    """What :func:`verify` found in one file.
+    """What :func:`verify` (or :func:`build_indexes`) found in one file.
 
     Attributes:
         path: the file.
@@ -593,6 +594,39 @@ def verify(
     paths = expand_paths(paths_or_globs)
     check: Any = ray.remote(num_cpus=num_cpus)(_check_file)
     got: list[FileCheck] = ray.get([check.remote(p, compression) for p in paths])
+    return got
+
+
+def _index_file(path: str, compression: CompressionArg, on_damage: ReadPolicy) -> FileCheck:
+    kind = compression_of(path, compression)
+    reports: list[DamageReport] = []
+    idx = Index.open(path, kind, on_damage=on_damage, on_damage_report=reports.append)
+    return FileCheck(path, kind, len(idx), tuple(reports))
+
+
+def build_indexes(
+    paths_or_globs: PathArg | Sequence[PathArg],
+    compression: CompressionArg = "auto",
+    *,
+    on_damage: str = "raise",
+    num_cpus: float = 1,
+) -> list[FileCheck]:
+    """Opens every file's index in Ray tasks (one per file), building and saving each
+    missing or stale sidecar there.
+
+    Run it once over many unindexed shards: :func:`read_tfrecords` then only loads the
+    sidecars on the driver instead of indexing every file itself. Under ``"skip"``
+    each index is built with every CRC checked, and the damage it leaves out is
+    returned, not raised.
+
+    Returns:
+        one :class:`FileCheck` per file, in file order: its (intact) record count and
+        the damage indexing found.
+    """
+    policy = check_policy(on_damage)
+    paths = expand_paths(paths_or_globs)
+    task: Any = ray.remote(num_cpus=num_cpus)(_index_file)
+    got: list[FileCheck] = ray.get([task.remote(p, compression, policy) for p in paths])
     return got
 
 

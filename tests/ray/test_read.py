@@ -225,3 +225,13 @@ def test_damage_found_by_a_read_task_is_skipped_there(
         f.seek(offset)
         f.write(bytes([byte[0] ^ 0xFF]))
     assert records_of(ds) == ALL[:50] + ALL[51:100]
+
+
+def test_indexes_are_built_in_ray_tasks(ray_local: ModuleType, tmp_path: Path) -> None:
+    plain = write(tmp_path / "a.tfrecord", ALL[:30])
+    path, offset = damaged(tmp_path)
+    checks = tr.build_indexes([plain, path], on_damage="skip")
+    assert [(c.records, c.ok) for c in checks] == [(30, True), (99, False)]
+    assert [(d.record_index, d.offset) for d in checks[1].damage] == [(10, offset)]
+    assert len(tfe.Index.load(plain)) == 30  # saved by the task
+    assert len(tfe.Index.load(path, on_damage="skip", on_damage_report=lambda r: None)) == 99
