@@ -235,3 +235,11 @@ def test_indexes_are_built_in_ray_tasks(ray_local: ModuleType, tmp_path: Path) -
     assert [(d.record_index, d.offset) for d in checks[1].damage] == [(10, offset)]
     assert len(tfe.Index.load(plain)) == 30  # saved by the task
     assert len(tfe.Index.load(path, on_damage="skip", on_damage_report=lambda r: None)) == 99
+
+
+def test_docstring_examples(ray_local: ModuleType) -> None:
+    import doctest
+
+    result = doctest.testmod(tr, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
