@@ -353,10 +353,14 @@ def _records_of(block: Any) -> list[bytes]:
         records: list[bytes] = column.to_pylist()
         return records
     batch = BlockAccessor.for_block(table).to_batch_format("numpy")
-    keys = sorted(batch)
-    n = table.num_rows
+    columns: dict[str, Any] = {}
+    for k in sorted(batch):
+        # numpy turns an int column with nulls into floats (NaN): keep Arrow's values.
+        nulls = table.column(k).null_count
+        columns[k] = table.column(k).to_pylist() if nulls else batch[k]
     return [
-        encode_example({k: batch[k][i] for k in keys if batch[k][i] is not None}) for i in range(n)
+        encode_example({k: v[i] for k, v in columns.items() if v[i] is not None})
+        for i in range(table.num_rows)
     ]
 
 

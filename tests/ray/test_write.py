@@ -106,3 +106,14 @@ def test_one_record_per_shard_and_an_empty_dataset(ray_local: ModuleType, tmp_pa
     empty = ds.filter(expr=ray_local.data.expressions.col("record") == b"none")
     assert tr.write_tfrecords(empty, tmp_path / "none") == []
     assert listing(tmp_path / "none") == []
+
+
+def test_null_values_are_left_out_of_their_example(ray_local: ModuleType, tmp_path: Path) -> None:
+    rows = [{"i": 1, "s": "a"}, {"i": None, "s": "b"}, {"i": 3, "s": None}]
+    paths = tr.write_tfrecords(ray_local.data.from_items(rows), tmp_path / "nulls")
+    got = [tfe.decode_example(r) for p in paths for r in tfe.read_records(p)]
+    assert [{k: v.tolist() for k, v in g.items()} for g in got] == [
+        {"i": [1], "s": [b"a"]},
+        {"s": [b"b"]},
+        {"i": [3]},
+    ]
