@@ -243,3 +243,20 @@ def test_docstring_examples(ray_local: ModuleType) -> None:
     result = doctest.testmod(tr, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_files_over_http_are_read_by_the_tasks_in_ranges(
+    ray_local: ModuleType, tmp_path: Path
+) -> None:
+    require("fsspec")
+    from tfrecord_engine.testing.http_server import serve_directory
+
+    write(tmp_path / "a.tfrecord", ALL[:600], index=True)
+    write(tmp_path / "b.gz", ALL[600:], compression="GZIP", index=True, index_flush_every=50)
+    with serve_directory(tmp_path) as server:
+        urls = [server.url + "/a.tfrecord", server.url + "/b.gz"]
+        ds = tr.read_tfrecords(urls, override_num_blocks=6)
+        assert ds.count() == 900
+        server.reset()
+        assert records_of(ds) == ALL
+        assert server.count(ranged=True) >= 6  # byte ranges, not whole files
