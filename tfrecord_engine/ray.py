@@ -41,12 +41,12 @@ if not (_installed("ray") and _installed("pyarrow")):
     )
 
 import contextlib  # noqa: E402 - only once Ray is known to be there
+import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import uuid  # noqa: E402
 from collections.abc import Iterable, Iterator, Mapping, Sequence  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
 from typing import Any, Final  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -103,7 +103,7 @@ _INLINE_INDEX_RECORDS: Final = 4096
 # ---- reading one piece -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _ReadOptions:
     features: Mapping[str, Any] | None
     on_damage: ReadPolicy
@@ -219,6 +219,7 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
             self.paths, compression, on_damage=policy, on_damage_report=note
         )
         self._refs: dict[int, Any] = {}
+        self._projection_map: dict[str, str] | None = None  # Ray's projection pushdown
         self._options = _ReadOptions(
             features=None if features is None else dict(features),
             on_damage=policy,
@@ -235,6 +236,21 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
         """The name of the read tasks in Ray's progress and stats."""
         return "TFRecordEngine"
 
+    def supports_projection_pushdown(self) -> bool:
+        """With ``features``, ``select_columns`` reaches the read: only the columns
+        asked for are decoded."""
+        return self._options.features is not None
+
+    def _read_options(self) -> _ReadOptions:
+        """The options of the read tasks, with the features the projection keeps."""
+        features = self._options.features
+        keep = self._projection_map
+        if features is None or keep is None:
+            return self._options
+        return dataclasses.replace(
+            self._options, features={k: v for k, v in features.items() if k in keep}
+        )
+
     def estimate_inmemory_data_size(self) -> int:
         """The records' bytes (parsed columns are about as big)."""
         return sum(int(idx.lengths.sum()) for idx in self.indexes)
@@ -250,7 +266,8 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
         pieces = plan_pieces(self.indexes, parallelism)
         per_file = np.bincount([p.file for p in pieces], minlength=len(self.indexes))
         tasks = []
-        schema = pa.schema([("record", pa.binary())]) if self._options.features is None else None
+        options = self._read_options()
+        schema = pa.schema([("record", pa.binary())]) if options.features is None else None
         for piece in pieces:
             idx = self.indexes[piece.file]
             meta = BlockMetadata(
@@ -260,7 +277,7 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
                 exec_stats=None,
             )
             shipped = self._shipped(piece.file, int(per_file[piece.file]))
-            read = functools.partial(_read_piece, shipped, piece, self._options)
+            read = functools.partial(_read_piece, shipped, piece, options)
             tasks.append(ReadTask(read, meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
 
@@ -328,7 +345,7 @@ def read_tfrecords(
 # ---- the datasink ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Staged:
     """A shard a write task published in the staging folder."""
 
@@ -551,7 +568,7 @@ def write_tfrecords(
 # ---- cluster-scale checks ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class FileCheck:
     """What :func:`verify` (or :func:`build_indexes`) found in one file.
 

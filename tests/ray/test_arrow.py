@@ -55,3 +55,8 @@ def test_raw_records_are_one_bytes_column() -> None:
     table = records_to_table([b"", b"x"], None)
     assert table.column_names == ["record"]
     assert table.column("record").to_pylist() == [b"", b"x"]
+
+
+def test_no_feature_asked_for_still_counts_the_rows() -> None:
+    table = records_to_table(RECORDS, {})
+    assert (table.num_rows, table.column_names) == (5, [])

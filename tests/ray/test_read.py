@@ -260,3 +260,15 @@ def test_files_over_http_are_read_by_the_tasks_in_ranges(
         server.reset()
         assert records_of(ds) == ALL
         assert server.count(ranged=True) >= 6  # byte ranges, not whole files
+
+
+def test_select_columns_decodes_only_those(ray_local: ModuleType, files: list[str]) -> None:
+    # "missing" is absent from every record: decoding it would fail the read.
+    spec = {**SPEC, "missing": tfe.FixedLenFeature([], "int64")}
+    ds = tr.read_tfrecords(files, features=spec, override_num_blocks=3)
+    got = ds.select_columns(["i", "name"]).take_batch(900, batch_format="numpy")
+    assert sorted(got) == ["i", "name"]
+    assert got["i"].tolist() == list(range(900))
+    assert ds.select_columns(["i"]).count() == 900
+    with pytest.raises(Exception, match="missing"):
+        ds.take_batch(1)

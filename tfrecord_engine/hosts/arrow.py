@@ -99,10 +99,14 @@ def records_to_table(records: list[bytes], features: Mapping[str, Any] | None) -
     Parsed columns: a scalar feature is a plain column; a fixed shape is one of Ray's
     tensor columns (numeric) or fixed-size lists (strings); ``VarLenFeature`` and
     ``RaggedFeature`` are lists per record; ``SparseFeature`` is a struct of per-record
-    ``indices`` and ``values`` lists.
+    ``indices`` and ``values`` lists. An empty ``features`` gives a table of no column
+    with one row per record.
     """
     if features is None:
         return pa.table({"record": pa.array(records, pa.binary())})
+    if not features:
+        # No column asked for (a projection to none): the rows still count.
+        return pa.table({"_": pa.nulls(len(records))}).select([])
     parsed = parse_example(records, features)
     n = len(records)
     return pa.table({k: _column(parsed[k], n, features[k]) for k in features})
