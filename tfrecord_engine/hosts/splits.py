@@ -220,11 +220,16 @@ def plan_pieces(indexes: Sequence[Index], parallelism: int) -> list[Piece]:
         if n == 0:
             continue
         want = max(1, min(n, round(size / target)))
-        cuts = cut_points(idx)
-        points = (np.arange(1, want, dtype=np.int64) * size) // want
-        cut_offsets = idx.offsets[cuts].astype(np.int64)
-        chosen = np.searchsorted(cut_offsets, points, "left")
-        starts = np.unique(np.concatenate([[0], cuts[chosen[chosen < len(cuts)]]]))
+        points = ((np.arange(1, want, dtype=np.int64) * size) // want).astype(np.uint64)
+        if idx.compression is Compression.NONE:
+            # Every record is a cut point: search the offsets themselves.
+            at = np.searchsorted(idx.offsets, points, "left")
+            chosen = at[at < n]
+        else:
+            cuts = cut_points(idx)
+            at = np.searchsorted(idx.offsets[cuts], points, "left")
+            chosen = cuts[at[at < len(cuts)]]
+        starts = np.unique(np.concatenate([[0], chosen]).astype(np.int64))
         bounds = [*starts.tolist(), n]
         pieces += [Piece(f, a, b) for a, b in itertools.pairwise(bounds)]
     return pieces
