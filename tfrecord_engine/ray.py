@@ -18,6 +18,10 @@ shards with :class:`tfrecord_engine.TFRecordWriter` (and their indexes) into a h
 staging folder inside the destination; when every task has succeeded the driver renames
 them to their final, deterministic names ``<prefix>-00000-of-00012<suffix>``. A failed
 write publishes nothing and removes the staging folder.
+
+At cluster scale: :func:`verify` checks every CRC of every file in Ray tasks and returns
+the damage as data; :func:`build_indexes` builds missing sidecars in Ray tasks;
+:func:`count` adds up the indexes. docs/frameworks.md ("Ray Data") has the details.
 """
 
 from __future__ import annotations
