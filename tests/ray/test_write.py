@@ -117,3 +117,11 @@ def test_null_values_are_left_out_of_their_example(ray_local: ModuleType, tmp_pa
         {"s": [b"b"]},
         {"i": [3]},
     ]
+
+
+def test_the_same_dataset_writes_the_same_shards(ray_local: ModuleType, tmp_path: Path) -> None:
+    ds = ray_local.data.from_items([{"record": r} for r in RECORDS], override_num_blocks=4)
+    first = tr.write_tfrecords(ds, tmp_path / "a", num_rows_per_file=70, compression="GZIP")
+    second = tr.write_tfrecords(ds, tmp_path / "b", num_rows_per_file=70, compression="GZIP")
+    assert [os.path.basename(p) for p in first] == [os.path.basename(p) for p in second]
+    assert [Path(p).read_bytes() for p in first] == [Path(p).read_bytes() for p in second]
