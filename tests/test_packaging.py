@@ -102,6 +102,7 @@ def test_every_shipped_module_imports_or_names_its_extra() -> None:
     assert outcome["tfrecord_engine.cli"] == "ok"
     assert "tfrecord-engine[testing]" in outcome["tfrecord_engine.testing"]
     assert "tfrecord-engine[tf]" in outcome["tfrecord_bridge"]
+    assert "tfrecord-engine[torch]" in outcome["tfrecord_engine.torch"]
 
 
 def test_the_probe_sees_a_module_that_fails_for_another_reason(tmp_path: Path) -> None:
