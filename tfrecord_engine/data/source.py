@@ -158,6 +158,8 @@ class LocalFileRecords:
             return buf, np.zeros(1, np.int64), np.array([want - _F], np.int64)
         # Runs of records that lie back to back, in the batch's order: one read each.
         cut = np.flatnonzero(starts[1:] != ends[:-1] + (_F + _H)) + 1
+        if len(cut) == len(local) - 1:
+            return self._scattered(fd, local, starts, ends)
         run_start = starts[np.concatenate([[0], cut])].tolist()
         run_end = (ends[np.concatenate([cut - 1, [len(local) - 1]])] + _F).tolist()
         chunks = []
@@ -205,6 +207,22 @@ class LocalFileRecords:
                 offsets=self.index.offsets[where],
             )
         return record
+
+    def _scattered(
+        self, fd: int, local: IntArray, starts: IntArray, ends: IntArray
+    ) -> tuple[bytes, IntArray, IntArray]:
+        """:meth:`_framed` for records none of which follow the one before (a random
+        batch): one read each, in Python integers (no per-run array work)."""
+        pread = os.pread
+        first = starts.tolist()
+        sizes = (ends - starts + _F).tolist()
+        chunks = [pread(fd, n, a) for n, a in zip(sizes, first, strict=True)]
+        for j, (chunk, n) in enumerate(zip(chunks, sizes, strict=True)):
+            if len(chunk) != n:
+                raise _short(self.index, local[j:], len(chunk), n, first[j])
+        at = np.zeros(len(sizes), np.int64)
+        np.cumsum(sizes[:-1], out=at[1:])
+        return b"".join(chunks), at, at + (ends - starts)
 
     def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records ``local`` (indices within this file), CRC-checked."""
