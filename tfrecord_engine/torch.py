@@ -288,8 +288,8 @@ class RecordIterableDataset(IterableDataset[Any]):
             stride=place.num_workers,
             phase=place.worker or 0,
         )
-        if self._current is not None:
-            self._current.close()
+        # An earlier iteration still running (zip(it, it)) keeps going: it closes itself
+        # when exhausted or dropped. The state follows the newest one.
         current = RecordBatchIterator(
             self.dataset, sampler, readahead=self.readahead, drop_keys=self._drop_keys
         )

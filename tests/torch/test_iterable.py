@@ -134,6 +134,14 @@ def test_new_workers_and_the_main_process_advance_the_epoch(ds: tfe.RecordDatase
     assert ids(loader) == expected(ds, 50, True, 3, 0)
 
 
+def test_overlapping_iterations_each_run_a_whole_epoch(ds: tfe.RecordDataset) -> None:
+    it = RecordIterableDataset(ds, 30, shuffle=True, seed=8)
+    first, second = iter(it), iter(it)
+    pairs = list(zip(first, second, strict=True))
+    assert ids(p[0] for p in pairs) == expected(ds, 30, True, 8, 0)
+    assert ids(p[1] for p in pairs) == expected(ds, 30, True, 8, 1)
+
+
 @pytest.mark.parametrize(
     ("size", "drop", "pad"),
     [
