@@ -237,6 +237,27 @@ def test_stateful_resume_in_a_later_epoch(ds: tfe.RecordDataset) -> None:
     assert head + ids(again) == expected(ds, 20, True, 7, 1)
 
 
+def test_stateful_resume_with_persistent_workers_then_the_next_epoch(
+    ds: tfe.RecordDataset,
+) -> None:
+    stateful = require("torchdata.stateful_dataloader")
+
+    def loader() -> Any:
+        it = RecordIterableDataset(ds, 7, shuffle=True, seed=1)
+        return stateful.StatefulDataLoader(
+            it, batch_size=None, num_workers=3, persistent_workers=True
+        )
+
+    first = loader()
+    assert ids(first) == expected(ds, 7, True, 1, 0)
+    running = iter(first)
+    head = ids(next(running) for _ in range(5))
+    again = loader()
+    again.load_state_dict(first.state_dict())
+    assert head + ids(again) == expected(ds, 7, True, 1, 1)
+    assert ids(again) == expected(ds, 7, True, 1, 2)
+
+
 def test_state_from_another_layout_is_refused(ds: tfe.RecordDataset) -> None:
     it = RecordIterableDataset(ds, 10, rank=0, world_size=2)
     other = RecordIterableDataset(ds, 10, rank=1, world_size=2)
