@@ -233,6 +233,13 @@ class RecordIterableDataset(IterableDataset[Any]):
         self._resume: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
+        if self._resume is not None:
+            # A copy going to worker processes would drop it: say so instead.
+            raise InvalidArgumentError(
+                "this RecordIterableDataset holds a state from load_state_dict that resumes "
+                "an iteration in this process; to resume DataLoader workers, load the "
+                "state with torchdata's StatefulDataLoader.load_state_dict instead"
+            )
         # The running iterator (threads, open files) stays in its process.
         state = {k: v for k, v in self.__dict__.items() if k not in ("_current", "_resume")}
         state["_current"] = None
@@ -264,10 +271,16 @@ class RecordIterableDataset(IterableDataset[Any]):
     def __iter__(self) -> Iterator[Any]:
         """Starts the next epoch (or the resumed one) of this rank and worker."""
         place = self._place()
+        if self.device is not None and place.worker is not None:
+            raise InvalidArgumentError(
+                "device= moves batches in the process that iterates; in DataLoader "
+                "workers use prefetch_to_device(loader, device) in the main process"
+            )
         slot = _slot(place.worker)
         base = int(self._epochs[_BASE])
         state: Mapping[str, Any] | None = None
         if self._resume is not None:
+            self._check_place(self._resume, place)  # e.g. a main-process state forked
             epoch = int(self._resume["epoch"])
             state = self._resume["batches"]
             self._resume = None
@@ -297,11 +310,6 @@ class RecordIterableDataset(IterableDataset[Any]):
         self._current_epoch = epoch
         batches = self._run(current)
         if self.device is not None:
-            if place.worker is not None:
-                raise InvalidArgumentError(
-                    "device= moves batches in the process that iterates; in DataLoader "
-                    "workers use prefetch_to_device(loader, device) in the main process"
-                )
             return prefetch_to_device(batches, self.device, depth=self.prefetch)
         return batches
 
@@ -348,7 +356,11 @@ class RecordIterableDataset(IterableDataset[Any]):
             InvalidArgumentError: the state is from another rank, world size, worker or
                 worker count (the order would differ).
         """
-        place = self._place()
+        self._check_place(state, self._place())
+        self._resume = dict(state)
+
+    @staticmethod
+    def _check_place(state: Mapping[str, Any], place: _Place) -> None:
         here = {
             "version": STATE_VERSION,
             "rank": place.rank,
@@ -360,9 +372,9 @@ class RecordIterableDataset(IterableDataset[Any]):
             if state.get(key) != want:
                 raise InvalidArgumentError(
                     f"cannot resume: the state has {key}={state.get(key)!r}, this iterator "
-                    f"has {key}={want!r} (resume with the same ranks and num_workers)"
+                    f"has {key}={want!r} (resume with the same ranks and num_workers, "
+                    "DataLoader workers through StatefulDataLoader.load_state_dict)"
                 )
-        self._resume = dict(state)
 
 
 class _Moved(NamedTuple):

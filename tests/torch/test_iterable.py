@@ -267,6 +267,13 @@ def test_state_from_another_layout_is_refused(ds: tfe.RecordDataset) -> None:
     other2 = RecordIterableDataset(ds, 10, rank=0, world_size=2)
     other2.load_state_dict(state)
     assert other2.state_dict() == state
+    # A main-process state does not fit DataLoader workers: refused, whether the workers
+    # are forked (they inherit it) or spawned (it would be dropped on the way).
+    for context in ("fork", "spawn"):
+        loader = DataLoader(other2, batch_size=None, num_workers=2, multiprocessing_context=context)
+        with pytest.raises(tfe.InvalidArgumentError, match="StatefulDataLoader"):
+            list(loader)
+    assert ids(other2) == expected(ds, 10, False, 0, 0, 0, 2)  # in this process it resumes
 
 
 @pytest.mark.filterwarnings("ignore:.*pin_memory.*:UserWarning")
