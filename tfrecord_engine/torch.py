@@ -41,14 +41,22 @@ except ImportError as exc:  # pragma: no cover - exercised by tests/test_packagi
         "a CUDA build of several GB)"
     ) from exc
 
-__all__ = ["EpochSampler", "RecordIterableDataset", "prefetch_to_device", "to_torch"]
+__all__ = [
+    "EpochSampler",
+    "RecordIterableDataset",
+    "loader_states",
+    "prefetch_to_device",
+    "to_torch",
+]
 
 #: DataLoader worker ids this module can count epochs for (one shared int64 each).
 MAX_WORKERS = 1024
 STATE_VERSION = 1
-# The shared counter table: [base epoch, main-process iterations, worker 0, worker 1, ...].
+# The shared counter table: [base epoch, merged state pending, main-process iterations,
+# worker 0, worker 1, ...].
 _BASE = 0
-_MAIN = 1
+_MERGED = 1
+_MAIN = 2
 
 
 def _slot(worker: int | None) -> int:
@@ -90,8 +98,9 @@ class _WorkerBatches(IndexBatchIterator):
     def __init__(self, *args: Any, stride: int, phase: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._stride = stride
-        if kwargs.get("state") is None:
-            self._skip(phase)
+        state = kwargs.get("state")
+        if state is None or (state["position"] == 0 and state["batches"] == 0):
+            self._skip(phase)  # a fresh start (a merged state too): go to this worker's first
 
     def _skip(self, count: int) -> None:
         for _ in range(count):
@@ -155,7 +164,8 @@ class RecordIterableDataset(IterableDataset[Any]):
 
     Resuming: :meth:`state_dict` / :meth:`load_state_dict` follow torchdata's
     ``StatefulDataLoader`` protocol; a state resumes on the same rank, world size and
-    ``num_workers``.
+    ``num_workers``, and :meth:`merge_states` turns the states of all of them into one
+    that resumes on any.
 
     Example:
         >>> import os, tempfile, tfrecord_engine as tfe
@@ -226,11 +236,12 @@ class RecordIterableDataset(IterableDataset[Any]):
         )
         # Shared memory: set_epoch in the main process reaches every worker, and
         # non-persistent workers (new copies each epoch) see the epochs run before.
-        self._epochs = torch.zeros(2 + MAX_WORKERS, dtype=torch.int64).share_memory_()  # type: ignore[no-untyped-call]
+        self._epochs = torch.zeros(_MAIN + 1 + MAX_WORKERS, dtype=torch.int64).share_memory_()  # type: ignore[no-untyped-call]
         self._epochs[_BASE] = epoch
         self._current: RecordBatchIterator | None = None
         self._current_epoch = epoch
         self._resume: dict[str, Any] | None = None
+        self._merged: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         if self._resume is not None:
@@ -255,7 +266,7 @@ class RecordIterableDataset(IterableDataset[Any]):
         in this process and in every DataLoader worker, persistent ones included."""
         if epoch < 0:
             raise InvalidArgumentError(f"epoch must be >= 0, got {epoch}")
-        self._epochs[_MAIN:] = 0
+        self._epochs[_MERGED:] = 0  # a merged state (load_state_dict) no longer applies
         self._epochs[_BASE] = epoch
 
     def _place(self) -> _Place:
@@ -286,6 +297,9 @@ class RecordIterableDataset(IterableDataset[Any]):
             self._resume = None
         else:
             epoch = base + int(self._epochs[slot])
+            merged = self._merged
+            if merged is not None and int(self._epochs[_MERGED]) and epoch == merged["epoch"]:
+                state = merged["batches"]  # the rest of an epoch saved under other layouts
         self._epochs[slot] = epoch - base + 1
         sampler = _WorkerBatches(
             len(self.dataset),
@@ -350,14 +364,96 @@ class RecordIterableDataset(IterableDataset[Any]):
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Makes the next iteration resume from ``state`` (from :meth:`state_dict`).
+        """Makes the next iteration resume from ``state``.
+
+        ``state`` is one from :meth:`state_dict` (the same rank, world size, worker and
+        worker count; StatefulDataLoader passes each worker its own), or one from
+        :meth:`merge_states`, which resumes with any ranks and workers: load it into
+        the dataset before the loader starts (in every rank), and the next epoch run
+        in this process and in the loader's workers is the rest of the saved one.
 
         Raises:
             InvalidArgumentError: the state is from another rank, world size, worker or
                 worker count (the order would differ).
         """
+        if state.get("merged"):
+            if state.get("version") != STATE_VERSION:
+                raise InvalidArgumentError(f"cannot resume from state version {state!r}")
+            self._merged = dict(state)
+            self.set_epoch(int(state["epoch"]))
+            self._epochs[_MERGED] = 1
+            return
         self._check_place(state, self._place())
         self._resume = dict(state)
+
+    def merge_states(self, states: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        """Combines the states of every rank and worker of one epoch into one state that
+        resumes with any number of ranks and workers (see :meth:`load_state_dict`).
+
+        Args:
+            states: :meth:`state_dict` of each rank x worker, all saved in the same
+                epoch (:func:`loader_states` takes them out of StatefulDataLoader's
+                states). This dataset must have the arguments they were saved with.
+
+        Raises:
+            InvalidArgumentError: not exactly one state per rank and worker of one epoch.
+        """
+        states = list(states)
+        if not states or any(s.get("version") != STATE_VERSION for s in states):
+            raise InvalidArgumentError("merge_states needs the states of all ranks and workers")
+        first = states[0]
+        world, workers, epoch = first["world_size"], first["num_workers"], first["epoch"]
+        places = sorted((s["rank"], s["worker"] or 0) for s in states)
+        if places != [(r, w) for r in range(world) for w in range(workers)] or any(
+            (s["world_size"], s["num_workers"], s["epoch"]) != (world, workers, epoch)
+            for s in states
+        ):
+            raise InvalidArgumentError(
+                f"merge_states needs one state per rank 0..{world - 1} and worker "
+                f"0..{workers - 1}, all of epoch {epoch}"
+            )
+        n = len(self.dataset)
+        done = np.zeros(n, np.bool_)
+        saved: Mapping[str, Any] | None = None
+        for s in states:
+            inner = s["batches"]
+            if inner is None:
+                continue  # this worker had not started the epoch
+            saved = inner
+            for a, b in inner["consumed"]:
+                done[a:b] = True
+            rank = IndexBatchIterator(
+                n,
+                self.batch_size,
+                shuffle=self.shuffle,
+                seed=self.seed,
+                epoch=epoch,
+                shard_index=s["rank"],
+                shard_count=world,
+                drop_remainder=self.drop_remainder,
+                pad_remainder=self.pad_remainder,
+                state={**inner, "position": 0, "batches": 0},
+            )
+            # Worker w returned the rank's batches w, w + W, ... before its counter.
+            worker = s["worker"] or 0
+            own = (max(0, int(inner["batches"]) - worker) + workers - 1) // workers
+            size = self.batch_size
+            for j in range(own):
+                at = (worker + j * workers) * size
+                done[rank.slice_positions(at, at + size)] = True
+        if saved is None:
+            return {"version": STATE_VERSION, "merged": True, "epoch": epoch, "batches": None}
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], done.astype(np.int8), [0]])))
+        consumed = [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2], strict=True)]
+        batches = {
+            **saved,
+            "consumed": consumed,
+            "shard_index": 0,
+            "shard_count": 1,
+            "position": 0,
+            "batches": 0,
+        }
+        return {"version": STATE_VERSION, "merged": True, "epoch": epoch, "batches": batches}
 
     @staticmethod
     def _check_place(state: Mapping[str, Any], place: _Place) -> None:
@@ -375,6 +471,38 @@ class RecordIterableDataset(IterableDataset[Any]):
                     f"has {key}={want!r} (resume with the same ranks and num_workers, "
                     "DataLoader workers through StatefulDataLoader.load_state_dict)"
                 )
+
+
+def loader_states(loader_state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The :class:`RecordIterableDataset` states inside a StatefulDataLoader state (one
+    per worker, or the main process's), for :meth:`RecordIterableDataset.merge_states`.
+
+    Raises:
+        InvalidArgumentError: none found, or the loader state lags its last batches
+            (``snapshot_every_n_steps`` above 1): merging it would repeat them.
+    """
+    found: list[dict[str, Any]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            if value.get("_steps_since_snapshot"):
+                raise InvalidArgumentError(
+                    "this StatefulDataLoader state lags its last batches; save it with "
+                    "snapshot_every_n_steps=1 to merge it"
+                )
+            if value.get("version") == STATE_VERSION and "num_workers" in value:
+                found.append(dict(value))
+                return
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+
+    walk(loader_state)
+    if not found:
+        raise InvalidArgumentError("no RecordIterableDataset state in this loader state")
+    return found
 
 
 class _Moved(NamedTuple):

@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader, Dataset  # noqa: E402 - after the skip
 from tfrecord_engine.torch import (  # noqa: E402
     EpochSampler,
     RecordIterableDataset,
+    loader_states,
     prefetch_to_device,
     to_torch,
 )
@@ -256,6 +257,42 @@ def test_stateful_resume_with_persistent_workers_then_the_next_epoch(
     again.load_state_dict(first.state_dict())
     assert head + ids(again) == expected(ds, 7, True, 1, 1)
     assert ids(again) == expected(ds, 7, True, 1, 2)
+
+
+@pytest.mark.parametrize("pad", [False, True])
+def test_merged_states_resume_on_other_ranks_and_workers(ds: tfe.RecordDataset, pad: bool) -> None:
+    stateful = require("torchdata.stateful_dataloader")
+    args: dict[str, Any] = {"shuffle": True, "seed": 11, "pad_remainder": pad}
+
+    def make(rank: int, world: int) -> RecordIterableDataset:
+        return RecordIterableDataset(ds, 6, rank=rank, world_size=world, **args)
+
+    def real(batches: list[Any]) -> list[int]:
+        return [i for b in batches for i in (b["i"][b["mask"]] if pad else b["i"]).tolist()]
+
+    seen: list[int] = []
+    saved: list[dict[str, Any]] = []
+    for rank, stop in ((0, 5), (1, 2)):  # 2 ranks x 2 workers, stopped mid-epoch
+        loader = stateful.StatefulDataLoader(make(rank, 2), batch_size=None, num_workers=2)
+        running = iter(loader)
+        seen += real([next(running) for _ in range(stop)])
+        saved += loader_states(loader.state_dict())
+    merged = make(0, 1).merge_states(saved)
+    assert merged["merged"]
+    for world, workers in ((3, 1), (1, 3)):  # other ranks, other workers
+        rest: list[int] = []
+        for rank in range(world):
+            it = make(rank, world)
+            it.load_state_dict(merged)
+            loader = DataLoader(it, batch_size=None, num_workers=workers)
+            rest += real(list(loader))
+            # The next iteration is the whole next epoch of this rank.
+            assert real(list(loader)) == real(
+                list(ds.batches(6, True, 11, 1, rank, world, pad_remainder=pad))
+            )
+        assert sorted(seen + rest) == list(range(N))
+    with pytest.raises(tfe.InvalidArgumentError, match="one state per rank"):
+        make(0, 1).merge_states(saved[:-1])
 
 
 def test_state_from_another_layout_is_refused(ds: tfe.RecordDataset) -> None:
