@@ -18,6 +18,7 @@ MODULES = [
     "benchmarks.bench_parse",
     "benchmarks.bench_index",
     "benchmarks.bench_bridge",
+    "benchmarks.bench_percall",
 ]
 
 

@@ -18,11 +18,14 @@ def section(title: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", match.group(1), re.S)
 
 
-def run(code: str, cwd: Path) -> list[str]:
+def run(code: str, cwd: Path, *, ignore: tuple[str, ...] = ()) -> list[str]:
+    """Runs ``code`` with warnings as errors, except those starting with ``ignore``."""
     script = cwd / "snippet.py"
     script.write_text(code)
+    # A later -W option takes precedence over the ones before it.
+    ignored = [f"-Wignore:{message}" for message in ignore]
     done = subprocess.run(
-        [sys.executable, "-W", "error", str(script)],
+        [sys.executable, "-W", "error", *ignored, str(script)],
         cwd=cwd,
         capture_output=True,
         text=True,

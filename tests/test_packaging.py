@@ -104,6 +104,7 @@ def test_every_shipped_module_imports_or_names_its_extra() -> None:
     assert "tfrecord-engine[tf]" in outcome["tfrecord_bridge"]
     assert "tfrecord-engine[beam]" in outcome["tfrecord_engine.beam"]
     assert "tfrecord-engine[ray]" in outcome["tfrecord_engine.ray"]
+    assert "tfrecord-engine[torch]" in outcome["tfrecord_engine.torch"]
 
 
 def test_the_probe_sees_a_module_that_fails_for_another_reason(tmp_path: Path) -> None:

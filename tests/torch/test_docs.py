@@ -28,6 +28,14 @@ def test_collate_snippet(pytorch: list[str], tmp_path: Path) -> None:
     ]
 
 
+def test_iterable_snippet(tmp_path: Path) -> None:
+    require("torch")
+    require("torchdata")
+    (code,) = section("PyTorch iterable")
+    # torchdata 0.11 calls torch.set_vital, which torch 2.13 deprecated.
+    assert run(code, tmp_path, ignore=("'set_vital' is deprecated",)) == ["8 500", "10"]
+
+
 def test_readme_snippet(tmp_path: Path) -> None:
     """README's PyTorch block, run after its "Five minutes" block (which writes the files)."""
     require("torch")

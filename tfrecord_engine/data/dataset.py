@@ -9,6 +9,7 @@ process, so it works as a PyTorch map-style dataset or a Grain random-access sou
 
 from __future__ import annotations
 
+import bisect
 import collections
 import copy
 import glob
@@ -38,6 +39,7 @@ from .prepare import MASK_KEY, PaddedBatch, Ready, prepare_chunk
 from .procpool import DecodePool, PoolStream, WorkerInit
 from .sampler import IndexBatch, IndexBatchIterator, Shuffle
 from .samples import sample_of, samples_of
+from .single import SingleDecoder
 from .source import Fetcher, FetcherRecords, LocalFileRecords, LocalFilesGather, RandomAccessSource
 
 __all__ = [
@@ -85,14 +87,23 @@ def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> File
     return CompressedFileRecords(index)
 
 
+_MODULES: dict[str, Any] = {}
+
+
 def _example() -> Any:
     # Imported on first use: Example parsing is only needed with ``features=``, and the
-    # rest of this module must work without it.
-    return importlib.import_module("..example", __package__)
+    # rest of this module must work without it. Kept: import_module costs ~15 µs a call.
+    module = _MODULES.get("example")
+    if module is None:
+        module = _MODULES["example"] = importlib.import_module("..example", __package__)
+    return module
 
 
 def _example_batch() -> Any:
-    return importlib.import_module("..example.batch", __package__)
+    module = _MODULES.get("batch")
+    if module is None:
+        module = _MODULES["batch"] = importlib.import_module("..example.batch", __package__)
+    return module
 
 
 def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
@@ -205,7 +216,9 @@ class RecordDataset:
         self._readers: list[FileRecords] | None = None
         self._gather: LocalFilesGather | None = None
         self._starts: IntArray = np.zeros(1, dtype=np.int64)
+        self._starts_list: list[int] = [0]
         self._decoder: Any = None
+        self._single: SingleDecoder | None = None
         self._pools: list[DecodePool] = []
 
     # ---- lazy opening and pickling -----------------------------------------------------
@@ -248,6 +261,7 @@ class RecordDataset:
         readers = [open_records(index, max_gap=self.max_gap) for index in indexes]
         counts = [len(r.index) for r in readers]
         self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self._starts_list = self._starts.tolist()  # for ds[i]: bisect on Python ints
         local = [r for r in readers if isinstance(r, LocalFileRecords)]
         self._gather = LocalFilesGather(local) if len(local) == len(readers) > 1 else None
         self._readers = readers
@@ -297,7 +311,9 @@ class RecordDataset:
         self._readers = None
         self._gather = None
         self._starts = np.zeros(1, dtype=np.int64)
+        self._starts_list = [0]
         self._decoder = None
+        self._single = None
         self._pools = []
 
     def worker_init(self) -> WorkerInit:
@@ -355,6 +371,23 @@ class RecordDataset:
                 f"of {n} records"
             )
         return np.where(indices < 0, indices + n, indices)
+
+    def _read_one(self, i: int) -> bytes:
+        """Record ``i`` (negatives allowed): the per-call path of ``ds[i]``, in Python
+        integers (no array set-up), one ``pread`` for a local uncompressed file."""
+        readers = self._readers if self._readers is not None else self._open()
+        starts = self._starts_list
+        n = starts[-1]
+        if not -n <= i < n:
+            raise OutOfRangeError(f"record index {i} out of range for a dataset of {n} records")
+        if i < 0:
+            i += n
+        f = 0 if len(readers) == 1 else bisect.bisect_right(starts, i) - 1
+        reader = readers[f]
+        local = i - starts[f]
+        if isinstance(reader, LocalFileRecords):
+            return reader.read_one(local, self.verify)
+        return reader.read(np.array([local], np.int64), self.verify)[0]
 
     def read_raw(self, indices: Sequence[int] | IntArray) -> list[bytes]:
         """Returns the raw records at ``indices`` (global, negatives allowed), in order."""
@@ -423,6 +456,13 @@ class RecordDataset:
 
     def _sample(self, record: bytes) -> dict[str, Any]:
         assert self.features is not None
+        single = self._single
+        if single is None:
+            single = self._single = SingleDecoder(self.features)
+        out = single.sample(record)
+        if out is not None:
+            return out
+        # Defaults, unusual specs or encodings, errors: the exact path decides.
         return sample_of(self.features, _example().parse_single_example(record, self.features))
 
     def _samples(self, indices: IntArray) -> list[dict[str, Any]]:
@@ -461,14 +501,19 @@ class RecordDataset:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
         """
         if isinstance(key, (int, np.integer)):
-            record = self.read_raw([int(key)])[0]
+            record = self._read_one(int(key))
             if self.features is None:
                 return record
             return self._sample(record)
         if isinstance(key, slice):
             key = np.arange(len(self), dtype=np.int64)[key]
-        records = self.read_raw(key)
-        return records if self.features is None else self._parse(records)
+        if self.features is None:
+            return self.read_raw(key)
+        # Decoded from the buffer the records were read into (no bytes per record).
+        spans = self.read_spans(key)
+        if spans is None:
+            return self._parse(self.read_raw(key))
+        return dict(self.decoder.decode(*spans))
 
     def read_salvaged(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
         """Reads ``indices`` one by one: ``None`` and a report for each damaged record.

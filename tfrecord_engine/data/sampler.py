@@ -293,6 +293,13 @@ class IndexBatchIterator(Iterator[IndexBatch]):
         done[self._remaining_pos[start : start + self._position]] = True
         return done
 
+    def slice_positions(self, start: int, stop: int) -> IntArray:
+        """Epoch-order positions of this shard's records ``[start, stop)`` (counted from
+        the start of its slice, as ``position`` counts them)."""
+        first = self._slice_start
+        stop = min(stop, len(self._slice))
+        return self._remaining_pos[first + start : first + max(start, stop)]
+
     @property
     def batch_size(self) -> int:
         """Records per batch."""

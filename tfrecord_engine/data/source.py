@@ -221,6 +221,36 @@ class LocalFileRecords:
         rel = run_at[np.cumsum(run_of)]
         return out, starts + rel, ends + rel
 
+    def read_one(self, local: int, verify: bool = True) -> bytes:
+        """Returns record ``local`` (an index within this file), CRC-checked.
+
+        The per-call path of ``ds[i]``: one ``pread`` of the record and its footer, and
+        Python integers throughout (no array set-up; errors as :meth:`read`).
+        """
+        if self._raw is not None:  # mapped for gathers: its one descriptor is the map's
+            return self.read(np.array([local], np.int64), verify)[0]
+        fd = self._fd
+        if fd is None:
+            fd = self.fileno(np.array([local], np.int64))
+        a = int(self._start[local])
+        size = int(self._end[local]) - a
+        buf = os.pread(fd, size + _F, a)
+        if len(buf) != size + _F:
+            raise _short(self.index, np.array([local], np.int64), len(buf), size + _F, a)
+        record = buf[:size]
+        if verify and framing.mask_crc(_crc32c.crc32c(record)) != int.from_bytes(
+            buf[size:], "little"
+        ):
+            where = np.array([local], np.int64)
+            verify_batch(
+                [record],
+                np.frombuffer(buf, "<u4", 1, size),
+                path=self.path,
+                local=where,
+                offsets=self.index.offsets[where],
+            )
+        return record
+
     def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records ``local`` (indices within this file), CRC-checked."""
         if len(local) == 0:
