@@ -60,6 +60,10 @@ SCENARIOS = {
         "ds = tfe.RecordDataset([path], features=spec); ds[[0, 1]]; cut();"
         " outcome(lambda: ds[list(range(N - 64, N))])"
     ),
+    # A scattered batch maps the file for gathers: one record is then copied from the map.
+    "getitem after a gather": (
+        "ds = tfe.RecordDataset([path]); ds[[0, 5000, 9000]]; cut(); outcome(lambda: ds[N - 1])"
+    ),
     "iteration": "ds = tfe.RecordDataset([path]); ds[0]; cut(); outcome(lambda: list(ds))",
     # One-process epochs: in order, globally shuffled, raw and parsed.
     "epoch": (

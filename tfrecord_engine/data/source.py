@@ -121,7 +121,8 @@ class LocalFileRecords:
         self.path = index.data_path
         self._fd: int | None = None
         self._map: mmap.mmap | None = None
-        self._raw: U8 | None = None  # a view of the map, whose address gather() takes
+        self._raw: U8 | None = None  # a view of the map (it pins the map while in use)
+        self._base: int | None = None  # the map's address, which gather() takes
         self._lock = threading.Lock()  # loader threads may open the file together
         # Payload spans as int64, computed once: a batch then costs two gathers.
         self._start = index.offsets.astype(np.int64) + _H
@@ -151,8 +152,7 @@ class LocalFileRecords:
     def base_address(self, local: IntArray | None = None) -> int | None:
         """The address of the file's map for :func:`safecopy.gather` (mapped on first
         use), or ``None`` when gathering is unavailable or the file is empty."""
-        raw = self._raw
-        if raw is None:
+        if self._base is None:
             if not safecopy.available() or self.index.data_size == 0:
                 return None
             fd = self.fileno(local)
@@ -160,12 +160,12 @@ class LocalFileRecords:
                 if self._raw is None:
                     self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
                     self._raw = np.frombuffer(self._map, np.uint8)
+                    self._base = int(self._raw.ctypes.data)
                     # The map holds a descriptor of its own: one per file is enough
                     # (datasets of 1,000 shards meet the usual limit of 1,024).
                     os.close(fd)
                     self._fd = None
-                raw = self._raw
-        return int(raw.ctypes.data)
+        return self._base
 
     def _framed(self, local: IntArray) -> tuple[bytes, IntArray, IntArray]:
         """One record's data and footer in one read: ``(buf, starts, ends)`` of its data
@@ -227,14 +227,17 @@ class LocalFileRecords:
         The per-call path of ``ds[i]``: one ``pread`` of the record and its footer, and
         Python integers throughout (no array set-up; errors as :meth:`read`).
         """
-        if self._raw is not None:  # mapped for gathers: its one descriptor is the map's
-            return self.read(np.array([local], np.int64), verify)[0]
-        fd = self._fd
-        if fd is None:
-            fd = self.fileno(np.array([local], np.int64))
         a = int(self._start[local])
         size = int(self._end[local]) - a
-        buf = os.pread(fd, size + _F, a)
+        base = self._base
+        buf = None
+        if base is not None:  # mapped for gathers: its one descriptor is the map's
+            buf = safecopy.copy_span(base + a, size + _F)
+        if buf is None:
+            fd = self._fd
+            if fd is None:
+                fd = self.fileno(np.array([local], np.int64))
+            buf = os.pread(fd, size + _F, a)
         if len(buf) != size + _F:
             raise _short(self.index, np.array([local], np.int64), len(buf), size + _F, a)
         record = buf[:size]
@@ -327,6 +330,7 @@ class LocalFileRecords:
         return raw, starts, ends
 
     def close(self) -> None:
+        self._base = None
         self._raw = None  # the numpy view pins the map; drop it first
         mapping, self._map = self._map, None
         if mapping is not None:

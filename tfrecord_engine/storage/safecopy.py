@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["available", "gather"]
+__all__ = ["available", "copy_span", "gather"]
 
 U8 = npt.NDArray[np.uint8]
 U64 = npt.NDArray[np.uint64]
@@ -95,3 +95,29 @@ def gather(out: U8, spans: U64) -> int | None:
         if got < want:
             return done
     return done
+
+
+def copy_span(address: int, size: int) -> bytes | None:
+    """One span of this process's memory as ``bytes`` (the per-call path of ``ds[i]``).
+
+    Returns:
+        ``size`` bytes, or fewer where the span reached a page with no file behind it
+        any more; ``None`` when the call is unavailable or refused (as :func:`gather`).
+    """
+    global _readv  # noqa: PLW0603 - disabled once for the process when refused
+    fn = _readv
+    if fn is None:
+        return None
+    buf = ctypes.create_string_buffer(size)
+    local = (ctypes.c_uint64 * 2)(ctypes.addressof(buf), size)
+    remote = (ctypes.c_uint64 * 2)(address, size)
+    got = fn(os.getpid(), local, 1, remote, 1, 0)
+    if got < 0:
+        err = ctypes.get_errno()
+        if err == errno.EFAULT:
+            return b""
+        if err in (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EINVAL):
+            _readv = None
+            return None
+        raise OSError(err, f"process_vm_readv: {os.strerror(err)}")
+    return buf.raw[:got] if got < size else buf.raw
