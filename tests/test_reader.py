@@ -14,6 +14,7 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO, cast
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -316,3 +317,30 @@ def test_unknown_compression_rejected_by_reader(tmp_path: Path) -> None:
     path, _, _ = _three_records(tmp_path)
     with pytest.raises(tfe.InvalidArgumentError):
         tfe.read_records(path, "SNAPPY")
+
+
+@pytest.mark.parametrize("window", [1 << 20, 300_000, 70_001])
+def test_windows_of_the_sequential_reader_lose_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    # Small records in runs across window ends, large ones read on their own, a record
+    # larger than a window, empty records: whatever the window, every record, in order.
+    from tfrecord_engine.records import reader
+
+    monkeypatch.setattr(reader, "_WINDOW", window)
+    rng = np.random.default_rng(window)
+    sizes = [*rng.integers(0, 900, 3000), 0, 70_000, *rng.integers(0, 40_000, 40), 2_500_000]
+    sizes += [*rng.integers(0, 200, 2000)]
+    records = [rng.bytes(int(n)) for n in sizes]
+    path = tmp_path / "mixed.tfrecord"
+    with tfe.TFRecordWriter(path) as w:
+        w.write_many(records)
+    assert list(tfe.read_records(path)) == records
+    with open(path, "r+b") as f:  # damage the last record's data: located exactly
+        f.seek(-5, os.SEEK_END)
+        f.write(b"\xff")
+    got: list[bytes] = []
+    with pytest.raises(tfe.CorruptedRecordError) as err:
+        got.extend(tfe.read_records(path))
+    assert got == records[:-1]
+    assert err.value.record_index == len(records) - 1
