@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine.data.samples import sample_of
+from tfrecord_engine.example.wire import Duplicates, example_feature_map
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
 
 
@@ -156,8 +157,22 @@ def test_samples_match_parse_single_example(case: ParseCase) -> None:
     ds = tfe.RecordDataset(write(case.records), features=case.features)
     got = ds.__getitems__(range(len(case.records)))
     for r, sample in zip(case.records, got, strict=True):
+        if _repeats_a_key_with_an_empty_feature(r):
+            # TensorFlow itself differs here: its single-record path skips an empty
+            # Feature that repeats a key, its batch path (which samples follow) lets
+            # it win. Batch semantics are tested against parse_example elsewhere.
+            continue
         assert same(sample, sample_of(case.features, tfe.parse_single_example(r, case.features)))
     ds.close()
+
+
+def _repeats_a_key_with_an_empty_feature(record: bytes) -> bool:
+    dups = Duplicates()
+    try:
+        example_feature_map(record, dups)
+    except ValueError:
+        return False
+    return bool(dups.shadowed)
 
 
 def test_collate_stacks_pads_and_lists(every_kind: tuple[tfe.RecordDataset, list[bytes]]) -> None:

@@ -1,6 +1,7 @@
 """Sequential reading of TFRecord files: ``read_records``.
 
-Local uncompressed files are read through ``mmap`` (no read calls, no buffering copies);
+Local uncompressed files are read with ``pread`` in 1 MiB windows, never through a map
+(a file cut under a map kills the process with SIGBUS; a short read is an error);
 GZIP/ZLIB files, file objects and local paths that are not regular files (pipes,
 FIFOs, ``/dev/stdin``, devices: see :mod:`tfrecord_engine.storage.filekind`) are read as a
 stream in bounded chunks;
@@ -30,8 +31,6 @@ Where we differ from TensorFlow on purpose (all stricter, none loses data):
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
 import struct
 import warnings
@@ -47,7 +46,6 @@ from ..errors import (
     DamageWarning,
     DataLossError,
     InvalidArgumentError,
-    RecordTooLargeError,
     TruncatedRecordError,
 )
 from ..kernels.words import read_words
@@ -56,7 +54,7 @@ from ..storage.filekind import stream_kind
 from . import framing
 from .compression import Compression
 from .detect import HEAD_SIZE, CompressionArg, detect, noted, noting, peek_stream, requested
-from .recovery import DamageCallback, DamagePolicy, DamageReport, find_next_record
+from .recovery import DamageCallback, DamagePolicy, DamageReport
 from .recovery import normalize_policy as _normalize_policy
 from .stream_reader import read_stream
 
@@ -180,15 +178,35 @@ def _read_file(
             if policy == "raise":
                 yield from _iter_windows(f.fileno(), path, size, verify, limit)
                 return
-            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            try:
-                yield from _iter_buffer_tolerant(buf, path, verify, policy, report, limit=limit)
-            finally:
-                # An error raised through here may still hold numpy views of the mapping
-                # in its traceback: then the mapping goes with them, and the error comes
-                # through rather than a BufferError from closing.
-                with contextlib.suppress(BufferError):
-                    buf.close()
+
+            # Damage recovery reads the file as a stream (bounded chunks, no map): what
+            # a "stop" leaves unread is the rest of the file, whose size is known here.
+            def sized(r: DamageReport) -> None:
+                if r.bytes_skipped is None:
+                    r = DamageReport(r.path, r.record_index, r.offset, size - r.offset, r.reason)
+                report(r)
+
+            n = 0
+            for record in read_stream(
+                f,
+                Compression.NONE,
+                verify=verify,
+                path=path,
+                policy=policy,
+                report=sized,
+                max_record_bytes=limit,
+            ):
+                n += 1
+                yield record
+            now = os.fstat(f.fileno()).st_size
+            if now < size:  # a change of the file, not damage: an error under every policy
+                raise TruncatedRecordError(
+                    f"the file shrank to {now} bytes while being read (it had {size}): "
+                    "changed while in use? Records before this one were returned",
+                    path=path,
+                    record_index=n,
+                    offset=now,
+                )
     except DataLossError as exc:
         better = noted(exc, head(), kind, auto=want is None)
         if better is None:
@@ -399,25 +417,6 @@ def _one_record(
     return data, following if len(following) == framing.HEADER_SIZE else None
 
 
-def check_mapped_size(buf: bytes | mmap.mmap, path: str, index: int, offset: int) -> None:
-    """Raises :class:`TruncatedRecordError` if the mapped file is now shorter than the map.
-
-    Touching a page of a map beyond the end of its file kills the process with SIGBUS,
-    so every access to the map is preceded by this check (one ``fstat``, ~0.3 us).
-    """
-    if not isinstance(buf, mmap.mmap):
-        return  # bytes read from the file: nothing can vanish under them
-    now = buf.size()
-    if now < len(buf):
-        raise TruncatedRecordError(
-            f"the file shrank to {now} bytes while being read (it had {len(buf)}): "
-            "changed while in use? Records before this one were read intact",
-            path=path,
-            record_index=index,
-            offset=offset,
-        )
-
-
 _BLOCK_RECORDS = 4096
 _BULK_MIN_BYTES = 256 << 10
 _BULK_MAX_RECORD = 16 << 10  # average framed record size above which blocks do not pay
@@ -425,7 +424,7 @@ _BLOCK_BYTES = 1 << 20
 _unpack_length = struct.Struct("<Q").unpack_from
 
 
-def _walk_block(buf: bytes | mmap.mmap, pos: int, size: int) -> tuple[list[int], int]:
+def _walk_block(buf: bytes, pos: int, size: int) -> tuple[list[int], int]:
     """Record starts from ``pos`` while lengths fit the file; and where the walk stopped."""
     starts: list[int] = []
     append = starts.append
@@ -443,7 +442,7 @@ def _walk_block(buf: bytes | mmap.mmap, pos: int, size: int) -> tuple[list[int],
 
 
 def _check_block(
-    buf: bytes | mmap.mmap,
+    buf: bytes,
     raw: npt.NDArray[np.uint8],
     starts: list[int] | npt.NDArray[np.int64],
     verify: bool,
@@ -467,7 +466,7 @@ def _check_block(
 
 
 def _iter_slow(
-    buf: bytes | mmap.mmap,
+    buf: bytes,
     path: str,
     verify: bool,
     pos: int,
@@ -487,7 +486,6 @@ def _iter_slow(
     if limit is not None:
         max_length = min(max_length, limit + 1)
     while pos < size:
-        check_mapped_size(buf, path, index, pos)
         start = pos + 12
         if start > size:
             _raise_header(buf, pos, size, path, index, limit=limit)
@@ -512,7 +510,7 @@ def _iter_slow(
 
 
 def _raise_header(
-    buf: bytes | mmap.mmap, pos: int, size: int, path: str, index: int, *, limit: int | None = None
+    buf: bytes, pos: int, size: int, path: str, index: int, *, limit: int | None = None
 ) -> None:
     framing.parse_header(
         buf[pos : pos + framing.HEADER_SIZE],
@@ -525,89 +523,3 @@ def _raise_header(
     raise AssertionError(  # pragma: no cover
         "unreachable: parse_header accepted a header the fast path rejected"
     )
-
-
-def _iter_buffer_tolerant(
-    buf: mmap.mmap,
-    path: str,
-    verify: bool,
-    policy: DamagePolicy,
-    report: DamageCallback,
-    *,
-    limit: int | None = None,
-) -> Iterator[bytes]:
-    size = len(buf)
-    pos = 0
-    index = 0
-    unpack_header = _HEADER.unpack_from
-    unpack_footer = _FOOTER.unpack_from
-    crc = _crc32c.crc32c
-    delta = framing.MASK_DELTA
-    max_length = 2**64 - 1 - framing.FOOTER_SIZE
-    if limit is not None:
-        max_length = min(max_length, limit + 1)
-    while pos < size:
-        # A file that shrinks under the map raises under every policy: it is not damage
-        # of the data but a change of the file, and reading on would fault.
-        check_mapped_size(buf, path, index, pos)
-        # Intact records take the same inline checks as the "raise" fast path; any
-        # mismatch goes through the framing helpers below, which name the damage.
-        start = pos + 12
-        if start <= size:
-            length, stored = unpack_header(buf, pos)
-            c = crc(buf[pos : pos + 8])
-            end = start + length
-            if (
-                (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF == stored
-                and length < max_length
-                and end + 4 <= size
-            ):
-                data = buf[start:end]
-                c = crc(data) if verify else 0
-                if not verify or (
-                    (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF == unpack_footer(buf, end)[0]
-                ):
-                    yield data
-                    pos = end + 4
-                    index += 1
-                    continue
-        resume = pos + 1  # a damaged header says nothing: rescan from the next byte
-        try:
-            length = framing.parse_header(
-                buf[pos : pos + framing.HEADER_SIZE],
-                remaining=size - pos - framing.HEADER_SIZE,
-                path=path,
-                record_index=index,
-                offset=pos,
-                max_length=limit,
-            )
-            start = pos + framing.HEADER_SIZE
-            data = buf[start : start + length]
-            # An intact header makes the record's extent trustworthy: skip it whole, so a
-            # frame stored inside its damaged data is never mistaken for a record.
-            resume = start + length + framing.FOOTER_SIZE
-            if verify:
-                framing.check_data(
-                    data,
-                    _FOOTER.unpack_from(buf, start + length)[0],
-                    path=path,
-                    record_index=index,
-                    offset=pos,
-                )
-        except DataLossError as err:
-            damage = err
-            if isinstance(err, RecordTooLargeError):
-                # Its header is intact: the whole record is skipped where it fits.
-                claimed = pos + _unpack_length(buf, pos)[0] + 16
-                if claimed <= size:
-                    resume = claimed
-        else:  # pragma: no cover - the inline checks above accepted nothing less
-            raise AssertionError(f"framing helpers accepted record {index} at {pos}")
-        if policy == "stop":
-            report(DamageReport(path, index, pos, size - pos, damage.reason))
-            return
-        nxt = find_next_record(buf, resume) if resume < size else None
-        report(DamageReport(path, index, pos, (size if nxt is None else nxt) - pos, damage.reason))
-        if nxt is None:
-            return
-        pos = nxt

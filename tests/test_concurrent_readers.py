@@ -1,0 +1,83 @@
+"""One ``RecordDataset`` shared by threads: random access and whole epochs at once.
+
+The readers open, map and copy lazily; the first uses race each other here (every
+thread starts on a dataset nothing has read yet), and every thread must get exactly
+the records it asked for.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfrecord_engine as tfe
+
+N = 6_000
+SPEC = {"i": tfe.FixedLenFeature([], "int64"), "pad": tfe.FixedLenFeature([], "string")}
+
+
+def _write(folder: Path, shards: int) -> list[str]:
+    paths = []
+    per = N // shards
+    for s in range(shards):
+        path = folder / f"c-{s}.tfrecord"
+        with tfe.TFRecordWriter(path, index=True) as w:
+            w.write_many(
+                tfe.encode_example({"i": [i], "pad": [b"p" * (i % 300)]})
+                for i in range(s * per, (s + 1) * per)
+            )
+        paths.append(str(path))
+    return paths
+
+
+def _run_all(jobs: list[Callable[[], None]]) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(jobs))
+
+    def wrap(job: Callable[[], None]) -> None:
+        try:
+            start.wait()
+            job()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=wrap, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+
+
+@pytest.mark.parametrize("shards", [1, 4])
+def test_threads_reading_one_dataset_get_exactly_their_records(tmp_path: Path, shards: int) -> None:
+    ds = tfe.RecordDataset(_write(tmp_path, shards), features=SPEC)
+    raw = tfe.RecordDataset(ds.paths)
+
+    def random_access(seed: int) -> Callable[[], None]:
+        def job() -> None:
+            rng = np.random.default_rng(seed)
+            for _ in range(200):
+                i = int(rng.integers(N))
+                assert int(ds[i]["i"]) == i
+                pick = rng.integers(0, N, 32)
+                assert ds[pick]["i"].tolist() == pick.tolist()
+                got = [int(tfe.parse_single_example(r, SPEC)["i"]) for r in raw[pick]]
+                assert got == pick.tolist()  # the raw records too
+
+        return job
+
+    def epoch(seed: int) -> Callable[[], None]:
+        def job() -> None:
+            seen = np.concatenate([b["i"] for b in ds.batches(100, shuffle=True, seed=seed)])
+            assert sorted(seen.tolist()) == list(range(N))
+            assert seen.tolist() != list(range(N))
+
+        return job
+
+    _run_all([random_access(s) for s in range(4)] + [epoch(s) for s in range(4)])
