@@ -344,3 +344,17 @@ def test_windows_of_the_sequential_reader_lose_nothing(
         got.extend(tfe.read_records(path))
     assert got == records[:-1]
     assert err.value.record_index == len(records) - 1
+    # And a large record in the middle (the inline loop of large records hands it to
+    # the careful step, which names it).
+    big = sizes.index(70_000)
+    at = sum(len(r) + 16 for r in records[:big]) + 12 + 50_000
+    with open(path, "r+b") as f:
+        f.seek(at)
+        flipped = bytes(b ^ 0xFF for b in f.read(2))
+        f.seek(at)
+        f.write(flipped)
+    got.clear()
+    with pytest.raises(tfe.CorruptedRecordError) as err:
+        got.extend(tfe.read_records(path))
+    assert got == records[:big]
+    assert (err.value.record_index, err.value.offset) == (big, at - 12 - 50_000)

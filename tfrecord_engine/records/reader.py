@@ -338,6 +338,12 @@ def _iter_windows(
         return
     pos = index = 0
     header: bytes | None = None  # the next record's header, when already read
+    pread = os.pread
+    crc = _crc32c.crc32c
+    delta = framing.MASK_DELTA
+    unpack_header = _HEADER.unpack
+    unpack_footer = _FOOTER.unpack_from
+    max_length = 2**64 - 1 - framing.FOOTER_SIZE if limit is None else limit
     while pos < size:
         if header is None:
             header = os.pread(fd, framing.HEADER_SIZE, pos)
@@ -350,6 +356,36 @@ def _iter_windows(
                 pos += done
                 header = None
                 continue
+        # Large records, one at a time with inline checks (the framing helpers, which
+        # name the damage, only where one fails): the data straight into its bytes,
+        # then its footer with the next header.
+        progressed = False
+        while header is not None and len(header) == framing.HEADER_SIZE:
+            length, stored = unpack_header(header)
+            c = crc(header[:8])
+            end = pos + framing.HEADER_SIZE + length
+            if (
+                length < _BULK_MAX_RECORD
+                or (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF != stored
+                or length > max_length
+                or end + framing.FOOTER_SIZE > size
+            ):
+                break
+            data = pread(fd, length, pos + framing.HEADER_SIZE)
+            tail = pread(fd, framing.FOOTER_SIZE + framing.HEADER_SIZE, end)
+            if len(data) != length or len(tail) < framing.FOOTER_SIZE:
+                break  # the file shrank: the careful step below raises
+            if verify:
+                c = crc(data)
+                if (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF != unpack_footer(tail)[0]:
+                    break
+            yield data
+            pos = end + framing.FOOTER_SIZE
+            index += 1
+            header = tail[framing.FOOTER_SIZE :] if pos < size else None
+            progressed = True
+        if progressed:
+            continue  # the next record decides again: a window, or more large ones
         data, header = _one_record(
             fd, path, size, pos, index=index, verify=verify, limit=limit, header=header
         )
