@@ -90,6 +90,30 @@ def test_pickles_and_reopens_lazily(three_files: tuple[str, list[bytes]]) -> Non
     assert len(clone) == len(ds)
 
 
+def _is_open(ds: tfe.RecordDataset) -> bool:
+    return ds._readers is not None
+
+
+def test_with_block_closes_the_dataset(three_files: tuple[str, list[bytes]]) -> None:
+    pattern, records = three_files
+    with tfe.RecordDataset(pattern) as ds:
+        assert isinstance(ds, tfe.RecordDataset)
+        assert ds[0] == records[0]
+        assert _is_open(ds)
+    assert not _is_open(ds)  # closed: files released
+    failing = tfe.RecordDataset(pattern)
+
+    def fail() -> None:
+        with failing:
+            assert failing[-1] == records[-1]  # opens the files
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError):  # the error passes through, the dataset is closed
+        fail()
+    assert not _is_open(failing)
+    assert ds[-1] == records[-1]  # reopens on next use
+
+
 def test_globs_skip_sidecar_indexes(tmp_path: pathlib.Path) -> None:
     for f in range(2):
         with tfe.TFRecordWriter(tmp_path / f"train-{f}", index=True) as w:

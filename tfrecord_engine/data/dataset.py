@@ -172,6 +172,8 @@ class RecordDataset:
             sub-folder beside the data; ``"beside"`` the old ``<file>.tfeidx`` (matched
             by ``train-*`` globs: other readers then fail); ``False`` nowhere.
 
+    ``with tfe.RecordDataset(...) as ds:`` closes it (:meth:`close`) when the block ends.
+
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
         >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
@@ -288,6 +290,13 @@ class RecordDataset:
             r.close()
         self._readers = None
         self._gather = None
+
+    def __enter__(self) -> RecordDataset:
+        """``with RecordDataset(...) as ds:`` closes the dataset (:meth:`close`) at the end."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __getstate__(self) -> dict[str, Any]:
         return {
