@@ -736,12 +736,17 @@ class Index:
         return "\n".join(f"{o} {s}" for o, s in table.tolist()) + "\n"
 
     def save_text(self, text_path: PathLike) -> None:
-        """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI)."""
+        """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI).
+
+        The text is made first: a file that has none (compressed, no records) leaves
+        no file behind, not an empty one.
+        """
+        text = self.to_text()
         if remote.is_url(os.fspath(text_path)):
-            remote.write_bytes(os.fspath(text_path), self.to_text().encode("ascii"))
+            remote.write_bytes(os.fspath(text_path), text.encode("ascii"))
             return
         with open(text_path, "w", encoding="ascii") as f:
-            f.write(self.to_text())
+            f.write(text)
 
     @classmethod
     def from_text(cls, text_path: PathLike, data_path: PathLike) -> Index:
