@@ -63,6 +63,7 @@ from ..records.detect import HEAD_SIZE, CompressionArg, detect, noted, requested
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.filekind import require_regular
+from ..storage.fileops import naming_final
 from .damage import decode_damage, encode_damage, reporter, tolerant_scan
 from .placement import (
     INDEX_SUFFIX,
@@ -435,9 +436,11 @@ class Index:
             with open(tmp, "wb") as f:
                 f.write(self.to_bytes())
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.remove(tmp)
+            if isinstance(exc, OSError):
+                raise naming_final(exc, tmp, target) from None
             raise
         if index_path is None and where == "cache":
             prune_cache(target, self.data_path)
