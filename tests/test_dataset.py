@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -89,6 +90,30 @@ def test_pickles_and_reopens_lazily(three_files: tuple[str, list[bytes]]) -> Non
     assert len(clone) == len(ds)
 
 
+def _is_open(ds: tfe.RecordDataset) -> bool:
+    return ds._readers is not None
+
+
+def test_with_block_closes_the_dataset(three_files: tuple[str, list[bytes]]) -> None:
+    pattern, records = three_files
+    with tfe.RecordDataset(pattern) as ds:
+        assert isinstance(ds, tfe.RecordDataset)
+        assert ds[0] == records[0]
+        assert _is_open(ds)
+    assert not _is_open(ds)  # closed: files released
+    failing = tfe.RecordDataset(pattern)
+
+    def fail() -> None:
+        with failing:
+            assert failing[-1] == records[-1]  # opens the files
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError):  # the error passes through, the dataset is closed
+        fail()
+    assert not _is_open(failing)
+    assert ds[-1] == records[-1]  # reopens on next use
+
+
 def test_globs_skip_sidecar_indexes(tmp_path: pathlib.Path) -> None:
     for f in range(2):
         with tfe.TFRecordWriter(tmp_path / f"train-{f}", index=True) as w:
@@ -172,6 +197,98 @@ def test_seeded_reproducibility(three_files: tuple[str, list[bytes]]) -> None:
     assert a != list(ds.batches(50, shuffle=True, seed=5, epoch=1))
 
 
+def test_successive_shuffled_epochs_move_to_the_next_epoch(
+    three_files: tuple[str, list[bytes]],
+) -> None:
+    # A loop over epochs without epoch= (the PyTorch / tf.data way) gets a new order
+    # each time, as tf.data's reshuffle_each_iteration; epoch= still pins one.
+    ds = tfe.RecordDataset(three_files[0])
+    first_batches = []
+    epochs = []
+    for _ in range(3):
+        it = ds.batches(50, shuffle=True, seed=4)
+        epochs.append(it.get_state()["epoch"])
+        first_batches.append(next(it))
+        it.close()
+    assert epochs == [0, 1, 2]
+    assert first_batches[0] != first_batches[1] != first_batches[2] != first_batches[0]
+    pinned = list(ds.batches(50, shuffle=True, seed=4, epoch=0))
+    assert pinned == list(ds.batches(50, shuffle=True, seed=4, epoch=0))
+    assert pinned[0] == first_batches[0]
+    assert next(ds.batches(50, shuffle=True, seed=4, epoch=1)) == first_batches[1]
+    # Pinned calls leave the count alone; unshuffled calls neither use nor move it.
+    assert list(ds.batches(50)) == list(ds.batches(50, epoch=0))
+    assert ds.batches(50).get_state()["epoch"] == 0
+    assert ds.batches(50, shuffle=True, seed=4).get_state()["epoch"] == 3
+    # A refused call starts no epoch.
+    with pytest.raises(tfe.InvalidArgumentError):
+        ds.batches(50, shuffle=True, readahead=-1)
+    assert ds.batches(50, shuffle=True, seed=4).get_state()["epoch"] == 4
+
+
+def test_auto_epochs_count_per_shard_layout(three_files: tuple[str, list[bytes]]) -> None:
+    pattern, records = three_files
+    ds = tfe.RecordDataset(pattern)
+    # One process iterating every shard of an epoch: each shard gets the same epoch,
+    # so every record is delivered exactly once, in each of two successive epochs.
+    epochs = [_epoch(ds, 3, shuffle=True, seed=2) for _ in range(2)]
+    for shards in epochs:
+        assert Counter(r for s in shards for r in s) == Counter(records)
+    assert epochs[0] != epochs[1]
+    assert epochs[1] == _epoch(ds, 3, shuffle=True, seed=2, epoch=1)
+
+
+def test_resume_after_auto_epochs_reproduces_the_epoch(
+    three_files: tuple[str, list[bytes]],
+) -> None:
+    ds = tfe.RecordDataset(three_files[0])
+    list(ds.batches(64, shuffle=True, seed=9))  # epoch 0
+    it = ds.batches(64, shuffle=True, seed=9)  # epoch 1
+    head = [next(it) for _ in range(3)]
+    state = json.loads(json.dumps(it.get_state()))
+    assert state["epoch"] == 1
+    rest = list(it)
+    # A new process (a new dataset) resumes without epoch=: the state names the epoch.
+    fresh = tfe.RecordDataset(three_files[0])
+    assert list(fresh.batches(64, shuffle=True, seed=9, state=state)) == rest
+    assert head + rest == list(ds.batches(64, shuffle=True, seed=9, epoch=1))
+    # ...and the loop goes on with the epoch after the resumed one.
+    assert fresh.batches(64, shuffle=True, seed=9).get_state()["epoch"] == 2
+    assert list(fresh.batches(64, shuffle=True, seed=9, state=state, epoch=1)) == rest
+
+
+def test_pickled_copies_and_workers_go_on_counting(
+    three_files: tuple[str, list[bytes]],
+) -> None:
+    ds = tfe.RecordDataset(three_files[0])
+    seen = [list(ds.batches(100, shuffle=True, seed=1)) for _ in range(2)]
+    copy = pickle.loads(pickle.dumps(ds))
+    # The copy neither starts over at epoch 0 nor skips one.
+    third = list(copy.batches(100, shuffle=True, seed=1))
+    assert third not in seen
+    assert third == list(ds.batches(100, shuffle=True, seed=1, epoch=2))
+    # Decode workers (copies of the dataset) do not move the parent's count.
+    with_workers = list(ds.batches(100, shuffle=True, seed=1, workers=1))
+    assert with_workers == third
+    assert ds.batches(100, shuffle=True, seed=1).get_state()["epoch"] == 3
+    ds.close()
+
+
+def test_threads_starting_epochs_each_get_their_own(
+    three_files: tuple[str, list[bytes]],
+) -> None:
+    ds = tfe.RecordDataset(three_files[0])
+    len(ds)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(
+            pool.map(
+                lambda _: ds.batches(10, shuffle=True, readahead=0).get_state()["epoch"],
+                range(16),
+            )
+        )
+    assert sorted(got) == list(range(16))
+
+
 @given(
     batch_size=st.integers(1, 300),
     shuffle=shuffle_modes(),
@@ -189,6 +306,7 @@ def test_resume_equality_at_every_batch_boundary(
     kw = {
         "shuffle": shuffle,
         "seed": data.draw(st.integers(0, 1000)),
+        "epoch": 0,  # pinned: every call below runs the same epoch
         "shard_index": data.draw(st.integers(0, count - 1)),
         "shard_count": count,
         "drop_remainder": data.draw(st.booleans()),

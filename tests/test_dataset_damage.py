@@ -265,7 +265,9 @@ def test_skip_resume_equals_the_uninterrupted_epoch(
         return list(b)
 
     full = assert_resume_exactly_once(
-        lambda state: ds.batches(6, shuffle, seed=3, state=state, pad_remainder=pad, readahead=0),
+        lambda state: ds.batches(
+            6, shuffle, seed=3, epoch=0, state=state, pad_remainder=pad, readahead=0
+        ),
         ids,
         boundaries=[0, 1, 3, 5],
     )

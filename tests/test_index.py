@@ -217,6 +217,12 @@ def test_text_export_refuses_empty_and_compressed(tmp_path: pathlib.Path) -> Non
     gz = _write(tmp_path / "g.tfrecord", [b"a"], compression="GZIP")
     with pytest.raises(tfe.InvalidArgumentError, match="uncompressed"):
         tfe.Index.build(gz, "GZIP").to_text()
+    # save_text makes the text first: no empty file is left behind.
+    for data, kind in ((tmp_path / "e.tfrecord", None), (gz, "GZIP")):
+        target = tmp_path / "out.tfindex"
+        with pytest.raises(tfe.InvalidArgumentError):
+            tfe.Index.build(data, kind).save_text(target)
+        assert not target.exists()
 
 
 def test_open_rejects_a_compression_mismatch(tmp_path: pathlib.Path) -> None:

@@ -103,6 +103,7 @@ def test_workers_give_the_same_batches(  # noqa: PLR0917 - Hypothesis arguments
         kw: dict[str, Any] = {
             "shuffle": shuffle,
             "seed": 5,
+            "epoch": 0,  # the two calls compared run the same epoch
             "shard_index": shard,
             "shard_count": shards,
             "drop_remainder": drop and not pad,
@@ -116,7 +117,9 @@ def test_workers_give_the_same_batches(  # noqa: PLR0917 - Hypothesis arguments
 def test_raw_batches_and_variable_sized_bytes(data_path: str) -> None:
     raw = tfe.RecordDataset(data_path)
     try:
-        assert list(raw.batches(64, shuffle=True, workers=2)) == list(raw.batches(64, shuffle=True))
+        assert list(raw.batches(64, shuffle=True, epoch=0, workers=2)) == list(
+            raw.batches(64, shuffle=True, epoch=0)
+        )
     finally:
         raw.close()
 
@@ -155,8 +158,8 @@ def test_start_queues_chunks_on_the_workers_before_the_first_next(
 
 
 def test_resume_from_state_with_workers(parsed: tfe.RecordDataset) -> None:
-    whole = list(parsed.batches(50, shuffle=True, seed=2))
-    it = parsed.batches(50, shuffle=True, seed=2, workers=2)
+    whole = list(parsed.batches(50, shuffle=True, seed=2, epoch=0))
+    it = parsed.batches(50, shuffle=True, seed=2, epoch=0, workers=2)
     head = [next(it) for _ in range(5)]
     state = it.get_state()
     it.close()
@@ -454,8 +457,8 @@ def test_compressed_files_with_workers(tmp_path: Path, compression: str) -> None
     ds = tfe.RecordDataset(str(path), features=FEATURES, compression=compression)
     try:
         for shuffle in (False, True):
-            want = list(ds.batches(64, shuffle=shuffle, seed=1))
-            _same_batches(list(ds.batches(64, shuffle=shuffle, seed=1, workers=1)), want)
+            want = list(ds.batches(64, shuffle=shuffle, seed=1, epoch=0))
+            _same_batches(list(ds.batches(64, shuffle=shuffle, seed=1, epoch=0, workers=1)), want)
     finally:
         ds.close()
 

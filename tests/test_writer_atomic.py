@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import glob
 import os
+import traceback
 import zlib
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 import tfrecord_engine as tfe
 from tfrecord_engine.records import framing
-from tfrecord_engine.storage.fileops import FileOps
+from tfrecord_engine.storage.fileops import FileOps, naming_final
 from tfrecord_engine.testing.faults import FaultyOps, writer_with_ops
 from tfrecord_engine.writing.writer import temp_path_for
 
@@ -57,6 +58,43 @@ def test_temp_names_are_unique_and_next_to_the_target() -> None:
     names = {temp_path_for("/d/x.tfrecord") for _ in range(100)}
     assert len(names) == 100
     assert all(os.path.dirname(n) == "/d" for n in names)
+
+
+def _message(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))
+
+
+def test_errors_name_the_final_path_not_the_temporary_file(tmp_path: Path) -> None:
+    # Opening: the folder does not exist.
+    missing = tmp_path / "nodir" / "x.tfrecord"
+    with pytest.raises(FileNotFoundError) as opened:
+        tfe.TFRecordWriter(missing)
+    assert opened.value.filename == str(missing)
+    assert ".tmp-" not in _message(opened.value)
+    # Publishing: the rename onto the final path fails (a folder is in the way).
+    blocked = tmp_path / "y.tfrecord"
+    (blocked / "sub").mkdir(parents=True)
+    for index in (False, True):
+        w = tfe.TFRecordWriter(blocked, index=index)
+        w.write(b"a")
+        with pytest.raises(IsADirectoryError) as published:
+            w.close()
+        assert published.value.filename == str(blocked)
+        assert str(published.value).endswith(f"Is a directory: {str(blocked)!r}")
+        assert ".tmp-" not in _message(published.value)
+        assert _temps(tmp_path) == []
+    # An index saved where a folder is in the way: the same.
+    data = tmp_path / "z.tfrecord"
+    with tfe.TFRecordWriter(data) as w:
+        w.write(b"a")
+    (tmp_path / "z.idx" / "sub").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError) as saved:
+        tfe.Index.build(data).save(tmp_path / "z.idx")
+    assert saved.value.filename == str(tmp_path / "z.idx")
+    assert ".tmp-" not in _message(saved.value)
+    # An error about another file is left as it was.
+    other = FileNotFoundError(2, "No such file or directory", "elsewhere")
+    assert naming_final(other, "t", "f") is other
 
 
 @pytest.mark.parametrize("compression", ["", "GZIP", "ZLIB"])

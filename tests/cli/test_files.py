@@ -131,6 +131,7 @@ def test_index_output_and_errors(cwd: Path) -> None:
     result = invoke("index", "--format", "dali", "b.tfrecord.gz")
     assert result.exit_code == 2
     assert "uncompressed files only" in result.stderr
+    assert not Path("b.tfrecord.gz.tfindex").exists()  # no empty index left behind
 
 
 def test_colour_only_when_asked_and_never_with_no_color(cwd: Path) -> None:

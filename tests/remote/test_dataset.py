@@ -63,11 +63,11 @@ def test_parsed_batches_over_http(served: Served, mem: str) -> None:
     _write(root / "parsed.tfrecord", records)
     features = {"label": tfe.FixedLenFeature([], "int64"), "x": tfe.FixedLenFeature([3], "float32")}
     ds = tfe.RecordDataset(f"{server.url}/parsed.tfrecord", features=features)
-    labels = np.concatenate([b["label"] for b in ds.batches(8, shuffle=True, seed=1)])
+    labels = np.concatenate([b["label"] for b in ds.batches(8, shuffle=True, seed=1, epoch=0)])
     assert sorted(labels.tolist()) == list(range(50))
     assert ds[7]["x"].tolist() == [7.0, 7.0, 7.0]
     # Decode workers open the URL themselves (with the parent's index).
-    with_workers = [b["label"] for b in ds.batches(8, shuffle=True, seed=1, workers=1)]
+    with_workers = [b["label"] for b in ds.batches(8, shuffle=True, seed=1, epoch=0, workers=1)]
     assert np.concatenate(with_workers).tolist() == labels.tolist()
     ds.close()
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from ..errors import IndexFormatError
+from ..errors import IndexFormatError, InvalidArgumentError
 from ..index.placement import index_candidates, index_path_for
 from ..index.sidecar import Index
 from ..records import framing
@@ -236,6 +236,11 @@ def index_command(
     with progress(len(files), "indexing") as bar:
         for path in files:
             kind = detect_compression(path, compression)
+            if fmt == "dali" and kind in (Compression.GZIP, Compression.ZLIB):
+                # Refused before indexing the whole file, and before any file is made.
+                raise InvalidArgumentError(
+                    f"{path}: text (DALI) indexes describe uncompressed files only"
+                )
             found = None if force else _valid_index(path, kind)
             kept = found is not None and fmt == "tfe" and output is None
             idx = (

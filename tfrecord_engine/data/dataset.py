@@ -172,6 +172,8 @@ class RecordDataset:
             sub-folder beside the data; ``"beside"`` the old ``<file>.tfeidx`` (matched
             by ``train-*`` globs: other readers then fail); ``False`` nowhere.
 
+    ``with tfe.RecordDataset(...) as ds:`` closes it (:meth:`close`) when the block ends.
+
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
         >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
@@ -220,6 +222,10 @@ class RecordDataset:
         self._decoder: Any = None
         self._single: SingleDecoder | None = None
         self._pools: list[DecodePool] = []
+        #: Per shard layout ``(shard_index, shard_count)``: the epoch that the next
+        #: shuffled ``batches`` call without ``epoch=`` runs.
+        self._next_epoch: dict[tuple[int, int], int] = {}
+        self._epoch_lock = threading.Lock()
 
     # ---- lazy opening and pickling -----------------------------------------------------
 
@@ -285,6 +291,13 @@ class RecordDataset:
         self._readers = None
         self._gather = None
 
+    def __enter__(self) -> RecordDataset:
+        """``with RecordDataset(...) as ds:`` closes the dataset (:meth:`close`) at the end."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __getstate__(self) -> dict[str, Any]:
         return {
             "paths": self.paths,
@@ -296,6 +309,7 @@ class RecordDataset:
             "on_damage_report": self.on_damage_report,
             "save_index": self.save_index,
             "max_record_bytes": self.max_record_bytes,
+            "next_epoch": dict(self._next_epoch),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -315,6 +329,9 @@ class RecordDataset:
         self._decoder = None
         self._single = None
         self._pools = []
+        # A copy goes on from its original's epoch count (it does not start over at 0).
+        self._next_epoch = dict(state.get("next_epoch", {}))
+        self._epoch_lock = threading.Lock()
 
     def worker_init(self) -> WorkerInit:
         """What a decode worker needs to open this dataset (see :class:`DecodePool`)."""
@@ -598,7 +615,7 @@ class RecordDataset:
         batch_size: int,
         shuffle: Shuffle = False,
         seed: int = 0,
-        epoch: int = 0,
+        epoch: int | None = None,
         shard_index: int = 0,
         shard_count: int = 1,
         drop_remainder: bool = False,
@@ -616,7 +633,19 @@ class RecordDataset:
             shuffle: ``False``; ``True`` for a uniform permutation of all records of all
                 files; or a :class:`~tfrecord_engine.data.sampler.BlockShuffle`.
             seed, epoch: the order is a pure function of these, the dataset length and
-                the shard layout.
+                the shard layout. ``epoch=None`` (default) resumes the epoch of
+                ``state`` when one is given; otherwise a shuffled call runs the next
+                epoch (``0``, then ``1``, ... for each shuffled call without ``epoch=``,
+                as ``tf.data``'s ``reshuffle_each_iteration``), so a plain ``for`` loop
+                over epochs sees a new order each time, and an unshuffled call runs
+                epoch ``0`` (its order does not depend on it). Epochs are counted per
+                shard layout ``(shard_index, shard_count)``, so one process iterating
+                every shard of an epoch gives each shard the same epoch. An explicit
+                ``epoch=N`` pins that order and leaves the count alone; the iterator's
+                ``get_state()`` records the epoch used, and resuming from it without
+                ``epoch=`` makes the next shuffled call of that layout run the epoch
+                after it. A pickled copy of the dataset goes on from its original's
+                count (each copy then counts on its own).
             shard_index, shard_count: this worker's share; every record lands in exactly
                 one shard and shard sizes differ by at most one.
             drop_remainder: drop this shard's last partial batch.
@@ -645,6 +674,71 @@ class RecordDataset:
         Returns:
             an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
         """
+        layout = (shard_index, shard_count)
+        used, before = self._take_epoch(epoch, shuffle, state, layout)
+        try:
+            return self._batches(
+                batch_size,
+                shuffle,
+                seed,
+                used,
+                shard_index,
+                shard_count,
+                drop_remainder,
+                state,
+                pad_remainder=pad_remainder,
+                readahead=readahead,
+                workers=workers,
+                strings=strings,
+            )
+        except BaseException:
+            if before is not None:
+                with self._epoch_lock:
+                    if self._next_epoch.get(layout) == used + 1:
+                        self._next_epoch[layout] = before  # a refused call starts no epoch
+            raise
+
+    def _take_epoch(
+        self,
+        epoch: int | None,
+        shuffle: Shuffle,
+        state: Mapping[str, Any] | None,
+        layout: tuple[int, int],
+    ) -> tuple[int, int | None]:
+        """The epoch a ``batches`` call runs, and the count before it took one (``None``
+        when the count did not move)."""
+        if epoch is not None:
+            return epoch, None
+        resumed = None if state is None else state.get("epoch")
+        if state is not None and (
+            isinstance(resumed, bool) or not isinstance(resumed, int) or resumed < 0
+        ):
+            raise InvalidArgumentError(f"cannot resume: state has epoch={resumed!r}")
+        with self._epoch_lock:
+            # Under the lock: threads starting epochs at once each get their own.
+            before = self._next_epoch.get(layout, 0)
+            used: int = resumed if isinstance(resumed, int) else before if shuffle else 0
+            if not shuffle:
+                return used, None
+            self._next_epoch[layout] = used + 1
+        return used, before
+
+    def _batches(  # noqa: PLR0917 - batches' arguments, the epoch decided
+        self,
+        batch_size: int,
+        shuffle: Shuffle,
+        seed: int,
+        epoch: int,
+        shard_index: int,
+        shard_count: int,
+        drop_remainder: bool,
+        state: Mapping[str, Any] | None,
+        *,
+        pad_remainder: bool,
+        readahead: int,
+        workers: int,
+        strings: Literal["keep", "drop"],
+    ) -> RecordBatchIterator:
         sampler = IndexBatchIterator(
             len(self),
             batch_size,

@@ -63,6 +63,7 @@ from ..records.detect import HEAD_SIZE, CompressionArg, detect, noted, requested
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.filekind import require_regular
+from ..storage.fileops import naming_final
 from .damage import decode_damage, encode_damage, reporter, tolerant_scan
 from .placement import (
     INDEX_SUFFIX,
@@ -435,9 +436,11 @@ class Index:
             with open(tmp, "wb") as f:
                 f.write(self.to_bytes())
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.remove(tmp)
+            if isinstance(exc, OSError):
+                raise naming_final(exc, tmp, target) from None
             raise
         if index_path is None and where == "cache":
             prune_cache(target, self.data_path)
@@ -736,12 +739,17 @@ class Index:
         return "\n".join(f"{o} {s}" for o, s in table.tolist()) + "\n"
 
     def save_text(self, text_path: PathLike) -> None:
-        """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI)."""
+        """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI).
+
+        The text is made first: a file that has none (compressed, no records) leaves
+        no file behind, not an empty one.
+        """
+        text = self.to_text()
         if remote.is_url(os.fspath(text_path)):
-            remote.write_bytes(os.fspath(text_path), self.to_text().encode("ascii"))
+            remote.write_bytes(os.fspath(text_path), text.encode("ascii"))
             return
         with open(text_path, "w", encoding="ascii") as f:
-            f.write(self.to_text())
+            f.write(text)
 
     @classmethod
     def from_text(cls, text_path: PathLike, data_path: PathLike) -> Index:

@@ -11,7 +11,35 @@ from __future__ import annotations
 import os
 from typing import BinaryIO
 
-__all__ = ["FileOps"]
+__all__ = ["FileOps", "naming_final"]
+
+
+def naming_final(exc: OSError, temp: str, final: str) -> OSError:
+    """``exc`` as an error naming ``final`` wherever it named our hidden temporary file.
+
+    A user asked for ``final``; an error about ``.x.tfrecord.tmp-b76301c4680aa703``
+    (which no longer exists once the error surfaces) names nothing they know. A rename
+    of ``temp`` onto ``final`` then reads as an error about ``final`` alone. The result
+    has the same type, errno and traceback; ``exc`` itself when it names no ``temp``.
+
+    >>> e = naming_final(FileNotFoundError(2, "No such file or directory", "d/.a.tmp-1"),
+    ...                  "d/.a.tmp-1", "d/a")
+    >>> type(e).__name__, str(e)
+    ('FileNotFoundError', "[Errno 2] No such file or directory: 'd/a'")
+    """
+    if exc.filename == temp:
+        names: tuple[object, ...] = (final,)
+        if exc.filename2 not in (None, final):
+            names = (final, None, exc.filename2)
+    elif exc.filename2 == temp:
+        names = (exc.filename, None, final)
+    else:
+        return exc
+    try:
+        named = type(exc)(exc.errno, exc.strerror, *names)
+    except TypeError:  # a subclass with its own signature: left as it is
+        return exc
+    return named.with_traceback(exc.__traceback__)
 
 
 class FileOps:

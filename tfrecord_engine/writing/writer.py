@@ -12,7 +12,8 @@ content (or nothing) or the complete new file, never a torn one, whenever the pr
 dies. An exception inside ``with`` (or :meth:`TFRecordWriter.abort`) deletes the
 temporary file and publishes nothing. Every ``OSError`` (a full disk, an I/O error, a
 failed ``fsync``) is raised by the ``write``/``flush``/``close`` that hit it; a writer
-never reports success for data that did not reach the file.
+never reports success for data that did not reach the file. An error about the
+temporary file (creating it, renaming it) names the final path, the one the caller knows.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from ..records.compression import Compression, make_compressor, normalize_compre
 from ..records.recovery import DamageReport
 from ..storage import remote
 from ..storage.filekind import require_regular
-from ..storage.fileops import FileOps
+from ..storage.fileops import FileOps, naming_final
 from ..storage.remote_fileops import RemoteFileOps
 from .append import torn_tail_offset
 
@@ -199,7 +200,10 @@ class TFRecordWriter:
             f = self._open_for_append(on_damage_report)
         elif atomic:
             temp = temp_path_for(self.path)
-            f = self._ops.open_new(temp, _FILE_BUFFER)
+            try:
+                f = self._ops.open_new(temp, _FILE_BUFFER)
+            except OSError as exc:
+                raise naming_final(exc, temp, self.path) from None
             self._temp = temp
         else:
             f = self._ops.open_truncate(self.path, _FILE_BUFFER)
@@ -390,7 +394,10 @@ class TFRecordWriter:
                 self._ops.fsync(f)
             self._ops.close(f)
             if self._temp is not None:
-                self._ops.replace(self._temp, self.path)
+                try:
+                    self._ops.replace(self._temp, self.path)
+                except OSError as exc:
+                    raise naming_final(exc, self._temp, self.path) from None
                 self._temp = None
             # Until the directory is synced the rename itself may not survive a crash;
             # a failure here raises (the complete file is in place) and skips the hook.
