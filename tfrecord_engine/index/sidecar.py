@@ -647,7 +647,7 @@ class Index:
             ...     w.write_many([b"ab", b"cde"])
             2
             >>> with open(path, "ab") as f:  # a torn tail: half of a third record
-            ...     _ = f.write(tfe.framing.frame(b"gh")[:9])
+            ...     _ = f.write(tfe.records.framing.frame(b"gh")[:9])
             >>> reports = []
             >>> len(tfe.Index.open(path, on_damage="stop", on_damage_report=reports.append))
             2
