@@ -76,6 +76,32 @@ class DecompressError(Exception):
     """Raised by :class:`Decompressor` for damaged compressed input (wrapped by the reader)."""
 
 
+# Input bytes fed at a time when re-inflating up to damage; the damaged piece then goes
+# one byte at a time, so nothing inflated before the damage is lost.
+_SALVAGE_STEP = 256
+
+
+def _salvage(dec: zlib._Decompress, data: bytes) -> bytes:
+    """What ``dec`` inflates from ``data`` before the point where it fails."""
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(data) and not dec.eof:
+        piece = data[pos : pos + _SALVAGE_STEP]
+        keep = dec.copy()
+        try:
+            out.append(dec.decompress(piece))
+        except zlib.error:
+            dec = keep
+            for i in range(len(piece)):
+                try:
+                    out.append(dec.decompress(piece[i : i + 1]))
+                except zlib.error:  # noqa: PERF203 - the damaged piece only
+                    break
+            break
+        pos += len(piece)
+    return b"".join(out)
+
+
 class _Snapshot(NamedTuple):
     raw_pos: int
     dec: zlib._Decompress
@@ -83,6 +109,7 @@ class _Snapshot(NamedTuple):
     raw_eof: bool
     started_member: bool
     complete: bool
+    failed: DecompressError | None
 
 
 class Decompressor:
@@ -106,6 +133,7 @@ class Decompressor:
         self._raw_eof = False
         self._started_member = False  # any input consumed by the current member
         self.complete = True  # False when the input ended inside a member
+        self._failed: DecompressError | None = None  # raised by every read after damage
 
     def _next_input(self) -> bytes:
         if self._pending:
@@ -131,6 +159,7 @@ class Decompressor:
             self._raw_eof,
             self._started_member,
             self.complete,
+            self._failed,
         )
 
     def restore(self, snap: _Snapshot) -> None:
@@ -141,6 +170,12 @@ class Decompressor:
         self._raw_eof = snap.raw_eof
         self._started_member = snap.started_member
         self.complete = snap.complete
+        self._failed = snap.failed
+
+    @property
+    def failed(self) -> DecompressError | None:
+        """The damage met ahead (the bytes before it were returned), or ``None``."""
+        return self._failed
 
     def read(self, n: int) -> bytes:
         """Returns up to ``n`` decompressed bytes (``b""`` at the end of the input).
@@ -148,6 +183,8 @@ class Decompressor:
         Raises:
             DecompressError: the compressed data is damaged.
         """
+        if self._failed is not None:
+            raise self._failed
         while True:
             if self._dec.eof:
                 rest = self._dec.unused_data
@@ -164,9 +201,19 @@ class Decompressor:
                     self.complete = not self._started_member
                     return b""
             self._started_member = True
+            before = self._dec.copy()
             try:
                 out = self._dec.decompress(data, n)
             except zlib.error as exc:
-                raise DecompressError(f"{self._kind.value} data is damaged: {exc}") from exc
+                failed = DecompressError(f"{self._kind.value} data is damaged: {exc}")
+                failed.__cause__ = exc
+                self._failed = failed
+                # zlib drops what the failing call had inflated: inflate the same input
+                # again in small steps, keeping every byte produced before the damage
+                # (the records in it are intact); the next read raises.
+                out = _salvage(before, data)
+                if not out:
+                    raise failed from exc
+                return out
             if out:
                 return out

@@ -138,6 +138,11 @@ class _ByteStream:
         return done
 
     @property
+    def deflate_damage(self) -> DecompressError | None:
+        """Damage the decompressor met ahead of what it returned, if any."""
+        return None if self._dec is None else self._dec.failed
+
+    @property
     def complete(self) -> bool:
         return self._dec is None or self._dec.complete
 
@@ -249,6 +254,12 @@ def read_stream(
                         offset=offset,
                     )
             except DataLossError as err:
+                ahead = stream.deflate_damage
+                if ahead is not None:
+                    # Past the last intact record the stream holds what zlib inflated
+                    # from damaged input before it noticed: the damage is the deflate
+                    # stream's, and nothing after it can be read.
+                    raise ahead from err
                 if policy == "raise":
                     raise
                 if policy == "stop":
