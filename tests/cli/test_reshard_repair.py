@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -84,6 +85,25 @@ def test_repair_keeps_every_intact_record(cwd: Path) -> None:
     doc = json.loads(invoke("repair", "--json", "d.tfrecord", "-o", "e.tfrecord").stdout)
     assert doc["files"][0]["records_kept"] == 4
     assert doc["files"][0]["damages"][0]["offset"] == spans[2][0]
+
+
+def test_repair_of_a_damaged_gzip_file_keeps_the_records_before_the_damage(cwd: Path) -> None:
+    records = [bytes([i % 251]) * 60 + os.urandom(20) for i in range(2000)]
+    with tfe.TFRecordWriter("g.tfrecord.gz", "GZIP") as w:
+        w.write_many(records)
+    blob = bytearray(Path("g.tfrecord.gz").read_bytes())
+    blob[len(blob) // 2 : len(blob) // 2 + 3] = b"\x00\x00\x00"
+    Path("g.tfrecord.gz").write_bytes(bytes(blob))
+    result = invoke("repair", "g.tfrecord.gz")
+    assert result.exit_code == 0
+    summary = result.stdout.splitlines()[-1]
+    kept = int(summary.split(": ")[1].split()[0])
+    assert 0 < kept < len(records)
+    assert summary.endswith("an unknown number of bytes lost")
+    assert list(tfe.read_records("g.repaired.tfrecord.gz")) == records[:kept]
+    doc = json.loads(invoke("repair", "--json", "g.tfrecord.gz", "-o", "h.tfrecord.gz").stdout)
+    assert doc["files"][0]["records_kept"] == kept
+    assert doc["files"][0]["bytes_lost"] is None
 
 
 def test_repair_of_a_clean_gzip_file_and_output_dir(cwd: Path) -> None:

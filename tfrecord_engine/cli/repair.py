@@ -115,7 +115,7 @@ def repair_command(
                         "input": path,
                         "output": target,
                         "records_kept": kept,
-                        "bytes_lost": sum(r.bytes_skipped or 0 for r in reports),
+                        "bytes_lost": _lost(reports),
                         "damages": [damage_json(r) for r in reports],
                     }
                     for path, target, kept, reports in results
@@ -126,10 +126,28 @@ def repair_command(
     for _, target, kept, reports in results:
         for r in reports:
             click.secho(str(r), fg="yellow")
-        lost = sum(r.bytes_skipped or 0 for r in reports)
+        lost = _lost(reports)
         regions = "no damage" if not reports else f"{len(reports)} damaged region(s), "
-        tail = f"{lost} bytes lost" if reports else ""
+        if not reports:
+            tail = ""
+        elif lost is None:
+            # A damaged deflate stream ends the file: how much was behind it is unknown.
+            known = sum(r.bytes_skipped or 0 for r in reports)
+            tail = (
+                f"at least {known} bytes lost, then an unknown number"
+                if known
+                else ("an unknown number of bytes lost")
+            )
+        else:
+            tail = f"{lost} bytes lost"
         click.echo(f"{target}: {kept} records kept, {regions}{tail}")
+
+
+def _lost(reports: list[DamageReport]) -> int | None:
+    """The bytes the damage cost, or ``None`` when a report could not count them."""
+    if any(r.bytes_skipped is None for r in reports):
+        return None
+    return sum(r.bytes_skipped or 0 for r in reports)
 
 
 COMMANDS = [repair_command]
