@@ -167,20 +167,6 @@ class LocalFileRecords:
                     self._fd = None
         return self._base
 
-    def _framed(self, local: IntArray) -> tuple[bytes, IntArray, IntArray]:
-        """One record's data and footer in one read: ``(buf, starts, ends)`` of its data
-        within ``buf`` (the footer follows at ``ends``)."""
-        if self._raw is not None:  # mapped already: copy out of the map (no second fd)
-            arr, starts, ends = self._framed_array(local)
-            return arr.tobytes(), starts, ends
-        fd = self.fileno(local)
-        a = int(self._start[local[0]])
-        want = int(self._end[local[0]]) + _F - a
-        buf = os.pread(fd, want, a)
-        if len(buf) != want:
-            raise _short(self.index, local, len(buf), want, a)
-        return buf, np.zeros(1, np.int64), np.array([want - _F], np.int64)
-
     def _framed_array(self, local: IntArray) -> tuple[U8, IntArray, IntArray]:
         """The records' data and footers in one new buffer: ``(buf, starts, ends)`` of
         each record's data within it (its footer follows at its end)."""
@@ -262,11 +248,22 @@ class LocalFileRecords:
         big = int(self.index.lengths[local].mean()) >= _BIG_RECORD
         if len(local) > 1 and big and self._raw is None:
             return self._read_big(local, verify)
-        if len(local) > 1:
+        starts = self._start[local]
+        ends = self._end[local]
+        if self._raw is None and bool(np.all(starts[1:] == ends[:-1] + (_F + _H))):
+            # Back to back (a sequential chunk, or one record), file not mapped: one
+            # read straight into bytes.
+            fd = self.fileno(local)
+            a = int(starts[0])
+            want = int(ends[-1]) + _F - a
+            buf = os.pread(fd, want, a)
+            if len(buf) != want:
+                raise _short(self.index, local, len(buf), want, a)
+            starts = starts - a
+            ends = ends - a
+        else:
             arr, starts, ends = self._framed_array(local)
             buf = arr.tobytes()  # one copy of the batch; slicing bytes is the cheapest
-        else:
-            buf, starts, ends = self._framed(local)
         if len(local) == 1:
             record = buf[: int(ends[0])]
             if verify:
