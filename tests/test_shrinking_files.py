@@ -208,3 +208,25 @@ def test_gathered_and_pread_batches_are_the_same_records(tmp_path: Path) -> None
     assert one.returncode == other.returncode == 0, one.stderr + other.stderr
     assert one.stdout == other.stdout
     assert one.stdout.split()[::2] == [str(N), str(2 * N)]
+
+
+def test_shards_read_with_pread_after_their_maps_replaced_the_descriptors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A gather maps each shard and closes its own descriptor (the map keeps one); if
+    # the kernel then refuses the copy, the reads fall back to pread through each
+    # reader's fileno(), which opens the file again: no descriptor kept that was closed.
+    import tfrecord_engine as tfe
+    from tfrecord_engine.storage import safecopy
+
+    paths = []
+    for s in range(2):
+        p = tmp_path / f"s{s}.tfrecord"
+        with tfe.TFRecordWriter(p, index=True) as w:
+            w.write_many([b"%d-%d" % (s, i) for i in range(50)])
+        paths.append(str(p))
+    ds = tfe.RecordDataset(paths)
+    assert ds[[0, 50]] == [b"0-0", b"1-0"]
+    monkeypatch.setattr(safecopy, "_readv", None)
+    assert ds[[1, 51, 49, 99]] == [b"0-1", b"1-1", b"0-49", b"1-49"]
+    ds.close()

@@ -14,7 +14,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol, cast, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import crc32c as _crc32c
 import numpy as np
@@ -167,6 +167,13 @@ class LocalFileRecords:
                     self._fd = None
         return self._base
 
+    def _pread(self, fd: int, want: int, at: int, local: IntArray) -> bytes:
+        """Exactly ``want`` bytes at ``at``; a short read is the file cut under us."""
+        buf = os.pread(fd, want, at)
+        if len(buf) != want:
+            raise _short(self.index, local, len(buf), want, at)
+        return buf
+
     def _framed_array(self, local: IntArray) -> tuple[U8, IntArray, IntArray]:
         """The records' data and footers in one new buffer: ``(buf, starts, ends)`` of
         each record's data within it (its footer follows at its end)."""
@@ -220,11 +227,10 @@ class LocalFileRecords:
         if base is not None:  # mapped for gathers: its one descriptor is the map's
             buf = safecopy.copy_span(base + a, size + _F)
         if buf is None:
-            fd = self._fd
-            if fd is None:
-                fd = self.fileno(np.array([local], np.int64))
-            buf = os.pread(fd, size + _F, a)
-        if len(buf) != size + _F:
+            where = np.array([local], np.int64)
+            fd = self._fd if self._fd is not None else self.fileno(where)
+            buf = self._pread(fd, size + _F, a, where)
+        if len(buf) != size + _F:  # a short copy out of the map
             raise _short(self.index, np.array([local], np.int64), len(buf), size + _F, a)
         record = buf[:size]
         if verify and framing.mask_crc(_crc32c.crc32c(record)) != int.from_bytes(
@@ -253,12 +259,8 @@ class LocalFileRecords:
         if self._raw is None and bool(np.all(starts[1:] == ends[:-1] + (_F + _H))):
             # Back to back (a sequential chunk, or one record), file not mapped: one
             # read straight into bytes.
-            fd = self.fileno(local)
             a = int(starts[0])
-            want = int(ends[-1]) + _F - a
-            buf = os.pread(fd, want, a)
-            if len(buf) != want:
-                raise _short(self.index, local, len(buf), want, a)
+            buf = self._pread(self.fileno(local), int(ends[-1]) + _F - a, a, local)
             starts = starts - a
             ends = ends - a
         else:
@@ -360,22 +362,10 @@ class LocalFilesGather:
         )
         self._start = np.concatenate([r._start for r in readers]).astype(np.int64)
         self._end = np.concatenate([r._end for r in readers]).astype(np.int64)
-        self._fds: list[int | None] = [None] * len(self._readers)
         self._bases: npt.NDArray[np.uint64] | None = None  # each file's map, for gather()
-        self._missing = len(self._readers)  # files not opened yet
 
     def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records at dataset-wide indices ``idx`` (files ``file_of``)."""
-        if self._missing:
-            for f in np.unique(file_of).tolist():
-                if self._fds[f] is None and len(self._readers[f].index):
-                    first = idx[np.argmax(file_of == f)] - self._first[f]
-                    self._fds[f] = self._readers[f].fileno(np.array([first]))
-            self._missing = sum(
-                fd is None and len(r.index) > 0
-                for fd, r in zip(self._fds, self._readers, strict=True)
-            )
-        # Every file a record of this batch lives in is open now.
         framed = self._gathered(idx, file_of)
         if framed is None:
             framed = self._preads(idx, file_of)
@@ -423,7 +413,12 @@ class LocalFilesGather:
         return [buf[a:b] for a, b in zip((ends - sizes).tolist(), ends.tolist(), strict=True)]
 
     def _preads(self, idx: IntArray, file_of: IntArray) -> list[bytes]:
-        fds = cast("list[int]", self._fds)
+        # Each file's descriptor from its reader, which opens it (size checked) on first
+        # use and again after a map took its place: never one kept here that may close.
+        fds = {
+            f: self._readers[f].fileno(idx[np.argmax(file_of == f)] - self._first[f : f + 1])
+            for f in np.unique(file_of).tolist()
+        }
         files = file_of.tolist()
         starts = self._start[idx].tolist()
         ends = self._end[idx].tolist()
@@ -437,10 +432,8 @@ class LocalFilesGather:
         return framed
 
     def close(self) -> None:
-        """Forgets the descriptors (their readers own and close them)."""
-        self._fds = [None] * len(self._readers)
+        """Forgets the maps' addresses (their readers own and close the maps)."""
         self._bases = None
-        self._missing = len(self._readers)
 
 
 class FetcherRecords:
