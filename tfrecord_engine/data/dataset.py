@@ -30,6 +30,7 @@ from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression
 from ..records.detect import AUTO, CompressionArg, requested
+from ..records.reader import normalize_limit
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.remote import DEFAULT_MAX_GAP
@@ -125,12 +126,6 @@ def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     return out
 
 
-def _check_limit(limit: int | None) -> int | None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InvalidArgumentError(f"max_record_bytes must be an int >= 0 or None, got {limit!r}")
-    return limit
-
-
 class RecordDataset:
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
@@ -214,7 +209,7 @@ class RecordDataset:
         self.save_index = (
             save_index if isinstance(save_index, bool) else normalize_placement(save_index)
         )
-        self.max_record_bytes = _check_limit(max_record_bytes)
+        self.max_record_bytes = normalize_limit(max_record_bytes)
         self._readers: list[FileRecords] | None = None
         self._gather: LocalFilesGather | None = None
         self._starts: IntArray = np.zeros(1, dtype=np.int64)

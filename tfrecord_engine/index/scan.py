@@ -203,13 +203,7 @@ def check_headers(
     if len(bad):
         i = int(bad[0])
         pos = int(offsets[i])
-        framing.parse_header(
-            buf[pos : pos + framing.HEADER_SIZE],
-            remaining=None,
-            path=path,
-            record_index=i,
-            offset=pos,
-        )
+        _check_header_at(buf, offsets, i, path)
         raise StaleIndexError(
             f"{path}: record {i} at offset {pos}: header announces {int(stored_len[i])} "
             f"bytes, the index says {int(lengths[i]) if lengths is not None else '?'}"
@@ -223,16 +217,23 @@ def refuse_larger(
     """Raises :class:`RecordTooLargeError` for the first record longer than ``limit``."""
     big = np.flatnonzero(lengths > np.uint64(limit))
     if len(big):
-        i = int(big[0])
-        pos = int(offsets[i])
-        framing.parse_header(
-            buf[pos : pos + framing.HEADER_SIZE],
-            remaining=None,
-            path=path,
-            record_index=i,
-            offset=pos,
-            max_length=limit,
-        )
+        _check_header_at(buf, offsets, int(big[0]), path, limit)
+
+
+def _check_header_at(
+    buf: bytes | mmap.mmap, offsets: U64Array, i: int, path: str, limit: int | None = None
+) -> None:
+    """Record ``i``'s header through :func:`framing.parse_header`, which raises the
+    precise, located error for it (a length CRC, ``limit``)."""
+    pos = int(offsets[i])
+    framing.parse_header(
+        buf[pos : pos + framing.HEADER_SIZE],
+        remaining=None,
+        path=path,
+        record_index=i,
+        offset=pos,
+        max_length=limit,
+    )
 
 
 def walk_stream(

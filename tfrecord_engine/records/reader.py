@@ -58,7 +58,7 @@ from .recovery import DamageCallback, DamagePolicy, DamageReport
 from .recovery import normalize_policy as _normalize_policy
 from .stream_reader import read_stream
 
-__all__ = ["read_records"]
+__all__ = ["normalize_limit", "read_records"]
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
@@ -123,7 +123,7 @@ def read_records(
     """
     want = requested(compression)
     policy = _normalize_policy(on_damage)
-    limit = _normalize_limit(max_record_bytes)
+    limit = normalize_limit(max_record_bytes)
     report = _reporter(on_damage_report)
     if isinstance(source, (str, os.PathLike)):
         path = remote.local_path(os.fspath(source))
@@ -260,7 +260,8 @@ def _read_peeked(
         raise better from exc
 
 
-def _normalize_limit(max_record_bytes: int | None) -> int | None:
+def normalize_limit(max_record_bytes: int | None) -> int | None:
+    """Checks a ``max_record_bytes`` argument (``None`` or an int >= 0)."""
     if max_record_bytes is None:
         return None
     if isinstance(max_record_bytes, bool) or not isinstance(max_record_bytes, int):

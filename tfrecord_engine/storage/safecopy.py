@@ -58,6 +58,20 @@ def available() -> bool:
     return _readv is not None
 
 
+def _refused() -> bool:
+    """After a failed call: ``True`` when this process may not make it (a sandbox, an
+    old kernel), which disables it from now on; ``False`` for a fault (a page with no
+    file behind it). Anything else is raised."""
+    global _readv  # noqa: PLW0603 - disabled once for the process when refused
+    err = ctypes.get_errno()
+    if err == errno.EFAULT:
+        return False
+    if err in (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EINVAL):
+        _readv = None
+        return True
+    raise OSError(err, f"process_vm_readv: {os.strerror(err)}")
+
+
 def gather(out: U8, spans: U64) -> int | None:
     """Copies memory spans of this process into ``out``, back to back.
 
@@ -70,7 +84,6 @@ def gather(out: U8, spans: U64) -> int | None:
         behind it any more (the rest of ``out`` is then unspecified). ``None`` when the
         call is unavailable or refused; the caller then reads another way.
     """
-    global _readv  # noqa: PLW0603 - disabled once for the process when refused
     fn = _readv
     if fn is None:
         return None
@@ -84,13 +97,7 @@ def gather(out: U8, spans: U64) -> int | None:
         local = np.array([[base + done, want]], np.uint64)
         got = fn(pid, local.ctypes.data, 1, part.ctypes.data, part.shape[0], 0)
         if got < 0:
-            err = ctypes.get_errno()
-            if err == errno.EFAULT:
-                return done  # the first span already faulted: a shrunk file
-            if err in (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EINVAL):
-                _readv = None  # not allowed here (a sandbox): read another way from now on
-                return None
-            raise OSError(err, f"process_vm_readv: {os.strerror(err)}")
+            return None if _refused() else done  # done: the first span faulted
         done += got
         if got < want:
             return done
@@ -104,7 +111,6 @@ def copy_span(address: int, size: int) -> bytes | None:
         ``size`` bytes, or fewer where the span reached a page with no file behind it
         any more; ``None`` when the call is unavailable or refused (as :func:`gather`).
     """
-    global _readv  # noqa: PLW0603 - disabled once for the process when refused
     fn = _readv
     if fn is None:
         return None
@@ -113,11 +119,5 @@ def copy_span(address: int, size: int) -> bytes | None:
     remote = (ctypes.c_uint64 * 2)(address, size)
     got = fn(os.getpid(), local, 1, remote, 1, 0)
     if got < 0:
-        err = ctypes.get_errno()
-        if err == errno.EFAULT:
-            return b""
-        if err in (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EINVAL):
-            _readv = None
-            return None
-        raise OSError(err, f"process_vm_readv: {os.strerror(err)}")
+        return None if _refused() else b""
     return buf.raw[:got] if got < size else buf.raw
