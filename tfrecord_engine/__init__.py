@@ -50,6 +50,7 @@ from .example import (
 )
 from .index.sidecar import Index
 from .records.compression import Compression
+from .records.options import TFRecordCompressionType, TFRecordOptions
 from .records.reader import read_records
 from .records.recovery import DamageReport
 from .writing.writer import TFRecordWriter
@@ -83,7 +84,9 @@ __all__ = [
     "SparseFeature",
     "SparseValue",
     "StaleIndexError",
+    "TFRecordCompressionType",
     "TFRecordError",
+    "TFRecordOptions",
     "TFRecordWriter",
     "TruncatedRecordError",
     "VarLenFeature",

@@ -29,7 +29,7 @@ from ..index.placement import INDEX_SUFFIX, normalize_placement
 from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression
-from ..records.detect import AUTO, CompressionArg, requested
+from ..records.detect import AUTO, CompressionArg, reading_compression, requested
 from ..records.reader import normalize_limit
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
@@ -141,7 +141,8 @@ class RecordDataset:
         compression: the files' compression: ``"auto"`` (default: each file's own,
             recognised from its bytes, see :mod:`tfrecord_engine.records.detect`), or
             ``None``/``""``, ``"GZIP"``, ``"ZLIB"`` for all of them (an index that says
-            otherwise is refused).
+            otherwise is refused); TensorFlow's ``TFRecordCompressionType`` ints and
+            options objects are accepted too.
         verify: check every record's data CRC (in bulk per batch).
         max_gap: for uncompressed files given as fsspec URLs (``s3://``, ``http://``
             ...): records of one batch at most this many bytes apart are fetched in
@@ -157,6 +158,7 @@ class RecordDataset:
             requested record cannot be dropped.
         max_record_bytes: refuse records announcing more data bytes than this, as
             damage under ``on_damage`` (see :func:`~tfrecord_engine.read_records`).
+        compression_type: the same as ``compression``, under ``tf.data``'s name.
         on_damage_report: receives every :class:`~tfrecord_engine.DamageReport` (index
             time and read time); without it each is a
             :class:`~tfrecord_engine.DamageWarning`. It must pickle for the dataset to
@@ -194,13 +196,14 @@ class RecordDataset:
         on_damage_report: DamageCallback | None = None,
         save_index: bool | str = True,
         max_record_bytes: int | None = None,
+        compression_type: CompressionArg = None,
     ) -> None:
         if max_gap is not None and max_gap < 0:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
         self.paths = _expand(paths_or_globs)
         self.max_gap = max_gap
         self.features = features
-        want = requested(compression)
+        want = requested(reading_compression(compression, compression_type))
         #: ``"auto"`` (each file's own, from its index or its bytes) or a Compression.
         self.compression: Compression | str = AUTO if want is None else want
         self.verify = verify

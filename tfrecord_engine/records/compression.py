@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import enum
 import zlib
-from typing import BinaryIO, Final, NamedTuple
+from typing import BinaryIO, Final, NamedTuple, Protocol
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["Compression", "Decompressor", "make_compressor", "normalize_compression"]
+__all__ = [
+    "Compression",
+    "CompressionLike",
+    "Decompressor",
+    "HasCompressionType",
+    "make_compressor",
+    "normalize_compression",
+]
 
 _LEVEL: Final = -1
 _MEM_LEVEL: Final = 9
@@ -33,11 +40,34 @@ class Compression(enum.Enum):
     ZLIB = "ZLIB"
 
 
-def normalize_compression(compression: str | Compression | None) -> Compression:
-    """Maps ``None``/``""``/``"GZIP"``/``"ZLIB"`` (any case) to a :class:`Compression`.
+class HasCompressionType(Protocol):
+    """An options object: :class:`~tfrecord_engine.TFRecordOptions` or TensorFlow's own."""
 
-    >>> normalize_compression("gzip")
-    <Compression.GZIP: 'GZIP'>
+    @property
+    def compression_type(self) -> object:
+        """``None``/``""``, ``"GZIP"``, ``"ZLIB"`` or a ``TFRecordCompressionType`` int."""
+
+
+#: What writers and readers accept as a compression: ``None``/``""``, ``"GZIP"``,
+#: ``"ZLIB"`` (any case), a :class:`Compression`, TensorFlow's ``TFRecordCompressionType``
+#: ints (NONE=0, ZLIB=1, GZIP=2) or an options object with a ``compression_type``.
+CompressionLike = str | Compression | int | HasCompressionType | None
+
+# tf.io.TFRecordCompressionType: NONE=0, ZLIB=1, GZIP=2.
+_TF_ENUM: Final = {0: Compression.NONE, 1: Compression.ZLIB, 2: Compression.GZIP}
+
+
+def normalize_compression(compression: CompressionLike) -> Compression:
+    """Maps a compression argument to a :class:`Compression`.
+
+    Accepts ``None``/``""``/``"GZIP"``/``"ZLIB"`` (any case), a :class:`Compression`,
+    TensorFlow's ``TFRecordCompressionType`` values (``0``/``1``/``2`` for
+    NONE/ZLIB/GZIP) and any options object with a ``compression_type`` attribute
+    (:class:`~tfrecord_engine.TFRecordOptions`, or ``tf.io.TFRecordOptions`` read by
+    duck typing, as ``tf_record_iterator(path, options)`` accepts).
+
+    >>> normalize_compression("gzip"), normalize_compression(1)
+    (<Compression.GZIP: 'GZIP'>, <Compression.ZLIB: 'ZLIB'>)
 
     Raises:
         InvalidArgumentError: any other value (TensorFlow's Python writer rejects these
@@ -52,9 +82,17 @@ def normalize_compression(compression: str | Compression | None) -> Compression:
             return Compression(compression.upper())
         except ValueError:
             pass
+    elif isinstance(compression, int) and not isinstance(compression, bool):
+        if compression in _TF_ENUM:
+            return _TF_ENUM[compression]
+    elif hasattr(compression, "compression_type"):
+        inner = compression.compression_type
+        if not hasattr(inner, "compression_type"):  # no endless nesting
+            return normalize_compression(inner)  # type: ignore[arg-type]
     auto = isinstance(compression, str) and compression.lower() == "auto"
     raise InvalidArgumentError(
-        f"not a valid compression type: {compression!r} (expected None, '', 'GZIP' or 'ZLIB')"
+        f"not a valid compression type: {compression!r} (expected None, '', 'GZIP' or "
+        "'ZLIB', TFRecordCompressionType 0/1/2 or a TFRecordOptions)"
         + ("; 'auto' recognises a file's compression when reading it" if auto else "")
     )
 

@@ -34,7 +34,7 @@ from typing import BinaryIO, Final
 from ..errors import DamageReport, DataLossError, InvalidArgumentError
 from ..storage import remote
 from . import framing
-from .compression import Compression, normalize_compression
+from .compression import Compression, CompressionLike, normalize_compression
 from .recovery import DamageCallback
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "noted",
     "noting",
     "peek_stream",
+    "reading_compression",
     "requested",
     "sniff",
 ]
@@ -57,8 +58,10 @@ __all__ = [
 #: The ``compression`` value that asks readers to recognise the compression.
 AUTO: Final = "auto"
 #: What readers accept as ``compression``: ``"auto"``, ``None``/``""``, ``"GZIP"``,
-#: ``"ZLIB"`` (any case) or a :class:`Compression`.
-CompressionArg = str | Compression | None
+#: ``"ZLIB"`` (any case), a :class:`Compression`, TensorFlow's ``TFRecordCompressionType``
+#: ints or an options object (only its ``compression_type`` is used, as
+#: ``tf_record_iterator(path, options)`` does).
+CompressionArg = CompressionLike
 #: Bytes looked at when they are at hand (a mapped file, one small read); a stream is
 #: peeked only as far as the decision needs (:func:`peek_stream`).
 HEAD_SIZE: Final = 4096
@@ -92,6 +95,28 @@ def requested(compression: CompressionArg) -> Compression | None:
             f"not a valid compression type: {compression!r} (expected 'auto', None, '', "
             "'GZIP' or 'ZLIB')"
         ) from None
+
+
+def reading_compression(
+    compression: CompressionArg, compression_type: CompressionArg = None
+) -> CompressionArg:
+    """A reader's ``compression``, given also as ``compression_type`` (TensorFlow's name).
+
+    ``compression_type`` wins over the default ``"auto"``; given both, they must agree.
+
+    >>> reading_compression("auto", "GZIP")
+    'GZIP'
+    """
+    if compression_type is None:
+        return compression
+    if isinstance(compression, str) and compression.lower() == AUTO:
+        return compression_type
+    if requested(compression) != requested(compression_type):
+        raise InvalidArgumentError(
+            f"conflicting compression types: compression={compression!r}, "
+            f"compression_type={compression_type!r}"
+        )
+    return compression
 
 
 def extension_hint(name: str | None) -> Compression | None:

@@ -53,7 +53,16 @@ from ..storage import remote
 from ..storage.filekind import stream_kind
 from . import framing
 from .compression import Compression
-from .detect import HEAD_SIZE, CompressionArg, detect, noted, noting, peek_stream, requested
+from .detect import (
+    HEAD_SIZE,
+    CompressionArg,
+    detect,
+    noted,
+    noting,
+    peek_stream,
+    reading_compression,
+    requested,
+)
 from .recovery import DamageCallback, DamagePolicy, DamageReport
 from .recovery import normalize_policy as _normalize_policy
 from .stream_reader import read_stream
@@ -74,6 +83,7 @@ def read_records(
     on_damage: DamagePolicy = "raise",
     on_damage_report: DamageCallback | None = None,
     max_record_bytes: int | None = None,
+    compression_type: CompressionArg = None,
 ) -> Iterator[bytes]:
     """Yields the data of every record of a TFRecord file, in order.
 
@@ -84,7 +94,10 @@ def read_records(
             :mod:`tfrecord_engine.records.detect`; a stream is peeked, nothing is
             lost), or ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case), which wins
             over the bytes. Under an explicit value that the bytes contradict, the
-            error at the first record says what they look like.
+            error at the first record says what they look like. TensorFlow's
+            ``TFRecordCompressionType`` ints and options objects (ours or
+            ``tf.io.TFRecordOptions``: only the type is used, as in
+            ``tf_record_iterator(path, options)``) are accepted too.
         verify: check every data CRC. Header (length) CRCs are always checked: they
             guard the length field that decides how much is read.
         on_damage: ``"raise"`` (default), ``"stop"`` (end cleanly before the first
@@ -98,6 +111,7 @@ def read_records(
             ``"raise"``; ``"skip"`` steps over the whole record). Without it a
             compressed record's claimed length is checked against the bytes that really
             follow before anything is allocated for it.
+        compression_type: the same as ``compression``, under ``tf.data``'s name.
 
     Raises:
         CorruptedRecordError: a length or data CRC does not match (``"raise"`` only).
@@ -121,7 +135,7 @@ def read_records(
         >>> (reports[0].record_index, reports[0].offset, reports[0].bytes_skipped)
         (0, 0, 21)
     """
-    want = requested(compression)
+    want = requested(reading_compression(compression, compression_type))
     policy = _normalize_policy(on_damage)
     limit = normalize_limit(max_record_bytes)
     report = _reporter(on_damage_report)

@@ -35,7 +35,14 @@ from ..index.placement import IndexPlacement, normalize_placement
 from ..index.recorder import DEFAULT_FLUSH_EVERY, IndexRecorder
 from ..index.sidecar import Index
 from ..records import framing
-from ..records.compression import Compression, make_compressor, normalize_compression
+from ..records.compression import Compression, CompressionLike
+from ..records.options import (
+    TFRecordOptions,
+    ZlibSettings,
+    flush_like_tf,
+    make_writer_compressor,
+    resolve_writer_options,
+)
 from ..records.recovery import DamageReport
 from ..storage import remote
 from ..storage.filekind import require_regular
@@ -105,7 +112,17 @@ class TFRecordWriter:
     Args:
         path: the file to create (replaced if it exists), or an fsspec URL: see
             :mod:`tfrecord_engine.storage.remote_fileops` for what a remote writer guarantees.
-        compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case).
+        compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"`` (any case), TensorFlow's
+            ``TFRecordCompressionType`` ints, or an options object (TensorFlow's
+            ``options`` argument): a :class:`~tfrecord_engine.TFRecordOptions` or
+            ``tf.io.TFRecordOptions`` itself (read by duck typing).
+        options: the same as ``compression`` (TensorFlow's keyword name); a
+            :class:`~tfrecord_engine.TFRecordOptions` sets the zlib parameters
+            (level, mem level, window bits, strategy, flush mode, buffer sizes) with
+            TensorFlow's names, defaults and output bytes.
+        compression_type: a compression type, as ``TFRecordOptions(compression_type=)``
+            and ``tf.data.TFRecordDataset`` spell it. Compression types given more than
+            once must agree.
         atomic: write to a hidden temporary file and rename it onto ``path`` on
             ``close()`` (default). ``False`` streams straight into ``path``, which holds
             a partial file while writing and after a crash.
@@ -160,8 +177,10 @@ class TFRecordWriter:
     def __init__(
         self,
         path: str | os.PathLike[str],
-        compression: str | Compression | None = None,
+        compression: CompressionLike = None,
         *,
+        options: CompressionLike | TFRecordOptions = None,
+        compression_type: CompressionLike = None,
         atomic: bool = True,
         append: bool = False,
         on_damage_report: Callable[[DamageReport], object] | None = None,
@@ -169,7 +188,7 @@ class TFRecordWriter:
         index_flush_every: int = DEFAULT_FLUSH_EVERY,
         durable: bool = True,
     ) -> None:
-        self._kind = normalize_compression(compression)
+        self._kind, self._zlib = resolve_writer_options(compression, options, compression_type)
         self._placement: IndexPlacement = (
             "hidden" if isinstance(index, bool) else normalize_placement(index)
         )
@@ -214,8 +233,13 @@ class TFRecordWriter:
         )
         self._framer = framing.ChunkFramer()
         self._compressor: zlib._Compress | None = (
-            make_compressor(self._kind) if self._kind is not Compression.NONE else None
+            make_writer_compressor(self._kind, self._zlib)
+            if self._kind is not Compression.NONE
+            else None
         )
+        # Where the last flush() left the compressed stream (see _partial_flush).
+        self._flushed_pos = f.tell() if self._compressor is not None else 0
+        self._flushed_records = -1  # (no flush yet: the stream header is still to come)
 
     def _open_for_append(
         self, on_damage_report: Callable[[DamageReport], object] | None
@@ -247,6 +271,11 @@ class TFRecordWriter:
     def compression(self) -> Compression:
         """The compression this writer applies."""
         return self._kind
+
+    @property
+    def zlib_settings(self) -> ZlibSettings:
+        """The zlib parameters (TensorFlow's defaults unless options set them)."""
+        return self._zlib
 
     @property
     def closed(self) -> bool:
@@ -359,13 +388,36 @@ class TFRecordWriter:
         f = self._open_file("flush")
         try:
             if self._compressor is not None and not self._empty_append:
-                self._write(self._compressor.flush(zlib.Z_PARTIAL_FLUSH))
+                self._write(self._partial_flush(f))
             self._ops.flush(f)
         except OSError as exc:
             # The file (and the compressor state) is now behind what was accepted: the
             # writer must never again claim success.
             self._failed = exc
             raise
+
+    def _partial_flush(self, f: BinaryIO) -> bytes:
+        # TensorFlow's Flush(): a partial flush of the deflate stream, whose marker zlib
+        # repeats when it reaches the end of TensorFlow's output buffer. Only this call
+        # needs the bytes written since the last flush (the file's position tells): the
+        # per-record path is not touched. A flush mode other than Z_NO_FLUSH has its
+        # own compressor (TFZlibStream), which follows every piece anyway.
+        assert self._compressor is not None
+        if not self._zlib.is_default_flush:
+            return bytes(self._compressor.flush(zlib.Z_PARTIAL_FLUSH))
+        pos = f.tell()
+        out, _ = flush_like_tf(
+            self._compressor,
+            zlib.Z_PARTIAL_FLUSH,
+            fed=self.records_written != self._flushed_records,
+            fill=0,  # TensorFlow's Flush() empties its output buffer
+            produced=pos - self._flushed_pos,
+            cap=self._zlib.output_buffer_size,
+        )
+        data = b"".join(out)
+        self._flushed_pos = pos + len(data)
+        self._flushed_records = self.records_written
+        return data
 
     def close(self) -> None:
         """Finishes the stream, makes it durable and publishes it under ``path``.
