@@ -136,8 +136,9 @@ class RecordDataset:
 
     Args:
         paths_or_globs: a path or glob, or a sequence of them (globs expand sorted).
-        features: a feature spec mapping (as for ``tfe.parse_example``): records are
-            then returned parsed; ``None`` returns raw ``bytes``.
+        features: a feature spec mapping (as for ``tfe.parse_example``; ``tf.io``'s own
+            spec objects work too): records are then returned parsed; ``None`` returns
+            raw ``bytes``.
         compression: the files' compression: ``"auto"`` (default: each file's own,
             recognised from its bytes, see :mod:`tfrecord_engine.records.detect`), or
             ``None``/``""``, ``"GZIP"``, ``"ZLIB"`` for all of them (an index that says
@@ -202,7 +203,8 @@ class RecordDataset:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
         self.paths = _expand(paths_or_globs)
         self.max_gap = max_gap
-        self.features = features
+        # tf.io spec objects become ours once, here (duck typing, no TensorFlow import).
+        self.features = None if features is None else _example().specs.as_feature_specs(features)
         want = requested(reading_compression(compression, compression_type))
         #: ``"auto"`` (each file's own, from its index or its bytes) or a Compression.
         self.compression: Compression | str = AUTO if want is None else want

@@ -29,10 +29,11 @@ from ..kernels.words import read_rows
 from . import lockstep, raw, template
 from .assemble import assemble
 from .columns import Column, empty_values, from_rows, object_array
+from .names import example_name_list, named_errors
 from .parse import _plan, parse_single_example
 from .parse import parse_example as parse_example_exact
 from .records import Request, decode_requests, to_records
-from .specs import FeatureSpec, FixedLenFeature, RawFeature
+from .specs import FeatureSpec, FixedLenFeature, RawFeature, as_feature_specs
 from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
 __all__ = [
@@ -94,7 +95,7 @@ class BatchDecoder:
     """
 
     def __init__(self, features: Mapping[str, FeatureSpec]) -> None:
-        self.features = dict(features)
+        self.features = dict(as_feature_specs(features))
         self._requests: dict[str, Request] = _plan(self.features)
         self._order = list(self._requests.values())
         self._keys = [r.raw_key for r in self._order]
@@ -526,7 +527,12 @@ def _merge(
     return both[np.argsort(owner, kind="stable")]
 
 
-def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[str, Any]:
+def parse_example(
+    serialized: Any,
+    features: Mapping[str, FeatureSpec],
+    example_names: Any = None,
+    name: object = None,
+) -> dict[str, Any]:
     """Parses a batch of serialized Examples like ``tf.io.parse_example``.
 
     Batches of at least ``LOCKSTEP_MIN_BATCH`` records go through the batch decoder
@@ -539,7 +545,12 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
         serialized: a list, tuple or 1-D array of serialized Examples (a single
             ``bytes`` is parsed like :func:`parse_single_example`, as TensorFlow does
             for a scalar).
-        features: feature key -> spec.
+        features: feature key -> spec: ours, or ``tf.io``'s own spec objects
+            (converted by duck typing, see :func:`~.specs.as_feature_specs`).
+        example_names: one name per record (or ``None``): an error about a record
+            names it (``Name: <name>, ...`` instead of ``Name: <unknown>``), as in
+            TensorFlow.
+        name: TensorFlow's op name; accepted and unused.
 
     Returns:
         feature key -> numpy output: dense ``np.ndarray`` (strings: object arrays of
@@ -558,9 +569,19 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
         >>> parse_example(batch, {"x": FixedLenFeature([2], "int64")})["x"].tolist()
         [[1, 2], [3, 4]]
     """
+    del name  # TensorFlow's op name
+    features = as_feature_specs(features)
     if isinstance(serialized, (bytes, bytearray, memoryview)):
-        return parse_single_example(serialized, features)
+        return parse_single_example(serialized, features, example_names)
     records = to_records(serialized)
+    names = example_name_list(example_names, len(records))
+    if names is None:
+        return _parse_records(records, features)
+    with named_errors(names):
+        return _parse_records(records, features)
+
+
+def _parse_records(records: Sequence[bytes], features: Mapping[str, FeatureSpec]) -> dict[str, Any]:
     n = len(records)
     if n < TEMPLATE_MIN_RECORDS:
         # numpy's per-call overhead outweighs batch decoding on small batches.

@@ -37,6 +37,7 @@ from .specs import (
     SparseFeature,
     UniformRowLength,
     VarLenFeature,
+    as_feature_specs,
 )
 from .values import SparseValue
 from .wire import KIND_BYTES, KIND_INT64, Duplicates, RawValues, example_feature_map
@@ -167,6 +168,7 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
     """
     if isinstance(serialized, (bytes, bytearray, memoryview)):
         return parse_single_example(serialized, features)
+    features = as_feature_specs(features)
     requests = _plan(features)
     records = to_records(serialized)
     rows: list[Row] = []
@@ -182,10 +184,18 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
     return _assemble(features, rows, False, requests)
 
 
-def parse_single_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[str, Any]:
+def parse_single_example(
+    serialized: Any,
+    features: Mapping[str, FeatureSpec],
+    example_names: Any = None,
+    name: object = None,
+) -> dict[str, Any]:
     """Parses one serialized Example like ``tf.io.parse_single_example``.
 
-    Outputs have no batch dimension; VarLen indices are ``[N, 1]``.
+    Outputs have no batch dimension; VarLen indices are ``[N, 1]``. ``features`` may
+    hold ``tf.io``'s own spec objects (see :func:`~.specs.as_feature_specs`).
+    ``example_names`` (the record's name) and ``name`` (TensorFlow's op name) are
+    accepted and unused: TensorFlow's texts for a single Example name no record.
 
     Example:
         >>> from tfrecord_engine.example.encode import encode_example
@@ -195,8 +205,10 @@ def parse_single_example(serialized: Any, features: Mapping[str, FeatureSpec]) -
         >>> out["t"].values.tolist(), out["t"].dense_shape.tolist()
         ([b'a', b'b'], [2])
     """
+    del example_names, name  # TensorFlow's single-Example texts carry no name
     if not isinstance(serialized, (bytes, bytearray, memoryview)):
         raise InvalidArgumentError(f"serialized must be bytes, got {type(serialized).__name__}")
+    features = as_feature_specs(features)
     requests = _plan(features)
     buf = bytes(serialized)
     return _assemble(features, _decode_all([buf], requests, single=True), True, requests)

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ExampleParseError, InvalidArgumentError, MalformedExampleError
+from .names import example_name_list, named_errors
 from .parse import Row, assemble_fixed, assemble_ragged, assemble_raw_rows, assemble_varlen
 from .ragged import batched_ragged
 from .records import (
@@ -46,6 +47,7 @@ from .specs import (
     RawFeature,
     UniformRowLength,
     VarLenFeature,
+    as_feature_specs,
 )
 from .values import RaggedValue, SparseValue
 from .wire import (
@@ -357,6 +359,8 @@ def parse_sequence_example(
     serialized: Any,
     context_features: Mapping[str, FeatureSpec] | None = None,
     sequence_features: Mapping[str, FeatureSpec] | None = None,
+    example_names: Any = None,
+    name: object = None,
 ) -> Result3:
     """Parses a batch of serialized SequenceExamples like ``tf.io.parse_sequence_example``.
 
@@ -366,7 +370,11 @@ def parse_sequence_example(
         context_features: key -> ``FixedLenFeature``/``VarLenFeature``/``RaggedFeature``/
             ``RawFeature``.
         sequence_features: key -> ``FixedLenSequenceFeature``/``VarLenFeature``/
-            ``RaggedFeature``.
+            ``RaggedFeature``. Both may hold ``tf.io``'s own spec objects (converted by
+            duck typing, see :func:`~.specs.as_feature_specs`).
+        example_names: one name per record (or ``None``): an error about a record
+            names it instead of ``<unknown>``, as in TensorFlow.
+        name: TensorFlow's op name; accepted and unused.
 
     Returns:
         ``(context, feature_lists, lengths)``; ``lengths`` holds the step counts of each
@@ -386,19 +394,29 @@ def parse_sequence_example(
         >>> lists["s"].tolist(), lengths["s"].tolist()
         ([[1, 2]], [2])
     """
-    context = dict(context_features or {})
-    sequence = dict(sequence_features or {})
+    del name  # TensorFlow's op name
+    context = dict(as_feature_specs(context_features or {}))
+    sequence = dict(as_feature_specs(sequence_features or {}))
     if isinstance(serialized, (bytes, bytearray, memoryview)):
-        return _parse([bytes(serialized)], context, sequence, single=True)
-    return _parse(to_records(serialized), context, sequence, single=False)
+        with named_errors(None, example_names):
+            return _parse([bytes(serialized)], context, sequence, single=True)
+    records = to_records(serialized)
+    with named_errors(example_name_list(example_names, len(records))):
+        return _parse(records, context, sequence, single=False)
 
 
 def parse_single_sequence_example(
     serialized: Any,
     context_features: Mapping[str, FeatureSpec] | None = None,
     sequence_features: Mapping[str, FeatureSpec] | None = None,
+    example_name: Any = None,
+    name: object = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parses one SequenceExample like ``tf.io.parse_single_sequence_example``.
+
+    ``example_name`` names the record in error texts (instead of ``<unknown>``), as in
+    TensorFlow; ``name`` (TensorFlow's op name) is accepted and unused. The specs may
+    be ``tf.io``'s own objects.
 
     Returns:
         ``(context, feature_lists)`` without a batch dimension.
@@ -413,7 +431,9 @@ def parse_single_sequence_example(
     """
     if not isinstance(serialized, (bytes, bytearray, memoryview)):
         raise InvalidArgumentError(f"serialized must be bytes, got {type(serialized).__name__}")
-    context, lists, _ = _parse(
-        [bytes(serialized)], dict(context_features or {}), dict(sequence_features or {}), True
-    )
-    return context, lists
+    del name  # TensorFlow's op name
+    context = dict(as_feature_specs(context_features or {}))
+    sequence = dict(as_feature_specs(sequence_features or {}))
+    with named_errors(None, example_name):
+        ctx_out, lists, _ = _parse([bytes(serialized)], context, sequence, True)
+    return ctx_out, lists

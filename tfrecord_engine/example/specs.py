@@ -15,6 +15,11 @@ array, what ``tf.io.decode_raw`` does after parsing. Its dtype is a numpy number
 (``np.int64``, ``np.float32``, ``np.bytes_``/``object``), or any object with a ``.name``
 among those (so ``tf.int64`` works unchanged).
 
+``tf.io``'s own spec objects (``tf.io.FixedLenFeature`` ... ``tf.io.SparseFeature``, and
+``tf.io.RaggedFeature`` with its partitions) are converted to these by duck typing
+(:func:`as_feature_specs`: their class name and fields), without importing TensorFlow,
+so the same features dict works with ``tf.io.parse_example`` and with ours.
+
 Deliberate difference: a default value that does not fit ``shape`` is rejected when the
 spec is built; TensorFlow rejects it later, at parse time.
 """
@@ -22,7 +27,7 @@ spec is built; TensorFlow rejects it later, at parse time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -49,6 +54,8 @@ __all__ = [
     "UniformRowLength",
     "ValueRowIds",
     "VarLenFeature",
+    "as_feature_spec",
+    "as_feature_specs",
     "normalize_dtype",
 ]
 
@@ -537,3 +544,106 @@ FeatureSpec = (
     | SparseFeature
     | RawFeature
 )
+
+
+_OURS: tuple[type, ...] = (
+    FixedLenFeature,
+    VarLenFeature,
+    FixedLenSequenceFeature,
+    RaggedFeature,
+    SparseFeature,
+    RawFeature,
+)
+_PARTITIONS: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (RowSplits, RowLengths, RowStarts, RowLimits, ValueRowIds, UniformRowLength)
+}
+
+
+def _plain(value: object) -> object:
+    # A tf.Tensor default value (anything array-like but not a list): as numpy.
+    if value is None or isinstance(value, (list, tuple, np.ndarray, str, bytes)):
+        return value
+    if hasattr(value, "__array__"):
+        return np.asarray(value)
+    return value
+
+
+def _fields(spec: object, names: tuple[str, ...]) -> dict[str, Any] | None:
+    try:
+        return {n: getattr(spec, n) for n in names}
+    except AttributeError:
+        return None
+
+
+def _partition(part: object) -> object:
+    if isinstance(part, tuple(_PARTITIONS.values())):
+        return part
+    cls = _PARTITIONS.get(type(part).__name__)
+    if cls is UniformRowLength and hasattr(part, "length"):
+        return UniformRowLength(getattr(part, "length"))  # noqa: B009
+    if cls is not None and hasattr(part, "key"):
+        return cls(getattr(part, "key"))  # noqa: B009
+    return part  # refused by RaggedFeature with its own message
+
+
+def as_feature_spec(spec: object) -> object:
+    """One of our specs for ``spec``: ours unchanged, ``tf.io``'s converted.
+
+    A ``tf.io`` spec is recognised by its class name (``FixedLenFeature``,
+    ``VarLenFeature``, ``FixedLenSequenceFeature``, ``RaggedFeature``, ``SparseFeature``)
+    and fields, never by importing TensorFlow; its dtypes convert by name (``tf.int64``
+    -> ``"int64"``), its ``TensorShape`` by ``as_list()``, a tensor default value through
+    numpy. Anything else is returned as given (the parser then refuses it).
+
+    Example:
+        >>> from collections import namedtuple
+        >>> TfFixed = namedtuple("FixedLenFeature", "shape dtype default_value")
+        >>> as_feature_spec(TfFixed([2], "int64", None))
+        FixedLenFeature(shape=(2,), dtype='int64', default_value=None)
+    """
+    if isinstance(spec, _OURS):
+        return spec
+    name = type(spec).__name__
+    if name == "FixedLenFeature":
+        f = _fields(spec, ("shape", "dtype", "default_value"))
+        if f is not None:
+            return FixedLenFeature(f["shape"], f["dtype"], _plain(f["default_value"]))
+    elif name == "VarLenFeature":
+        f = _fields(spec, ("dtype",))
+        if f is not None:
+            return VarLenFeature(f["dtype"])
+    elif name == "FixedLenSequenceFeature":
+        f = _fields(spec, ("shape", "dtype", "allow_missing", "default_value"))
+        if f is not None:
+            return FixedLenSequenceFeature(
+                f["shape"], f["dtype"], f["allow_missing"], _plain(f["default_value"])
+            )
+    elif name == "RaggedFeature":
+        f = _fields(spec, ("dtype", "value_key", "partitions", "row_splits_dtype", "validate"))
+        if f is not None:
+            return RaggedFeature(
+                f["dtype"],
+                f["value_key"],
+                [_partition(p) for p in f["partitions"]],  # type: ignore[misc]
+                f["row_splits_dtype"],
+                f["validate"],
+            )
+    elif name == "SparseFeature":
+        f = _fields(spec, ("index_key", "value_key", "dtype", "size", "already_sorted"))
+        if f is not None:
+            return SparseFeature(
+                f["index_key"], f["value_key"], f["dtype"], f["size"], f["already_sorted"]
+            )
+    return spec
+
+
+def as_feature_specs(features: Any) -> Any:
+    """``features`` with every ``tf.io`` spec converted (:func:`as_feature_spec`).
+
+    A mapping of our own specs only is returned as is; anything that is not a mapping
+    too (the parser then says what it expected).
+    """
+    if not isinstance(features, Mapping) or all(isinstance(v, _OURS) for v in features.values()):
+        return features
+    return {key: as_feature_spec(spec) for key, spec in features.items()}
