@@ -234,3 +234,11 @@ def test_a_flush_mode_flushes_where_tensorflows_input_buffer_fills() -> None:
     out = co.compress(framing.frame(b"a" * 50)) + co.compress(framing.frame(b"b" * 50))
     assert out.endswith(b"\x00\x00\xff\xff")
     assert out.count(b"\x00\x00\xff\xff") == 1
+
+
+def test_a_dataset_ported_from_tfrecorddataset_says_where_compression_goes(tmp_path: Path) -> None:
+    path = tmp_path / "a.tfrecord"
+    with tfe.TFRecordWriter(path, "GZIP") as w:
+        w.write(b"x")
+    with pytest.raises(tfe.InvalidArgumentError, match="compression_type="):
+        tfe.RecordDataset(str(path), "GZIP", save_index=False)  # type: ignore[arg-type]

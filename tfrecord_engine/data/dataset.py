@@ -203,6 +203,13 @@ class RecordDataset:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
         self.paths = _expand(paths_or_globs)
         self.max_gap = max_gap
+        if features is not None and not isinstance(features, Mapping):
+            # TFRecordDataset(filenames, compression_type) ported as it is.
+            raise InvalidArgumentError(
+                f"features must be a mapping of feature specs, not {features!r}; the "
+                "compression is compression= (or compression_type=), not the second argument "
+                "as in tf.data.TFRecordDataset"
+            )
         # tf.io spec objects become ours once, here (duck typing, no TensorFlow import).
         self.features = None if features is None else _example().specs.as_feature_specs(features)
         want = requested(reading_compression(compression, compression_type))
