@@ -229,7 +229,7 @@ class ChunkFramer:
         A memoryview into the framer's buffer is valid only until the next call: write
         it out (or copy it) before framing the next chunk.
         """
-        if len(records) > 1 and kernels.enabled():
+        if len(records) > 1 and kernels.ready():
             data = np.frombuffer(b"".join(records), np.uint8)
             lengths = np.fromiter(map(len, records), np.int64, count=len(records))
             starts = np.cumsum(lengths) - lengths
