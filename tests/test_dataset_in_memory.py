@@ -78,7 +78,7 @@ def test_the_copy_lives_while_an_epoch_holds_it(files: list[str]) -> None:
 
 def test_which_epochs_hold(files: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     ds = tfe.RecordDataset(files, features=SPEC)
-    cases = [
+    cases: list[tuple[dict[str, Any], bool]] = [
         ({"shuffle": False}, False),  # sequential epochs read runs as they are
         ({"shuffle": True, "in_memory": False}, False),
         ({"shuffle": True}, True),
