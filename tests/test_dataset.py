@@ -406,9 +406,8 @@ def test_large_foreign_compressed_file_gets_in_memory_snapshots(
         assert isinstance(reader, compressed_source.CompressedFileRecords)
         assert not reader.sequential_only
         size = ds.indexes[0].stream_size
-        if size > 100:
-            assert reader._snaps is not None
-            assert len(reader._snaps) >= 2 or size <= spacing + 136
+        if size > 100:  # a record start past each spacing mark gets a snapshot
+            assert len(reader._snaps) >= 1 or size <= spacing + 136
         got = [r for b in ds.batches(7, shuffle=True, seed=1) for r in b]
         assert Counter(got) == Counter(records)
 

@@ -220,6 +220,35 @@ def test_index_with_member_starts_round_trips_and_old_layouts_stay(tmp_path: pat
         tfe.Index.from_bytes(bytes(forged), single)
 
 
+def test_index_from_before_member_starts_still_serves_random_access(
+    tmp_path: pathlib.Path,
+) -> None:
+    """An index saved before member starts were kept (version 1, no restart points) of
+    a multi-member file: the in-memory pass now crosses member ends."""
+    records = _records(300, seed=10)
+    path = tmp_path / "a.tfrecord.gz"
+    _write_layout(path, records, "cat")
+    new = tfe.Index.build(path)
+    old = tfe.Index(
+        path,
+        new.offsets,
+        new.lengths,
+        data_size=new.data_size,
+        fingerprint=new.fingerprint,
+        compression="GZIP",
+    )
+    blob = old.to_bytes()
+    assert int.from_bytes(blob[8:12], "little") == 1
+    loaded = tfe.Index.from_bytes(blob, path)
+    reader = CompressedFileRecords(loaded, max_block=50_000)
+    assert not reader.sequential_only
+    snapped = reader._dstart[sorted(reader._snaps)]
+    assert snapped.max() > 2 * loaded.stream_size // 3  # past both member ends
+    order = np.random.default_rng(10).permutation(len(records))
+    got = reader.read(order.astype(np.int64))
+    assert got == [records[i] for i in order.tolist()]
+
+
 def test_decompressor_notes_member_starts_once() -> None:
     import io
 
