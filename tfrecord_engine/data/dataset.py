@@ -775,15 +775,17 @@ class RecordDataset:
             state=state,
         )
         slow = [
-            r.path
+            (r.path, r.sequential_reason)
             for r in self._open()
             if shuffle and isinstance(r, CompressedFileRecords) and r.sequential_only
         ]
         if slow:
+            path, why = slow[0]
             raise InvalidArgumentError(
-                f"a shuffled epoch needs random access, but {slow[0]} is a large compressed "
-                "file without restart points (not written with TFRecordWriter(..., "
-                "index=True)): read it with shuffle=False, or rewrite it with index=True"
+                f"a shuffled epoch needs random access, but {path} can only be read "
+                f"forward: {why}. Read it with shuffle=False, or rewrite it with "
+                "`tfr convert` or TFRecordWriter(..., index=True), which saves restart "
+                "points with the data"
             )
         if pad_remainder and self.features is not None and MASK_KEY in self.features:
             raise InvalidArgumentError(

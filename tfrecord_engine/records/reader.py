@@ -58,7 +58,7 @@ from .recovery import DamageCallback, DamagePolicy, DamageReport
 from .recovery import normalize_policy as _normalize_policy
 from .stream_reader import read_stream
 
-__all__ = ["normalize_limit", "read_records"]
+__all__ = ["normalize_limit", "read_records", "read_records_noting_members"]
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
@@ -141,6 +141,41 @@ def read_records(
     return _read_peeked(source, want, verify, policy, report, path=label, limit=limit)
 
 
+def read_records_noting_members(
+    path: PathLike,
+    compression: Compression,
+    members: list[tuple[int, int]],
+    verify: bool = True,
+    *,
+    on_damage: DamagePolicy = "raise",
+    on_damage_report: DamageCallback | None = None,
+    max_record_bytes: int | None = None,
+) -> Iterator[bytes]:
+    """:func:`read_records` of a GZIP/ZLIB file (a local path or a URL), also noting
+    where each member (stream) after the first starts.
+
+    ``members`` receives ``(compressed offset, decompressed offset)`` of each member
+    start as reading reaches it (see :class:`~.compression.Decompressor`): the restart
+    points that an index of a multi-member file (bgzip, ``cat a.gz b.gz``, appends)
+    keeps. The other arguments are :func:`read_records`'.
+
+    Raises:
+        InvalidArgumentError: ``compression`` is none, or ``path`` is not a regular file
+            or a URL (a pipe has no offsets to restart at).
+    """
+    if compression is Compression.NONE:
+        raise InvalidArgumentError("read_records_noting_members reads GZIP/ZLIB files")
+    policy = _normalize_policy(on_damage)
+    limit = normalize_limit(max_record_bytes)
+    report = _reporter(on_damage_report)
+    where = remote.local_path(os.fspath(path))
+    if remote.is_url(where):
+        return _read_url(where, compression, verify, policy, report, limit=limit, members=members)
+    if stream_kind(where) is not None:
+        raise InvalidArgumentError(f"{where}: member offsets need a regular file")
+    return _read_file(where, compression, verify, policy, report, limit=limit, members=members)
+
+
 def _read_file(
     path: str,
     want: Compression | None,
@@ -149,6 +184,7 @@ def _read_file(
     report: DamageCallback,
     *,
     limit: int | None,
+    members: list[tuple[int, int]] | None = None,
 ) -> Iterator[bytes]:
     """A local regular file: read in windows when uncompressed, streamed otherwise."""
 
@@ -170,6 +206,7 @@ def _read_file(
                     policy=policy,
                     report=report,
                     max_record_bytes=limit,
+                    members=members,
                 )
                 return
             size = os.fstat(f.fileno()).st_size
@@ -237,6 +274,7 @@ def _read_peeked(
     *,
     path: str | None,
     limit: int | None,
+    members: list[tuple[int, int]] | None = None,
 ) -> Iterator[bytes]:
     """A stream: its first bytes are peeked (and handed back) to decide or to explain."""
     head, stream = peek_stream(raw)
@@ -250,6 +288,7 @@ def _read_peeked(
         policy=policy,
         report=report,
         max_record_bytes=limit,
+        members=members,
     )
     try:
         yield from records
@@ -291,12 +330,20 @@ def _read_url(
     report: DamageCallback,
     *,
     limit: int | None,
+    members: list[tuple[int, int]] | None = None,
 ) -> Iterator[bytes]:
     stream = remote.RemoteFile(url).open_stream()
     try:
         # The stream has read/read1 with file semantics; it is not an io class.
         yield from _read_peeked(
-            cast("BinaryIO", stream), want, verify, policy, report, path=url, limit=limit
+            cast("BinaryIO", stream),
+            want,
+            verify,
+            policy,
+            report,
+            path=url,
+            limit=limit,
+            members=members,
         )
     finally:
         stream.close()
