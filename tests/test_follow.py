@@ -247,13 +247,19 @@ def test_complete_records_are_still_crc_checked(tmp_path: Path) -> None:
     bad[13] ^= 1
     path.write_bytes(framing.frame(b"ok") + bytes(bad))
     with tfe.RecordFollower(path) as follower:
-        with pytest.raises(tfe.CorruptedRecordError, match="data CRC") as info:
-            follower.poll()
-        assert (info.value.record_index, info.value.offset) == (1, 18)
+        assert follower.poll() == [b"ok"]  # the records before the damage come first
+        for _ in range(2):  # then the damage, at every later poll
+            with pytest.raises(tfe.CorruptedRecordError, match="data CRC") as info:
+                follower.poll()
+            assert (info.value.record_index, info.value.offset) == (1, 18)
+        assert follower.records_read == 1
     with tfe.RecordFollower(path, verify=False) as follower:
         assert follower.poll() == [b"ok", bytes(bad[12:17])]
-    path.write_bytes(framing.frame(b"ok") + b"\0" * 12)
-    with tfe.RecordFollower(path) as follower, pytest.raises(tfe.CorruptedRecordError):
+    path.write_bytes(b"\0" * 12 + framing.frame(b"ok"))
+    with (
+        tfe.RecordFollower(path) as follower,
+        pytest.raises(tfe.CorruptedRecordError, match=r"length CRC.*no valid record header"),
+    ):
         follower.poll()
 
 
@@ -388,3 +394,35 @@ def test_bad_arguments(tmp_path: Path) -> None:
     follower.close()
     with pytest.raises(tfe.InvalidArgumentError, match="closed"):
         follower.poll()
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_a_large_record_written_in_pieces_is_waited_for(tmp_path: Path, compression: str) -> None:
+    path = tmp_path / "large.tfrecord"
+    big = bytes(range(256)) * (12 << 10)  # 3 MiB, written over several flushes
+    with tfe.TFRecordWriter(path, compression or None, atomic=False) as w:
+        w.write(b"small")
+        w.flush()
+    data = framing.frame(big)
+    compressor = zlib.compressobj(wbits=31) if compression else None
+    with tfe.RecordFollower(path, compression) as follower:
+        assert follower.poll() == [b"small"]
+        # a second gzip member, flushed piece by piece like a writer's flush()
+        with open(path, "ab", buffering=0) as f:
+            for k in range(0, len(data), 700_000):
+                piece = data[k : k + 700_000]
+                f.write(
+                    compressor.compress(piece) + compressor.flush(zlib.Z_SYNC_FLUSH)
+                    if compressor
+                    else piece
+                )
+                got = follower.poll()
+                if k + 700_000 < len(data):
+                    assert got == []
+                    assert follower.pending_bytes == k + len(piece)
+                else:
+                    assert got == [big]
+            if compressor:
+                f.write(compressor.flush())
+        assert follower.poll() == []
+        follower.finish()

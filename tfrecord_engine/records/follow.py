@@ -38,18 +38,27 @@ over), raises instead of being waited on forever.
 from __future__ import annotations
 
 import os
+import struct
 import threading
 import time
 import zlib
 from collections.abc import Iterator
 from types import TracebackType
 
-from ..errors import CorruptedRecordError, InvalidArgumentError, TFRecordError, TruncatedRecordError
+import crc32c as _crc32c
+
+from ..errors import (
+    CorruptedRecordError,
+    DataLossError,
+    InvalidArgumentError,
+    TFRecordError,
+    TruncatedRecordError,
+)
 from ..storage import remote
 from ..storage.filekind import stream_kind
 from . import framing
 from .compression import READ_CHUNK, Compression, _salvage
-from .detect import CompressionArg, detect, mismatch_note, requested
+from .detect import HEAD_SIZE, CompressionArg, detect, mismatch_note, noted, requested
 
 __all__ = ["RecordFollower"]
 
@@ -59,6 +68,10 @@ _WINDOW = 1 << 20
 _INFLATE_CHUNK = 1 << 20
 # Records returned by one poll of the iterator form, so a large backlog streams.
 _BATCH = 4096
+_HEADER = struct.Struct("<QI")
+_FOOTER = struct.Struct("<I")
+# The largest data length framing.parse_header accepts.
+_MAX_LENGTH = 2**64 - 2 - framing.FOOTER_SIZE
 
 
 def _seconds(name: str, value: float | None, *, positive: bool = False) -> float | None:
@@ -140,11 +153,15 @@ class RecordFollower:
         self.offset = 0  # the next record's start (decompressed offset when compressed)
         self._raw_pos = 0  # compressed input consumed from the file
         self._pending = 0  # bytes of an incomplete record at the end (uncompressed)
-        self._need = framing.HEADER_SIZE  # bytes the next record needs (uncompressed)
-        self._buf = b""  # decompressed bytes not yet returned as records
+        self._need = framing.HEADER_SIZE  # bytes the next record needs in all
+        # Decompressed bytes not yet returned as records, in pieces: joined only once
+        # they hold the next record whole (a large record is not copied per poll).
+        self._parts: list[bytes] = []
+        self._have = 0
         self._input = b""  # compressed bytes read but not yet fed to the inflater
         self._dec: zlib._Decompress | None = None
-        self._failed: CorruptedRecordError | None = None
+        self._failed: CorruptedRecordError | None = None  # deflate damage met ahead
+        self._damage: DataLossError | None = None  # framing damage at the position
 
     # -- the public surface -----------------------------------------------------------
 
@@ -158,7 +175,7 @@ class RecordFollower:
         """Bytes at the end that do not form a complete record yet (a torn tail)."""
         if self._kind is None or self._kind is Compression.NONE:
             return self._pending
-        return len(self._buf)
+        return self._have
 
     @property
     def closed(self) -> bool:
@@ -171,9 +188,12 @@ class RecordFollower:
             max_records: return at most this many (the rest come with the next call);
                 ``None`` for all there are.
 
+        Damage is raised once every record before it was returned: a poll that has
+        records returns them, and the next poll (and every one after it) raises.
+
         Raises:
             CorruptedRecordError: a complete record fails its CRCs, or the deflate
-                stream is damaged (after the intact records before it were returned).
+                stream is damaged.
             RecordTooLargeError: a header announces more than ``max_record_bytes``.
             TruncatedRecordError: the file shrank below what was already read.
             TFRecordError: the file was deleted or replaced while being followed.
@@ -185,6 +205,8 @@ class RecordFollower:
                 f"max_records must be an int >= 1 or None, not {max_records!r}"
             )
         fd = self._require_open()
+        if self._damage is not None:
+            raise self._damage
         size = os.fstat(fd).st_size
         if size < (
             self.offset + self._pending if self._kind is Compression.NONE else self._raw_pos
@@ -207,7 +229,11 @@ class RecordFollower:
             out = self._poll_plain(fd, size, limit)
         else:
             out = self._poll_compressed(fd, limit)
-        return out if out else self._unchanged(size)
+        if out:
+            return out
+        if self._damage is not None:
+            raise self._damage
+        return self._unchanged(size)
 
     def records(
         self,
@@ -287,8 +313,8 @@ class RecordFollower:
                     os.pread(self._require_open(), min(self._pending, 12), self.offset)
                 )
             return
-        if self._buf:
-            self._raise_torn(self._buf[: framing.HEADER_SIZE])
+        if self._have:
+            self._raise_torn(b"".join(self._parts)[: framing.HEADER_SIZE])
 
     def close(self) -> None:
         """Closes the file (idempotent); a running :meth:`records` ends."""
@@ -349,42 +375,79 @@ class RecordFollower:
         )
         raise AssertionError("unreachable: a torn record parsed")  # pragma: no cover
 
-    def _take(self, buf: bytes, pos: int, out: list[bytes], limit: int) -> tuple[int, int]:
-        """Appends the complete records of ``buf`` from ``pos``; returns where the first
-        incomplete one starts and how many bytes it needs in all (0: none left)."""
+    def _take(self, buf: bytes, out: list[bytes], limit: int) -> tuple[int, int]:
+        """Appends the complete records at the start of ``buf`` to ``out`` (up to
+        ``limit`` in all); returns where the first incomplete one starts and how many
+        bytes it needs in all (0: none left, or ``limit`` reached).
+
+        The follower's position moves past every record appended, also when a later one
+        raises its damage.
+        """
         size = len(buf)
         verify = self._verify
-        while pos < size:
-            if len(out) == limit:
-                return pos, 0
-            if size - pos < framing.HEADER_SIZE:
-                return pos, framing.HEADER_SIZE
-            length = framing.parse_header(
-                buf[pos : pos + framing.HEADER_SIZE],
-                remaining=None,
-                path=self.path,
-                record_index=self.records_read,
-                offset=self.offset,
-                max_length=self._limit,
-            )
-            need = length + framing.HEADER_SIZE + framing.FOOTER_SIZE
-            if size - pos < need:
-                return pos, need
-            start = pos + framing.HEADER_SIZE
-            data = buf[start : start + length]
-            if verify:
-                framing.check_data(
-                    data,
-                    framing.read_footer(buf, start + length),
-                    path=self.path,
-                    record_index=self.records_read,
-                    offset=self.offset,
-                )
-            out.append(data)
-            pos += need
-            self.offset += need
-            self.records_read += 1
-        return pos, 0
+        unpack_header = _HEADER.unpack_from
+        unpack_footer = _FOOTER.unpack_from
+        crc = _crc32c.crc32c
+        delta = framing.MASK_DELTA
+        max_length = _MAX_LENGTH if self._limit is None else self._limit
+        append = out.append
+        first = count = len(out)
+        pos = 0
+        try:
+            # Checks inline, as the readers' loops do; the framing helpers, which name
+            # the damage precisely, only for a record that fails one.
+            while pos < size:
+                if count == limit:
+                    return pos, 0
+                if size - pos < framing.HEADER_SIZE:
+                    return pos, framing.HEADER_SIZE
+                length, stored = unpack_header(buf, pos)
+                c = crc(buf[pos : pos + 8])
+                if (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF != stored or length > max_length:
+                    framing.parse_header(
+                        buf[pos : pos + framing.HEADER_SIZE],
+                        remaining=None,
+                        path=self.path,
+                        record_index=self.records_read + count - first,
+                        offset=self.offset + pos,
+                        max_length=self._limit,
+                    )
+                    raise AssertionError("unreachable: a failed check passed")  # pragma: no cover
+                end = pos + framing.HEADER_SIZE + length
+                if end + framing.FOOTER_SIZE > size:
+                    return pos, length + framing.HEADER_SIZE + framing.FOOTER_SIZE
+                data = buf[pos + framing.HEADER_SIZE : end]
+                if verify:
+                    c = crc(data)
+                    stored = unpack_footer(buf, end)[0]
+                    if (((c >> 15) | (c << 17)) + delta) & 0xFFFFFFFF != stored:
+                        framing.check_data(
+                            data,
+                            stored,
+                            path=self.path,
+                            record_index=self.records_read + count - first,
+                            offset=self.offset + pos,
+                        )
+                append(data)
+                count += 1
+                pos = end + framing.FOOTER_SIZE
+            return pos, 0
+        except DataLossError as exc:
+            # Raised by poll() once the records before it were returned.
+            self._damage = self._explained(exc)
+            return pos, 0
+        finally:
+            self.records_read += count - first
+            self.offset += pos
+
+    def _explained(self, exc: DataLossError) -> DataLossError:
+        """``exc``, saying what the file's first bytes look like when they contradict
+        the compression it is read with (an error at its first record only)."""
+        if exc.record_index != 0 or self._kind is None or self._fd is None:
+            return exc
+        head = os.pread(self._fd, HEAD_SIZE, 0)
+        better = noted(exc, head, self._kind, auto=self._want is None)
+        return exc if better is None else better
 
     def _poll_plain(self, fd: int, size: int, limit: int) -> list[bytes]:
         out: list[bytes] = []
@@ -396,24 +459,32 @@ class RecordFollower:
             buf = os.pread(fd, min(avail, max(_WINDOW, self._need)), self.offset)
             if not buf:
                 return out  # shrank between fstat and pread: the next poll says so
-            used, need = self._take(buf, 0, out, limit)
+            used, need = self._take(buf, out, limit)
             self._need = max(need, framing.HEADER_SIZE)
             self._pending = avail - used
+            if self._damage is not None:
+                return out
 
     def _poll_compressed(self, fd: int, limit: int) -> list[bytes]:
         out: list[bytes] = []
         while len(out) != limit:
-            used, _ = self._take(self._buf, 0, out, limit)
-            if used:
-                self._buf = self._buf[used:]
-            if len(out) == limit:
-                break
-            if self._failed is not None:
-                raise self._failed
+            if self._have >= self._need:
+                buf = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+                used, need = self._take(buf, out, limit)
+                rest = buf[used:] if used else buf
+                self._parts = [rest] if rest else []
+                self._have = len(rest)
+                self._need = max(need, framing.HEADER_SIZE)
+                if self._damage is not None:
+                    break
+                continue
             more = self._inflate(fd)
             if not more:
+                if self._failed is not None and self._damage is None:
+                    self._damage = self._failed  # after the records inflated before it
                 break
-            self._buf += more
+            self._parts.append(more)
+            self._have += len(more)
         return out
 
     def _inflate(self, fd: int) -> bytes:
@@ -421,6 +492,8 @@ class RecordFollower:
         kind = self._kind
         assert kind is not None
         wbits = 31 if kind is Compression.GZIP else 15
+        if self._failed is not None:
+            return b""
         while True:
             dec = self._dec
             if dec is None or dec.eof:
@@ -440,7 +513,7 @@ class RecordFollower:
                 got = dec.decompress(data, _INFLATE_CHUNK)
             except zlib.error as exc:
                 reason = f"{kind.value} data is damaged: {exc}"
-                if self.offset == 0 and not self._buf:
+                if self.offset == 0 and not self._have:
                     head = os.pread(fd, 4096, 0)
                     note = mismatch_note(head, kind, auto=self._want is None)
                     if note is not None:
@@ -451,9 +524,6 @@ class RecordFollower:
                 failed.__cause__ = exc
                 self._failed = failed
                 # The bytes inflated before the damage hold intact records: keep them.
-                salvaged = _salvage(before, data)
-                if salvaged:
-                    return salvaged
-                raise failed from exc
+                return _salvage(before, data)
             if got:
                 return got
