@@ -51,6 +51,7 @@ from ..errors import (
     CorruptedRecordError,
     DataLossError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     TFRecordError,
     TruncatedRecordError,
 )
@@ -135,6 +136,10 @@ class RecordFollower:
         self._want = requested(compression)
         self._limit = framing.normalize_limit(max_record_bytes)
         self._verify = verify
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidArgumentTypeError(
+                f"RecordFollower follows a file path, not {type(path).__name__}"
+            )
         name = remote.local_path(os.fspath(path))
         if remote.is_url(name):
             raise InvalidArgumentError(f"{name}: following needs a local file, not a URL")

@@ -46,6 +46,7 @@ from ..errors import (
     DamageWarning,
     DataLossError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     TruncatedRecordError,
 )
 from ..kernels.words import read_words
@@ -123,7 +124,9 @@ def read_records(
             field exceeds the bytes that remain, or the file shrank while it was read
             (``"raise"`` only for damage; a shrinking file raises under every policy).
         RecordTooLargeError: a record exceeds ``max_record_bytes`` (``"raise"`` only).
-        InvalidArgumentError: an unknown compression type or damage policy.
+        InvalidArgumentError: an unknown compression type or damage policy;
+            :class:`~tfrecord_engine.errors.InvalidArgumentTypeError` (also a
+            ``TypeError``) for a source that is no path, URL or binary file object.
         OSError: reading failed (under every policy: an I/O error is not damage).
 
     Example:
@@ -162,7 +165,7 @@ def read_records(
             return _read_file(path, want, verify, policy, report, limit=limit)
         return _read_opened(path, want, verify, policy, report, limit=limit)
     if isinstance(source, (int, bytes, bytearray, memoryview)) or not hasattr(source, "read"):
-        raise InvalidArgumentError(
+        raise InvalidArgumentTypeError(
             f"read_records reads a path, a URL or a binary file object, not {type(source).__name__}"
         )
     name = getattr(source, "name", None)
