@@ -426,3 +426,36 @@ def test_a_large_record_written_in_pieces_is_waited_for(tmp_path: Path, compress
                 f.write(compressor.flush())
         assert follower.poll() == []
         follower.finish()
+
+
+def test_a_waiting_iterator_yields_a_torn_record_once_the_writer_completes_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "halves.tfrecord"
+    record = framing.frame(b"y" * 1000)
+    writer = _Writer(path)
+    got: list[bytes] = []
+    try:
+        writer.do("write 0,1")
+        follower = tfe.RecordFollower(path)
+        thread = threading.Thread(
+            target=lambda: got.extend(follower.records(poll_interval=0.01, idle_timeout=60))
+        )
+        thread.start()
+        writer.do(f"raw {record[:500].hex()}")  # half a record, flushed
+        deadline = time.monotonic() + 30
+        while follower.pending_bytes != 500:  # the follower has seen the torn tail
+            assert time.monotonic() < deadline, "the follower never saw the torn tail"
+            time.sleep(0.01)
+        assert got == _names(0, 1)  # and waits on it: no error, no record
+        writer.do(f"raw {record[500:].hex()}")
+        while len(got) < 2:
+            assert time.monotonic() < deadline, "the completed record never came"
+            time.sleep(0.01)
+        follower.stop()
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+        follower.close()
+    finally:
+        writer.end()
+    assert got == [*_names(0, 1), b"y" * 1000]

@@ -298,7 +298,11 @@ class RecordFollower:
         return self.records()
 
     def stop(self) -> None:
-        """Asks a running :meth:`records` to end (safe to call from another thread)."""
+        """Asks a running :meth:`records` to end (safe to call from another thread).
+
+        It ends after its last look (see :meth:`records`); a later :meth:`records`
+        ends after one look too, while :meth:`poll` goes on working.
+        """
         self._stop.set()
 
     def finish(self) -> None:
@@ -322,7 +326,8 @@ class RecordFollower:
             self._raise_torn(b"".join(self._parts)[: framing.HEADER_SIZE])
 
     def close(self) -> None:
-        """Closes the file (idempotent); a running :meth:`records` ends."""
+        """Closes the file (idempotent). Call it from the thread that reads (another
+        thread calls :meth:`stop`, then the reader closes)."""
         self._stop.set()
         if self._fd is not None:
             fd, self._fd = self._fd, None
