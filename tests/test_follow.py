@@ -387,6 +387,8 @@ def test_bad_arguments(tmp_path: Path) -> None:
         tfe.RecordFollower("memory://x.tfrecord")
     with pytest.raises(FileNotFoundError):
         tfe.RecordFollower(tmp_path / "missing.tfrecord")
+    with pytest.raises(IsADirectoryError):
+        tfe.RecordFollower(tmp_path)
     follower = tfe.RecordFollower(path)
     with pytest.raises(tfe.InvalidArgumentError, match="max_records"):
         follower.poll(max_records=0)

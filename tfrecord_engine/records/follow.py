@@ -37,7 +37,9 @@ over), raises instead of being waited on forever.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import struct
 import threading
 import time
@@ -149,8 +151,12 @@ class RecordFollower:
                 "read_records(), which already waits for its writer"
             )
         self.path = name
-        self._fd: int | None = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        st = os.fstat(self._fd)
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+        self._fd: int | None = fd
         self._identity = (st.st_dev, st.st_ino)
         self._kind: Compression | None = self._want
         self._stop = threading.Event()
