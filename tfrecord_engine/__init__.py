@@ -50,6 +50,7 @@ from .example import (
 )
 from .index.sidecar import Index
 from .records.compression import Compression
+from .records.follow import RecordFollower
 from .records.reader import read_records
 from .records.recovery import DamageReport
 from .writing.writer import TFRecordWriter
@@ -79,6 +80,7 @@ __all__ = [
     "RawFeature",
     "ReadOnlyStorageError",
     "RecordDataset",
+    "RecordFollower",
     "RecordTooLargeError",
     "SparseFeature",
     "SparseValue",

@@ -140,7 +140,7 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
             results.append((path, n, reports))
             if not as_json:
                 for r in reports:
-                    click.secho(str(r), fg="red")
+                    bar.echo(str(r), fg="red")
     damaged = [r for r in results if r[2]]
     if as_json:
         echo_json(

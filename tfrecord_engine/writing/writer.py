@@ -140,7 +140,8 @@ class TFRecordWriter:
             complete file (the rename), but a power loss may lose it.
 
     ``close()`` is idempotent; ``write``/``flush`` after ``close`` raise
-    :class:`WriterClosedError` (TensorFlow's writer silently accepts them). After any
+    :class:`WriterClosedError` (TensorFlow 2.21's writer raises
+    ``FailedPreconditionError: Writer is closed.``). After any
     ``OSError`` the writer is failed: later calls raise :class:`WriterFailedError` and
     nothing is published. ``flush()`` pushes bytes to the operating system (into the
     temporary file in atomic mode); on a compressed writer it emits a zlib partial
