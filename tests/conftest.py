@@ -37,3 +37,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _index_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets an empty index cache of its own (never the user's ~/.cache)."""
     monkeypatch.setenv("TFE_INDEX_CACHE", str(tmp_path_factory.mktemp("index-cache")))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The suite exercises the compiled kernels from its first test: wait for their
+    background load (a no-op under TFE_KERNELS=0 or without numba)."""
+    from tfrecord_engine import kernels
+
+    kernels.wait()

@@ -406,15 +406,14 @@ def test_large_foreign_compressed_file_gets_in_memory_snapshots(
         assert isinstance(reader, compressed_source.CompressedFileRecords)
         assert not reader.sequential_only
         size = ds.indexes[0].stream_size
-        if size > 100:
-            assert reader._snaps is not None
-            assert len(reader._snaps) >= 2 or size <= spacing + 136
+        if size > 100:  # a record start past each spacing mark gets a snapshot
+            assert len(reader._snaps) >= 1 or size <= spacing + 136
         got = [r for b in ds.batches(7, shuffle=True, seed=1) for r in b]
         assert Counter(got) == Counter(records)
 
 
 @pytest.mark.parametrize("kind", ["GZIP", "ZLIB"])
-def test_concatenated_compressed_streams_read_forward(
+def test_concatenated_compressed_streams_restart_at_each_stream(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     from tfrecord_engine.data import compressed_source
@@ -427,10 +426,15 @@ def test_concatenated_compressed_streams_read_forward(
         parts.append((tmp_path / "part").read_bytes())
     path = tmp_path / "joined.tfrecord.z"
     path.write_bytes(b"".join(parts))  # two streams: what `cat a.gz b.gz` gives
+    # Each stream is "large": snapshots inside each, the second's start from the index.
     monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 500)
+    monkeypatch.setattr(compressed_source, "SNAPSHOT_SPACING", 700)
     monkeypatch.setattr(compressed_source, "_CHUNK", 64)
     ds = tfe.RecordDataset(path, compression=kind)
-    for count in (1, 3):  # sequential epochs, sharded too, stream forward
+    (idx,) = ds.indexes
+    assert idx.restarts.tolist() == [[len(parts[0]), idx.offsets[150]]]
+    assert idx.member_starts.tolist() == [True]
+    for count in (1, 3):  # sequential epochs, sharded too
         got = [
             r
             for s in range(count)
@@ -439,12 +443,46 @@ def test_concatenated_compressed_streams_read_forward(
         ]
         assert got == records
     assert ds[[250, 3, 299]] == [records[250], records[3], records[299]]
-    assert ds[10] == records[10]  # a backward jump starts the stream over
+    assert ds[10] == records[10]
     reader = ds._open()[0]
     assert isinstance(reader, compressed_source.CompressedFileRecords)
-    assert reader.sequential_only
-    with pytest.raises(tfe.InvalidArgumentError, match="shuffle=False"):
+    assert not reader.sequential_only
+    assert len(reader._snaps) >= 4  # inside both streams
+    got = [r for b in ds.batches(16, shuffle=True, seed=3) for r in b]
+    assert got != records
+    assert sorted(got) == sorted(records)
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_compressed_file_that_cannot_be_scanned_reads_forward_and_says_why(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, members: int
+) -> None:
+    from tfrecord_engine.data import compressed_source
+
+    records = [bytes([i % 256]) * (i % 50) for i in range(300)]
+    path = tmp_path / "a.tfrecord.gz"
+    with open(path, "wb") as f:
+        for part in np.array_split(np.arange(300), members):
+            with tfe.TFRecordWriter(tmp_path / "part", "GZIP") as w:
+                w.write_many(records[i] for i in part.tolist())
+            f.write((tmp_path / "part").read_bytes())
+    monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 500)
+    monkeypatch.setattr(compressed_source, "SNAPSHOT_SPACING", 700)
+    ds = tfe.RecordDataset(path, compression="GZIP")
+    assert len(ds) == len(records)  # indexed
+    data = path.read_bytes()  # damaged after indexing, before the first read
+    path.write_bytes(data[:40] + bytes(256) + data[296:])
+    with pytest.raises(tfe.InvalidArgumentError) as err:
         ds.batches(16, shuffle=True)
+    text = str(err.value)
+    assert "can only be read forward" in text
+    assert "does not inflate at or after compressed byte" in text
+    assert "shuffle=False" in text
+    assert "tfr convert" in text
+    assert ("single GZIP deflate stream" in text) == (members == 1)
+    assert "not written with" not in text
+    with pytest.raises(tfe.DataLossError):
+        list(ds.batches(16))
 
 
 def test_fetcher_source_coalesces_contiguous_reads(tmp_path: pathlib.Path) -> None:

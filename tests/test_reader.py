@@ -358,3 +358,13 @@ def test_windows_of_the_sequential_reader_lose_nothing(
         got.extend(tfe.read_records(path))
     assert got == records[:big]
     assert (err.value.record_index, err.value.offset) == (big, at - 12 - 50_000)
+
+
+@pytest.mark.parametrize("source", [1, 2.5, None, b"a.tfrecord", object()])
+def test_a_source_of_the_wrong_type_is_a_type_error(source: object) -> None:
+    # Once an AttributeError from deep inside ("'int' object has no attribute 'read'").
+    with pytest.raises(TypeError, match="path, a URL or a binary file object") as info:
+        tfe.read_records(source)  # type: ignore[arg-type]
+    assert isinstance(info.value, tfe.InvalidArgumentError)  # and still one of ours
+    with pytest.raises(TypeError, match="file path"):
+        tfe.RecordFollower(source)  # type: ignore[arg-type]

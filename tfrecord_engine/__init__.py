@@ -50,6 +50,7 @@ from .example import (
 )
 from .index.sidecar import Index
 from .records.compression import Compression
+from .records.follow import RecordFollower
 from .records.options import TFRecordCompressionType, TFRecordOptions
 from .records.reader import read_records
 from .records.recovery import DamageReport
@@ -80,6 +81,7 @@ __all__ = [
     "RawFeature",
     "ReadOnlyStorageError",
     "RecordDataset",
+    "RecordFollower",
     "RecordTooLargeError",
     "SparseFeature",
     "SparseValue",

@@ -7,7 +7,8 @@
   at record boundaries taken from each file's index (the ``.tfeidx`` sidecar, built on
   the worker when missing), so one big file spreads over many bundles, and the runner may
   split a piece again while it is read (dynamic rebalancing). GZIP/ZLIB files split only
-  at the restart points our writer records; compressed files without any are one piece.
+  at their restart points (our writer's full flushes, the member starts of bgzip,
+  concatenated or appended GZIP files); a single stream without any is one piece.
   Every CRC is checked by this package's reader (no ``crcmod``); under
   ``on_damage="skip"`` the damaged regions come out as
   :class:`~tfrecord_engine.DamageReport` values on a tagged output, ``"damage"``.
@@ -152,13 +153,14 @@ def _plan(path: str, compression: Compression, policy: str, bundle_bytes: int) -
         starts, where = np.arange(n, dtype=np.int64), offsets
         cuts: tuple[int, ...] | None = None
     else:
-        # A restart point is a full flush at a record boundary: decompression can begin
-        # there. Keep those that fall on a record start (our writer's always do).
+        # Decompression can begin at a restart point (our writer's full flushes, at
+        # record starts; any tool's member starts, usually inside a record): a piece
+        # starts at the first record beginning at or after one.
         restart = idx.restarts.astype(np.int64)
         at = np.searchsorted(offsets, restart[:, 1])
         ok = (at < n) & (at > 0)
-        ok[ok] = offsets[at[ok]] == restart[ok, 1]
-        starts, where = at[ok], restart[ok, 0]
+        starts, first = np.unique(at[ok], return_index=True)
+        where = restart[ok, 0][first]
         cuts = tuple(int(s) for s in starts)
     chosen = _spaced(starts, where, idx.data_size, bundle_bytes)
     pieces = tuple(int(p) for p in chosen if 0 < p < n)

@@ -15,6 +15,10 @@ Each subclass also inherits the built-in exception that callers already catch, s
 
 - :class:`InvalidArgumentError` (``ValueError``): a bad argument (an unknown compression
   type, a bad batch size, ...).
+
+  - :class:`InvalidArgumentTypeError` (also ``TypeError``): an argument of the wrong
+    type (``read_records(1)``).
+
 - :class:`WriterClosedError` (``ValueError``): ``write``/``flush`` on a closed writer,
   matching what Python's own files raise.
 - :class:`ParseError` (``ValueError``): a serialized Example does not match a feature
@@ -55,6 +59,7 @@ __all__ = [
     "ExampleParseError",
     "IndexFormatError",
     "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "MalformedExampleError",
     "MissingDependencyError",
     "OutOfRangeError",
@@ -136,6 +141,11 @@ class RecordTooLargeError(DataLossError):
 
 class InvalidArgumentError(TFRecordError, ValueError):
     """An argument has a value the engine does not accept."""
+
+
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of a type the engine does not accept (``read_records(1)``): also a
+    ``TypeError``, as Python's own functions raise for one."""
 
 
 class WriterClosedError(TFRecordError, ValueError):

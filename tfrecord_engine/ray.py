@@ -7,9 +7,10 @@ never needed.
 Reading (:func:`read_tfrecords`, :class:`TFRecordDatasource`): the driver opens every
 file's sidecar index (built and saved when missing, see :meth:`tfrecord_engine.Index.open`)
 and cuts each file into read tasks at record boundaries, by bytes. A big file is spread
-over many tasks; a GZIP/ZLIB file is cut at its restart points (a foreign compressed
-file without any stays one task). Every task knows its exact row count before anything
-runs, so ``ds.count()`` reads no data. Each task reads its records with every CRC
+over many tasks; a GZIP/ZLIB file is cut at its restart points (our writer's, or the
+member starts of a multi-member GZIP file; a foreign single stream stays one task).
+Every task knows its exact row count before anything runs, so ``ds.count()`` reads no
+data. Each task reads its records with every CRC
 checked and yields Arrow blocks: one ``record`` column of bytes, or one column per
 feature of ``features=`` (parsed as :func:`tfrecord_engine.parse_example` parses them).
 

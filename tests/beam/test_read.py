@@ -108,6 +108,21 @@ def test_foreign_gzip_without_restart_points_is_one_piece(beam: ModuleType, tmp_
     assert _read_numbers(beam, str(path), list(range(500)), desired_bundle_bytes=100) >= 1
 
 
+def test_bgzip_file_splits_at_member_starts(beam: ModuleType, tmp_path: Path) -> None:
+    from tfrecord_engine.beam import _PieceProvider, _plan
+    from tfrecord_engine.testing.members import bgzf, framed
+
+    path = tmp_path / "bgzip.gz"
+    path.write_bytes(bgzf(framed(_record(i) for i in range(3000)), 2000))
+    task = _plan(str(path), tfe.Compression.GZIP, "raise", 2000)
+    assert task.cuts is not None
+    assert len(task.cuts) > 10
+    provider = _PieceProvider()
+    pieces = list(provider.split(task, provider.initial_restriction(task)))
+    assert len(pieces) > 3
+    assert _read_numbers(beam, str(path), list(range(3000)), desired_bundle_bytes=2000) > 3
+
+
 @pytest.mark.parametrize("compression", [None, "GZIP"])
 def test_try_split_mid_read_covers_the_range_exactly(
     tmp_path: Path, compression: str | None

@@ -11,6 +11,7 @@ MODULES = [
     "tfrecord_engine.cli.app",
     "tfrecord_engine.cli.common",
     "tfrecord_engine.cli.files",
+    "tfrecord_engine.cli.infer",
     "tfrecord_engine.cli.repair",
     "tfrecord_engine.cli.shards",
     "tfrecord_engine.cli.show",

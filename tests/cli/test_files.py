@@ -203,3 +203,66 @@ def test_compression_is_recognised_from_the_bytes_not_the_name(cwd: Path) -> Non
     wrong = invoke("verify", "-c", "none", "fresh.tfrecord")
     assert wrong.exit_code == 1
     assert "GZIP magic (1f 8b); pass compression='GZIP' or 'auto'" in wrong.stdout
+
+
+def _screen(raw: str) -> list[str]:
+    """The lines a terminal shows for ``raw`` (carriage returns overwrite, escape
+    sequences are dropped)."""
+    import re
+
+    lines: list[str] = []
+    for text in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw).replace("\r\n", "\n").split("\n"):
+        row: list[str] = []
+        col = 0
+        for ch in text:
+            if ch == "\r":
+                col = 0
+                continue
+            row[col : col + 1] = [ch]
+            col += 1
+        lines.append("".join(row).rstrip())
+    return lines
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
+def test_verify_on_a_terminal_prints_damage_on_its_own_line(cwd: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli.helpers import ROOT
+
+    with tfe.TFRecordWriter("a.tfrecord") as w:
+        w.write_many([b"x" * 100] * 5)
+    with open("a.tfrecord", "r+b") as f:
+        f.seek(20)
+        f.write(b"\0\0\0")
+    master, slave = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "100"}
+    proc = subprocess.Popen(  # stdout and stderr on one terminal, as a user sees them
+        [sys.executable, "-m", "tfrecord_engine.cli", "verify", "a.tfrecord"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal (EIO on Linux)
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=60) == 1
+    raw = b"".join(chunks).decode()
+    assert "verifying" in raw  # the bar was drawn: this is the terminal path
+    damage = "a.tfrecord: record 0 at offset 0: data CRC mismatch"
+    shown = _screen(raw)
+    starts = [line for line in shown if damage in line]
+    assert len(starts) == 1, shown
+    assert starts[0].startswith(damage), shown
+    assert any(line.startswith("1 file, 4 records read") for line in shown), shown

@@ -180,3 +180,29 @@ def test_feature_list_without_values_is_commented_out(cwd: Path) -> None:
         w.write(tfe.encode_sequence_example({"n": 1}, {"empty": []}))
     out = invoke("schema", "--sequence", "e.tfrecord").stdout
     assert "    # 'empty': no values seen (empty lists only): the type is unknown" in out
+
+
+def test_help_examples_keep_their_lines() -> None:
+    """click rewraps a help paragraph unless it starts with \\b: every line of every
+    command's example (schema's has a blank line in it) is shown as written."""
+    import inspect
+
+    import click
+
+    from tfrecord_engine.cli import cli
+
+    assert isinstance(cli, click.Group)
+    checked = 0
+    for name, command in cli.commands.items():
+        doc = inspect.cleandoc(command.help or "")
+        if "Example:" not in doc:
+            continue
+        shown = {line.strip() for line in invoke(name, "--help").stdout.splitlines()}
+        example = doc.split("Example:", 1)[1].splitlines()
+        for line in example:
+            if line.strip() and line.strip() != "\b":
+                assert line.strip() in shown, (name, line)
+        checked += 1
+    assert checked >= 5
+    schema_help = invoke("schema", "--help").stdout
+    assert "\n    features = {\n" in schema_help

@@ -83,3 +83,57 @@ def test_sequence_example_context_gets_the_hint(cwd: Path) -> None:
         records, context_features={"emb": tfe.RawFeature([8], "float32")}
     )
     assert context["emb"][:, 0].tolist() == [0.0, 1.0, 2.0]
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    """A real grayscale PNG, stored uncompressed: equal sizes for equal shapes."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    h, w = pixels.shape
+    rows = b"".join(b"\0" + row.tobytes() for row in pixels.astype(np.uint8))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(rows, 0))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize(
+    ("magic", "name"),
+    [
+        (None, "PNG"),
+        (b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", "JPEG"),
+        (b"GIF89a", "GIF"),
+        (b"RIFF\x20\x00\x00\x00WEBPVP8 ", "WebP"),
+    ],
+)
+def test_equal_size_encoded_images_get_no_raw_hint(
+    cwd: Path, magic: bytes | None, name: str
+) -> None:
+    rng = np.random.default_rng(1)
+    if magic is None:
+        images = [_png(rng.integers(0, 256, (6, 7))) for _ in range(20)]
+    else:
+        images = [magic + rng.bytes(300) for _ in range(20)]
+    assert len(set(map(len, images))) == 1  # equal sizes: what used to get the hint
+    records = [tfe.encode_example({"image": im, "label": i}) for i, im in enumerate(images)]
+    _write("img.tfrecord", records)
+    out = invoke("schema", "img.tfrecord").stdout
+    line = _line(out, "image")
+    assert "RawFeature(" not in line
+    assert line.startswith('    "image": tfe.FixedLenFeature([], "string"),')
+    assert f"encoded {name} data" in line
+    assert "RawFeature(" not in invoke("schema", "--json", "img.tfrecord").stdout
+    # the per-record path (a SequenceExample's context) decides the same
+    sequences = [tfe.encode_sequence_example({"image": im}, {"t": [[1]]}) for im in images]
+    _write("seq.tfrecord", sequences)
+    assert "RawFeature(" not in _line(invoke("schema", "seq.tfrecord").stdout, "image")
+    # the spec proposed parses the records: the encoded bytes come back whole
+    spec = {"image": tfe.FixedLenFeature([], "string")}
+    assert tfe.parse_example(records, spec)["image"].tolist() == images

@@ -181,3 +181,62 @@ def test_cat_range_reads_indexed_files_by_random_access(
     result = invoke("cat", "--range", "40:42", "--payload", "a.tfrecord")
     assert result.exit_code == 0, result.output
     assert result.stdout_bytes == records[40] + records[41]
+
+
+def test_cat_follow_prints_each_record_as_a_writer_appends_it(cwd: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli.helpers import ROOT
+
+    rows = mnist_like(3)
+    writer = tfe.TFRecordWriter("live.tfrecord", atomic=False)
+    writer.write(tfe.encode_example(rows[0]))
+    writer.flush()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    args = ["cat", "--follow", "--json", "--poll-interval", "0.02", "--idle-timeout", "3"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfrecord_engine.cli", *args, "live.tfrecord"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    try:
+        seen = [json.loads(proc.stdout.readline())["index"]]
+        for row in rows[1:]:  # each line comes while the writer is still open
+            writer.write(tfe.encode_example(row))
+            writer.flush()
+            seen.append(json.loads(proc.stdout.readline())["index"])
+        writer.close()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert seen == [0, 1, 2]
+
+
+def test_cat_follow_reports_a_tail_still_torn_and_refuses_what_it_cannot_follow(
+    cwd: Path,
+) -> None:
+    records = write_examples("a.tfrecord", mnist_like(2))
+    Path("torn.tfrecord").write_bytes(Path("a.tfrecord").read_bytes()[:-5])
+    result = invoke("cat", "-f", "--raw", "--poll-interval", "0.01", "--idle-timeout", "0.1")
+    assert result.exit_code == 2  # no file given
+    result = invoke(
+        "cat", "-f", "--payload", "--poll-interval", "0.01", "--idle-timeout", "0.1", "a.tfrecord"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == b"".join(records)
+    result = invoke(
+        "cat", "-f", "--json", "--poll-interval", "0.01", "--idle-timeout", "0.1", "torn.tfrecord"
+    )
+    assert result.exit_code != 0
+    assert len(result.stdout.splitlines()) == 1
+    assert "truncated record" in result.stderr
+    for extra in (["--range", "1:"], ["a.tfrecord"]):
+        result = invoke("cat", "-f", "torn.tfrecord", *extra)
+        assert result.exit_code == 2
+        assert "--follow" in result.stderr

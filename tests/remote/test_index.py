@@ -148,3 +148,30 @@ def test_text_index_saves_to_a_url(mem: str) -> None:
     assert fsspec.filesystem("memory").cat_file(f"{url}.idx".removeprefix("memory://")) == (
         b"0 18\n18 19\n"
     )
+
+
+def test_remote_multi_member_gzip_keeps_member_starts(
+    served: Served, mem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfrecord_engine.data import compressed_source
+    from tfrecord_engine.testing.members import bgzf, framed
+
+    monkeypatch.setattr(compressed_source, "MAX_UNINDEXED_BLOCK", 10_000)  # "large"
+    records = [bytes([i % 256]) * (i % 700) for i in range(600)]
+    root, server = served
+    name = f"{secrets.token_hex(6)}.tfrecord.gz"
+    blob = bgzf(framed(records), 5000)
+    (root / name).write_bytes(blob)
+    _put(f"{mem}/{name}", blob)
+    local = tfe.Index.build(root / name)
+    assert len(local.restarts) == len(framed(records)) // 5000
+    assert local.member_starts.all()
+    for url in (f"{mem}/{name}", f"{server.url}/{name}"):
+        built = tfe.Index.build(url)
+        _same(built, local)
+        assert built.member_starts.all()
+        ds = tfe.RecordDataset(url)
+        picks = [599, 3, 300, 3]
+        assert ds[picks] == [records[i] for i in picks]
+        got = [r for b in ds.batches(64, shuffle=True, seed=2) for r in b]
+        assert sorted(got) == sorted(records)

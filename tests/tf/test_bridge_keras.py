@@ -158,3 +158,33 @@ def test_distributed_evaluate_counts_each_record_once(tf: ModuleType, tmp_path: 
     assert out["replicas"] == 2
     assert sorted(out["seen"]) == list(range(N)), "each record once across replicas"
     assert out["sums"] == [N, N * (N + 1) / 2]
+
+
+def test_only_weighted_metrics_are_exact_the_loss_counts_the_padding(
+    tf: ModuleType, tmp_path: Any
+) -> None:
+    """What docs/bridge.md says of masked evaluation: a metric given as a weighted
+    metric is the exact mean over the real records; the loss Keras reports is not
+    (it divides each batch's weighted loss by the batch size, padding included)."""
+    keras = tf.keras
+    ds = _dataset(str(tmp_path))
+    inputs = keras.Input((DIM,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.compile(
+        loss="mse",
+        weighted_metrics=[keras.metrics.MeanSquaredError(name="weighted_mse")],
+        metrics=[keras.metrics.MeanSquaredError(name="plain_mse")],
+    )
+    # 70 records in batches of 16: 80 slots, the last 10 masked.
+    ev = to_tf_dataset(ds, 16, pad_remainder=True).map(
+        lambda b: (b["x"], b["y"], tf.cast(b["mask"], tf.float32))
+    )
+    result = model.evaluate(ev, verbose=0, return_dict=True)
+    xs = np.stack([b["x"] for b in ds.batches(N)])[0]
+    ys = np.stack([b["y"] for b in ds.batches(N)])[0]
+    exact = float(np.mean((np.asarray(model(xs)) - ys) ** 2))
+    slots = 80
+    assert np.isclose(result["weighted_mse"], exact, rtol=1e-5)
+    assert np.isclose(result["loss"], exact * N / slots, rtol=1e-5)
+    assert not np.isclose(result["loss"], exact, rtol=1e-3)
+    assert not np.isclose(result["plain_mse"], exact, rtol=1e-3)  # no weights: padding counts

@@ -125,3 +125,25 @@ def test_damage_agrees_with_tensorflow(
         assert isinstance(our_err, tfe.TruncatedRecordError)
         assert 0 < len(data) - our_err.offset < framing.HEADER_SIZE
         assert "truncated header" in str(our_err)
+
+
+def test_write_after_close_raises_in_both(tf: ModuleType, tmp_path: Path) -> None:
+    """What the writer's docstring says of TensorFlow: write/flush after close raise."""
+    import pytest
+
+    theirs = tf.io.TFRecordWriter(str(tmp_path / "tf.tfrecord"))
+    theirs.close()
+    with pytest.raises(tf.errors.FailedPreconditionError, match="Writer is closed"):
+        theirs.write(b"late")
+    ours = tfe.TFRecordWriter(tmp_path / "ours.tfrecord")
+    ours.close()
+    with pytest.raises(tfe.WriterClosedError):
+        ours.write(b"late")
+    with pytest.raises(tfe.WriterClosedError):
+        ours.flush()
+    # and no document of ours says TensorFlow accepts them silently any more
+    root = Path(__file__).resolve().parents[2]
+    texts = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    texts += sorted((root / "tfrecord_engine" / "writing").glob("*.py"))
+    for text in texts:
+        assert "silently accepts" not in text.read_text(), text

@@ -77,7 +77,7 @@ def add_records(
     if parsed is None:
         _one_by_one(stats, records, wheres, kind)
         return
-    lengths, sizes = parsed
+    lengths, sizes, values = parsed
     stats.records += len(plain)
     for key, (rows, kinds) in seen.items():
         feature = stats.features.setdefault(key, FeatureStats())
@@ -86,6 +86,7 @@ def add_records(
             feature.add_many(_TYPES[kinds[0]], counts[np.asarray(rows, dtype=np.int64)])
             if key in sizes:
                 feature.add_sizes(sizes[key])
+                feature.add_formats(values[key])
             continue
         for k in kinds:  # conflicting kinds in this batch: types only
             feature.add_many(_TYPES[k], None)
@@ -97,26 +98,28 @@ Arrays = dict[str, npt.NDArray[np.int64]]
 
 def _lengths(
     records: list[bytes], seen: dict[str, tuple[list[int], list[int]]]
-) -> tuple[Arrays, Arrays] | None:
-    """Value counts per record of every key with one kind in the batch, and the byte
-    size of every bytes value (None: failed)."""
+) -> tuple[Arrays, Arrays, dict[str, list[bytes]]] | None:
+    """Value counts per record of every key with one kind in the batch, the byte size
+    of every bytes value, and the bytes values themselves (None: failed)."""
     spec = {
         key: RaggedFeature(_DTYPES[kinds[0]])
         for key, (_, kinds) in seen.items()
         if len(set(kinds)) == 1
     }
     if not spec or not records:
-        return {}, {}
+        return {}, {}, {}
     try:
         parsed = parse_example(records, spec)
     except ParseError:
         return None
     out: Arrays = {}
     sizes: Arrays = {}
+    values: dict[str, list[bytes]] = {}
     for key, value in parsed.items():
         assert isinstance(value, RaggedValue)
         out[key] = np.diff(value.row_splits).astype(np.int64)
         if spec[key].dtype == "string":
             flat = np.asarray(value.values).tolist()
             sizes[key] = np.fromiter(map(len, flat), np.int64, len(flat))
-    return out, sizes
+            values[key] = flat
+    return out, sizes, values

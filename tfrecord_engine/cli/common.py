@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import itertools
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeVar
@@ -221,6 +222,25 @@ class Progress:
         if self._bar is not None and self._pending:
             self._bar.update(self._pending)
             self._pending = 0
+
+    def echo(self, message: str, **style: Any) -> None:
+        """Prints a line (``click.secho``) on a line of its own, never after the bar.
+
+        On a terminal the bar's line has no newline until the bar ends: it is erased
+        first, and drawn again below the message.
+        """
+        bar = self._bar
+        file = getattr(bar, "file", None)
+        drawn = file is not None and file.isatty()
+        if file is not None and drawn:
+            width = shutil.get_terminal_size().columns
+            file.write("\r" + " " * max(width - 1, 0) + "\r")
+            file.flush()
+        click.secho(message, **style)
+        if drawn:
+            # click skips drawing a line it drew last: forget it, then draw again.
+            bar._last_line = None
+            bar.render_progress()
 
 
 @contextlib.contextmanager

@@ -140,7 +140,7 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
             results.append((path, n, reports))
             if not as_json:
                 for r in reports:
-                    click.secho(str(r), fg="red")
+                    bar.echo(str(r), fg="red")
     damaged = [r for r in results if r[2]]
     if as_json:
         echo_json(
@@ -217,10 +217,10 @@ def index_command(
     The index goes to .tfeidx/FILE.tfeidx, a hidden folder beside FILE that shard
     globs (train-*) do not match. A valid index there, or an old FILE.tfeidx, is kept
     unless --force: one written with the data (TFRecordWriter(..., index=True),
-    `tfr convert`, `tfr reshard`) holds the restart points of a GZIP/ZLIB file, which
-    a rebuild cannot recover. Damaged or stale ones are replaced by a new index in
-    .tfeidx/. --format dali writes the text index from the valid index when there is
-    one, else from a walk of the file.
+    `tfr convert`, `tfr reshard`) holds the full-flush restart points of a GZIP/ZLIB
+    stream, which a rebuild cannot recover (it finds member starts only). Damaged or
+    stale ones are replaced by a new index in .tfeidx/. --format dali writes the text
+    index from the valid index when there is one, else from a walk of the file.
 
     \b
     Example:

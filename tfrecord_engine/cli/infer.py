@@ -16,7 +16,10 @@ A bytes key with one value in every record, every value of the same size of at l
 ``RAW_HINT_BYTES`` bytes (an array stored with ``tobytes()``, typically), keeps its
 ``FixedLenFeature([], "string")`` suggestion; the comment adds that
 ``RawFeature([size], "uint8")`` reads it as an array (the dtype and shape are the
-writer's to say).
+writer's to say). Not when the values are encoded files (PNG, JPEG, GIF, WebP, ... :
+:func:`encoded_format` recognises their magic bytes): encoded images of equal size are
+still variable-format bytes to decode, never a fixed array, so the comment names the
+format instead.
 
 Per key of a ``SequenceExample``'s feature lists: every step of every record holds L
 values -> ``FixedLenSequenceFeature([L])`` (``allow_missing=True`` if some records lack
@@ -26,16 +29,63 @@ the list); otherwise ``VarLenFeature``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["RAW_HINT_BYTES", "FeatureStats", "SchemaStats", "render_json", "render_python"]
+__all__ = [
+    "RAW_HINT_BYTES",
+    "FeatureStats",
+    "SchemaStats",
+    "encoded_format",
+    "render_json",
+    "render_python",
+]
 
 #: Fixed-size bytes values at least this long get the RawFeature hint.
 RAW_HINT_BYTES: Final = 16
+
+# Magic bytes of encoded files stored as bytes features, by first byte. Only magics of
+# three bytes or more: a raw array starts so by chance once in 16 million values.
+_MAGICS: Final[dict[int, tuple[tuple[bytes, str], ...]]] = {
+    0x89: ((b"\x89PNG\r\n\x1a\n", "PNG"),),
+    0xFF: ((b"\xff\xd8\xff", "JPEG"),),
+    0x47: ((b"GIF87a", "GIF"), (b"GIF89a", "GIF")),
+    0x49: ((b"II*\x00", "TIFF"), (b"ID3", "MP3")),
+    0x4D: ((b"MM\x00*", "TIFF"),),
+    0x00: ((b"\x00\x00\x00\x0cjP  \r\n\x87\n", "JPEG 2000"),),
+    0x1F: ((b"\x1f\x8b\x08", "GZIP"),),
+    0x25: ((b"%PDF-", "PDF"),),
+    0x50: ((b"PK\x03\x04", "ZIP"),),
+    0x66: ((b"fLaC", "FLAC"),),
+    0x4F: ((b"OggS", "Ogg"),),
+    0x93: ((b"\x93NUMPY", "NPY"),),
+}
+# RIFF containers: the format is at bytes 8-12.
+_RIFF: Final = {b"WEBP": "WebP", b"WAVE": "WAV", b"AVI ": "AVI"}
+
+
+def encoded_format(value: bytes) -> str | None:
+    """The file format ``value`` starts with (its magic bytes), or ``None``.
+
+    >>> encoded_format(b"\\x89PNG\\r\\n\\x1a\\n..."), encoded_format(b"RIFF\\0\\0\\0\\0WEBPVP8 ")
+    ('PNG', 'WebP')
+    >>> encoded_format(bytes(784)) is None
+    True
+    """
+    if not value:
+        return None
+    if value[:4] == b"RIFF":
+        return _RIFF.get(value[8:12])
+    if value[4:8] == b"ftyp":  # ISO base media: AVIF, HEIC, MP4, MOV
+        return "ISO-BMFF (AVIF/HEIC/MP4)"
+    for magic, name in _MAGICS.get(value[0], ()):
+        if value.startswith(magic):
+            return name
+    return None
+
 
 _DTYPES: Final = {"int64": "int64", "float": "float32", "bytes": "string"}
 _TF_DTYPES: Final = {"int64": "tf.int64", "float": "tf.float32", "bytes": "tf.string"}
@@ -64,6 +114,13 @@ class FeatureStats:
     # Bytes values only: the smallest and largest value sizes seen.
     min_bytes: int | None = None
     max_bytes: int | None = None
+    # Bytes values only: how many values start as an encoded file of each format.
+    formats: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def add_formats(self, values: Iterable[bytes]) -> None:
+        """Counts the bytes values that are encoded files (see :func:`encoded_format`)."""
+        for name in filter(None, map(encoded_format, values)):
+            self.formats[name] = self.formats.get(name, 0) + 1
 
     def add_sizes(self, sizes: npt.NDArray[np.int64]) -> None:
         """Counts the byte sizes of bytes values."""
@@ -80,7 +137,9 @@ class FeatureStats:
         self.min_len = n if self.min_len is None else min(self.min_len, n)
         self.max_len = n if self.max_len is None else max(self.max_len, n)
         if t == "bytes":
-            self.add_sizes(np.fromiter(map(len, values.tolist()), np.int64, n))
+            flat = values.tolist()
+            self.add_sizes(np.fromiter(map(len, flat), np.int64, n))
+            self.add_formats(flat)
 
     def add_many(self, type_name: str, lengths: npt.NDArray[np.int64] | None) -> None:
         """Counts ``len(lengths)`` records holding this key with ``type_name`` values.
@@ -178,6 +237,10 @@ def _raw_hint(s: FeatureStats) -> str:
     size = s.min_bytes
     if size is None or size != s.max_bytes or size < RAW_HINT_BYTES:
         return ""
+    if s.formats:
+        # Encoded files of one size are a coincidence of the encoder, not an array.
+        kinds = "/".join(sorted(s.formats))
+        return f" of {size} bytes, encoded {kinds} data: decode it (not a RawFeature array)"
     return f' of {size} bytes: tfe.RawFeature([{size}], "uint8") reads arrays'
 
 

@@ -60,6 +60,7 @@ def schema_command(
       $ tfr schema --all train-00000-of-00002.tfrecord
       import tfrecord_engine as tfe
 
+    \b
       # Inferred by `tfr schema` from all 761 records of 1 file.
       features = {
           "image": tfe.FixedLenFeature([], 'string'),  # always 1 value(s)

@@ -22,6 +22,7 @@ from .common import (
     detect_compression,
     echo_json,
     expand_inputs,
+    is_remote,
     settings,
 )
 from .files import count_records
@@ -179,6 +180,7 @@ def _emit(
     bytes_mode: BytesMode,
     full: bool,
     raw: str | None,
+    flush: bool = False,
 ) -> None:
     if raw is not None:
         if as_json:
@@ -188,6 +190,8 @@ def _emit(
             raise click.UsageError("refusing to write binary records to a terminal")
         for _, _, record in records:
             stream.write(framing.frame(record) if raw == "framed" else record)
+            if flush:  # a follower's reader sees each record as it comes
+                stream.flush()
         stream.flush()
         return
     for path, i, record in records:
@@ -228,22 +232,82 @@ def head_command(paths: tuple[str, ...], compression: str, n: int, **out: Any) -
     show_default=True,
     help="Records A:B of the inputs (half-open; negatives count from the end).",
 )
+@click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Like tail -f: at the end of the file wait for the records a writer appends "
+    "(one local file; a record only partly written is waited for). Ctrl-C ends it.",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="With --follow: seconds between looks at a file with nothing new.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="With --follow: end after this many seconds without a new record "
+    "(a record still torn then is an error).",
+)
 @_output_options
-def cat_command(paths: tuple[str, ...], compression: str, span: str, **out: Any) -> None:
+def cat_command(
+    paths: tuple[str, ...],
+    compression: str,
+    span: str,
+    *,
+    follow: bool,
+    poll_interval: float,
+    idle_timeout: float | None,
+    **out: Any,
+) -> None:
     """Records of the inputs (all, or --range A:B across the files), decoded.
 
     Files with a valid sidecar index are read by random access (only the records in
     the range); others are read from the start. Reads pipes and "-" (standard input)
-    too, with non-negative indices.
+    too, with non-negative indices. --follow waits for more records at the end of a
+    file that is still being written.
 
     \b
     Example:
       $ tfr cat --range 5:7 --json 'train-*.tfrecord'
       $ tfr cat --raw a.tfrecord b.tfrecord > both.tfrecord
+      $ tfr cat --follow --json logs/events.tfrecord
     """
+    if follow:
+        _emit(_follow(paths, compression, span, poll_interval, idle_timeout), flush=True, **out)
+        return
     start, stop = parse_range(span)
     files = expand_inputs(paths, allow_streams=True)
     _emit(iter_range(files, compression, start, stop), **out)
+
+
+def _follow(
+    paths: tuple[str, ...],
+    compression: str,
+    span: str,
+    poll_interval: float,
+    idle_timeout: float | None,
+) -> Iterator[Located]:
+    if span != ":":
+        raise click.UsageError("--follow reads a file from its start: it takes no --range")
+    files = expand_inputs(paths, allow_streams=True)
+    if len(files) != 1 or stream_kind(files[0]) is not None or is_remote(files[0]):
+        raise click.UsageError("--follow follows one local file (not a pipe or a URL)")
+    kind = "auto" if compression == "auto" else detect_compression(files[0], compression)
+    records = read_records(
+        files[0],
+        kind,
+        max_record_bytes=settings().max_record_bytes,
+        follow=True,
+        poll_interval=poll_interval,
+        idle_timeout=idle_timeout,
+    )
+    for i, record in enumerate(records):
+        yield files[0], i, record
 
 
 COMMANDS = [head_command, cat_command]

@@ -1,26 +1,35 @@
 """Random access to the records of a GZIP/ZLIB file.
 
-Files written with ``TFRecordWriter(..., index=True)`` carry full-flush restart points:
-each block between two of them inflates on its own, so a record costs at most one
-block's decompression (a small LRU keeps recent blocks). A compressed file we did not
-write has no restart point: up to :data:`MAX_UNINDEXED_BLOCK` decompressed bytes it is
-decoded whole once. Beyond that, one pass over the file takes in-memory snapshots of
-the inflater (``zlib`` ``Decompress.copy()``, ~40 KiB each) at record starts about
-every :data:`SNAPSHOT_SPACING` bytes, which then act as restart points (they cannot be
-saved: Python's zlib cannot prime a fresh inflater at a bit offset). A stream of
-several concatenated members gets no snapshots: it is read forward only (a backward
-jump restarts from the top) and shuffled epochs are refused with a clear message.
+Inflating can begin only at a *restart point*, and the index keeps two kinds:
+
+- the start of each GZIP member (or ZLIB stream) after the first, found when the index
+  is built: bgzip (BGZF) files, ``cat a.gz b.gz`` and ``gzip.open(p, "ab")`` appends
+  are several members, and a fresh inflater begins at each (nothing to keep but the
+  two offsets);
+- full flushes written by ``TFRecordWriter(..., index=True)`` inside one deflate stream,
+  where a raw inflater begins.
+
+The decompressed bytes between two restart points form a *block*, inflated on its own
+(a small LRU keeps recent ones); a record costs the blocks it lies in (a record may span
+member boundaries: bgzip cuts every 64 KiB). A block up to :data:`MAX_UNINDEXED_BLOCK`
+decompressed bytes is decoded whole. A larger one (a single-stream file we did not
+write, or a large member) is covered, on first use, by one pass over the file that
+takes in-memory snapshots of the inflater (``zlib`` ``Decompress.copy()``, ~40 KiB
+each) at record starts about every :data:`SNAPSHOT_SPACING` bytes inside it, which then
+act as restart points (they cannot be saved: Python's zlib cannot prime a fresh
+inflater at a bit offset). Only a file that pass cannot inflate (damaged, or changed
+since it was indexed) is read forward only (a backward jump restarts from the top), and
+shuffled epochs over it are refused with the reason.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +45,8 @@ __all__ = ["MAX_UNINDEXED_BLOCK", "CompressedFileRecords"]
 IntArray = npt.NDArray[np.int64]
 _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
-#: Largest compressed file without restart points that random access decodes whole.
+#: Largest block (decompressed bytes between restart points) decoded whole; a larger
+#: one gets in-memory snapshots.
 MAX_UNINDEXED_BLOCK = 256 << 20
 #: Decompressed bytes between in-memory snapshots (at most MAX_SNAPSHOTS per file).
 SNAPSHOT_SPACING = 1 << 20
@@ -45,53 +55,110 @@ _CHUNK = 1 << 20
 #: Opens a compressed file for reading from its start (a file object with ``read``).
 StreamOpener = Callable[[], BinaryIO]
 
+# How a block begins: a fresh inflater for the file's kind (the file's start, a member
+# start), a raw inflater (a full flush), or an in-memory snapshot.
+_STREAM: Final = 0
+_FLUSH: Final = 1
+_SNAP: Final = 2
+
+
+def _wbits(kind: Compression) -> int:
+    return 31 if kind is Compression.GZIP else 15
+
+
+def _inflate(dec: zlib._Decompress, raw: bytes, need: int, wbits: int) -> bytes:
+    """Up to ``need`` bytes inflated from ``raw`` by ``dec``, going on into the members
+    (streams) that follow with fresh inflaters (``wbits``).
+
+    Raises:
+        zlib.error: damaged input.
+    """
+    parts: list[bytes] = []
+    have = 0
+    data = raw
+    while have < need:
+        out = dec.decompress(data, need - have)
+        parts.append(out)
+        have += len(out)
+        if dec.eof:
+            data = dec.unused_data
+            if not data:
+                break
+            dec = zlib.decompressobj(wbits)
+        else:
+            data = dec.unconsumed_tail
+            if not data and not out:
+                break  # the input ends inside a member
+    return b"".join(parts)
+
+
+def _snapshot_targets(index: Index, dstart: IntArray, dend: IntArray, max_block: int) -> list[int]:
+    """Record starts strictly inside the blocks larger than ``max_block``, about every
+    :data:`SNAPSHOT_SPACING` bytes (at most :data:`MAX_SNAPSHOTS` in all), ascending."""
+    large = np.flatnonzero(dend - dstart > max_block)
+    if len(large) == 0:
+        return []
+    total = int((dend[large] - dstart[large]).sum())
+    spacing = max(SNAPSHOT_SPACING, -(-total // MAX_SNAPSHOTS))
+    offsets = index.offsets.astype(np.int64)
+    targets: list[npt.NDArray[np.int64]] = []
+    for b in large.tolist():
+        lo, hi = int(dstart[b]), int(dend[b])
+        marks = np.arange(lo + spacing, hi, spacing, dtype=np.int64)
+        at = np.searchsorted(offsets, marks)
+        starts = offsets[at[at < len(offsets)]]
+        targets.append(starts[(starts > lo) & (starts < hi)])
+    found: list[int] = np.unique(np.concatenate(targets)).tolist()
+    return found
+
 
 def _scan_snapshots(
-    open_stream: StreamOpener, index: Index
-) -> tuple[list[int], list[int], list[zlib._Decompress]] | None:
-    """One pass over a single-stream file: inflater snapshots at record starts.
+    open_stream: StreamOpener, kind: Compression, targets: list[int]
+) -> tuple[list[int], list[zlib._Decompress]] | str:
+    """One pass from the start of the file, through every member, to the last target:
+    an inflater snapshot at each of ``targets`` (decompressed offsets, ascending).
 
     Returns:
-        compressed offsets, decompressed offsets and inflater copies (the first at 0),
-        or ``None`` when the file holds several streams or does not inflate cleanly
-        (the forward-only reader then reports what is wrong, record by record).
+        the compressed offsets and the snapshots, one per target; or why the file could
+        not be scanned (damaged, or shorter than the index says).
     """
-    size = index.stream_size
-    offsets = index.offsets.astype(np.int64)
-    spacing = max(SNAPSHOT_SPACING, -(-size // MAX_SNAPSHOTS))
-    marks = np.arange(spacing, size, spacing, dtype=np.int64)
-    at = np.searchsorted(offsets, marks)
-    targets = np.unique(offsets[at[at < len(offsets)]]).tolist()
-    dec = zlib.decompressobj(31 if index.compression is Compression.GZIP else 15)
-    cstart, dstart, states = [0], [0], [dec.copy()]
+    wbits = _wbits(kind)
+    dec = zlib.decompressobj(wbits)
+    cstart: list[int] = []
+    states: list[zlib._Decompress] = []
     cpos = dpos = t = 0
     data = b""
     try:
         with contextlib.closing(open_stream()) as f:
-            while True:
+            while t < len(targets):
                 if not data:
                     data = f.read(_CHUNK)
                     if not data:
                         break
-                want = targets[t] - dpos if t < len(targets) else 8 * _CHUNK
-                dpos += len(dec.decompress(data, want))
-                if dec.eof:
-                    if dec.unused_data or f.read(1):
-                        return None  # concatenated streams
-                    break
-                # Input the inflater took; the rest (the tail) is fed again next turn.
-                cpos += len(data) - len(dec.unconsumed_tail)
-                data = dec.unconsumed_tail
-                if t < len(targets) and dpos == targets[t]:
+                dpos += len(dec.decompress(data, targets[t] - dpos))
+                if dec.eof:  # the member ends: the next one (if any) starts afresh
+                    cpos += len(data) - len(dec.unused_data)
+                    data = dec.unused_data
+                    dec = zlib.decompressobj(wbits)
+                else:
+                    # Input the inflater took; the rest (the tail) is fed again next turn.
+                    cpos += len(data) - len(dec.unconsumed_tail)
+                    data = dec.unconsumed_tail
+                if dpos == targets[t]:
                     cstart.append(cpos)
-                    dstart.append(dpos)
                     states.append(dec.copy())
                     t += 1
-    except zlib.error:
-        return None
-    if dpos != size or t != len(targets):
-        return None
-    return cstart, dstart, states
+    except zlib.error as exc:
+        return (
+            f"its {kind.value} data does not inflate at or after compressed byte {cpos} "
+            f"(zlib: {exc}; damaged?)"
+        )
+    if t != len(targets):
+        return (
+            f"it inflates to only {dpos} bytes, short of the records its index lists "
+            "(changed since it was indexed?)"
+        )
+    return cstart, states
 
 
 class _ForwardStream:
@@ -174,6 +241,8 @@ class CompressedFileRecords:
         fetch: reads a byte range of the compressed file (default: the local file).
         open_stream: opens the compressed file for a forward read (default: ``open``);
             remote files pass their read-ahead stream.
+        max_block: the largest block decoded whole (default
+            :data:`MAX_UNINDEXED_BLOCK`); larger ones get in-memory snapshots.
     """
 
     def __init__(
@@ -183,6 +252,7 @@ class CompressedFileRecords:
         *,
         fetch: Fetcher | None = None,
         open_stream: StreamOpener | None = None,
+        max_block: int | None = None,
     ) -> None:
         self.index = index
         self.path = index.data_path
@@ -191,38 +261,86 @@ class CompressedFileRecords:
         self._open_stream: StreamOpener = (
             (lambda: open(path, "rb")) if open_stream is None else open_stream  # noqa: SIM115
         )
+        self._wbits = _wbits(index.compression)
         r = index.restarts.astype(np.int64)
-        self._cstart = np.concatenate([[0], r[:, 0]]).astype(np.int64)
-        self._dstart = np.concatenate([[0], r[:, 1]]).astype(np.int64)
-        self._dend = np.append(self._dstart[1:], index.stream_size)
-        self._block_of = np.searchsorted(self._dstart, index.offsets.astype(np.int64), "right") - 1
+        kinds = np.where(index.member_starts, _STREAM, _FLUSH)
+        self._set_blocks(
+            np.concatenate([[0], r[:, 0]]),
+            np.concatenate([[0], r[:, 1]]),
+            np.concatenate([[_STREAM], kinds]),
+        )
         self._cache: OrderedDict[int, bytes] = OrderedDict()
         self._cache_blocks = cache_blocks
         self._stream: _ForwardStream | None = None
-        self._snaps: list[zlib._Decompress] | None = None
-        self._prepared = not (len(self._cstart) == 1 and index.stream_size > MAX_UNINDEXED_BLOCK)
+        self._why_forward: str | None = None
+        self._snaps: dict[int, zlib._Decompress] = {}
+        self._max_block = MAX_UNINDEXED_BLOCK if max_block is None else max_block
+        self._prepared = not bool(np.any(self._dend - self._dstart > self._max_block))
 
-    def _prepare(self) -> None:
-        """Scans a large file without restart points once, on first use."""
-        if self._prepared:
-            return
-        self._prepared = True
-        found = _scan_snapshots(self._open_stream, self.index)
-        if found is None:
-            self._stream = _ForwardStream(self._open_stream, self.index)
-            return
-        cstart, dstart, self._snaps = found
-        self._cstart = np.array(cstart, dtype=np.int64)
-        self._dstart = np.array(dstart, dtype=np.int64)
-        self._dend = np.append(self._dstart[1:], self.index.stream_size)
+    def _set_blocks(self, cstart: object, dstart: object, kinds: object) -> None:
+        self._cstart = np.asarray(cstart, dtype=np.int64)
+        self._dstart = np.asarray(dstart, dtype=np.int64)
+        self._kind = np.asarray(kinds, dtype=np.int8)
+        self._dend = np.append(self._dstart[1:], self.index.stream_size).astype(np.int64)
         offsets = self.index.offsets.astype(np.int64)
         self._block_of = np.searchsorted(self._dstart, offsets, "right") - 1
 
+    def _prepare(self) -> None:
+        """Covers blocks too large to decode whole with in-memory snapshots (one pass
+        over the file, on first use)."""
+        if self._prepared:
+            return
+        self._prepared = True
+        targets = _snapshot_targets(self.index, self._dstart, self._dend, self._max_block)
+        if not targets:
+            return  # large blocks of one record each: nothing to cut them at
+        found = _scan_snapshots(self._open_stream, self.index.compression, targets)
+        if isinstance(found, str):
+            self._stream = _ForwardStream(self._open_stream, self.index)
+            self._why_forward = found
+            return
+        cstart, states = found
+        n = len(self._cstart)
+        order = np.argsort(np.concatenate([self._dstart, targets]), kind="stable")
+        self._set_blocks(
+            np.concatenate([self._cstart, cstart])[order],
+            np.concatenate([self._dstart, targets])[order],
+            np.concatenate([self._kind, np.full(len(targets), _SNAP)])[order],
+        )
+        where = np.argsort(order)  # the new block number of each old and new point
+        self._snaps = dict(zip(where[n:].tolist(), states, strict=True))
+
     @property
     def sequential_only(self) -> bool:
-        """Whether only forward reads are efficient (no restart points, too large)."""
+        """Whether only forward reads are efficient (a large block that could not be
+        scanned for in-memory restart points; :attr:`sequential_reason` says why)."""
         self._prepare()
         return self._stream is not None
+
+    @property
+    def sequential_reason(self) -> str | None:
+        """Why this file can only be read forward, or ``None`` (random access works)."""
+        if not self.sequential_only:
+            return None
+        size = self.index.stream_size
+        kind = self.index.compression.value
+        if len(self.index.restarts) == 0:
+            where = (
+                f"it is a single {kind} deflate stream ({size} bytes decompressed) "
+                "without restart points: inflating can begin only at its start, "
+                "and scanning it once for in-memory restart points failed"
+            )
+        else:
+            where = (
+                "a stretch of it between restart points is too large to decode whole, "
+                "and scanning it once for in-memory restart points failed"
+            )
+        return f"{where}: {self._why_forward}"
+
+    def _record_at(self, b: int) -> int:
+        """The record the first byte of block ``b`` belongs to (for error reports)."""
+        at = int(np.searchsorted(self.index.offsets, np.uint64(self._dstart[b]), "right"))
+        return max(0, at - 1)
 
     def _block(self, b: int) -> bytes:
         hit = self._cache.get(b)
@@ -233,26 +351,18 @@ class CompressedFileRecords:
         start = int(self._cstart[b])
         stop = int(self._cstart[b + 1]) if b + 1 < len(self._cstart) else self.index.data_size
         raw = self._fetch(start, stop - start)
+        kind = int(self._kind[b])
+        if kind == _SNAP:
+            dec = self._snaps[b].copy()
+        else:
+            dec = zlib.decompressobj(self._wbits if kind == _STREAM else -15)
         try:
-            if self._snaps is not None:
-                data = self._snaps[b].copy().decompress(raw, need)
-            elif b == 0:
-                dec = Decompressor(io.BytesIO(raw), self.index.compression)
-                parts, have = [], 0
-                while have < need:
-                    part = dec.read(need - have)
-                    if not part:
-                        break
-                    parts.append(part)
-                    have += len(part)
-                data = b"".join(parts)
-            else:
-                data = zlib.decompressobj(-15).decompress(raw, need)
-        except (DecompressError, zlib.error) as exc:
+            data = _inflate(dec, raw, need, self._wbits)
+        except zlib.error as exc:
             raise CorruptedRecordError(
                 f"damaged {self.index.compression.value} block {b}: {exc}",
                 path=self.path,
-                record_index=int(np.argmax(self._block_of == b)),
+                record_index=self._record_at(b),
                 offset=int(self._dstart[b]),
             ) from exc
         if len(data) != need:
@@ -260,13 +370,25 @@ class CompressedFileRecords:
                 f"{self.index.compression.value} block {b} decompresses to {len(data)} "
                 f"bytes, the index expects {need}",
                 path=self.path,
-                record_index=int(np.argmax(self._block_of == b)),
+                record_index=self._record_at(b),
                 offset=int(self._dstart[b]),
             )
         self._cache[b] = data
         if len(self._cache) > self._cache_blocks:
             self._cache.popitem(last=False)
         return data
+
+    def _span(self, b: int, start: int, end: int) -> bytes:
+        """Decompressed bytes ``[start, end)``, beginning in block ``b`` and running on
+        into the blocks after it (a record across a member boundary)."""
+        parts: list[bytes] = []
+        while start < end:
+            data = self._block(b)
+            base = int(self._dstart[b])
+            parts.append(data[start - base : min(end, int(self._dend[b])) - base])
+            start = int(self._dend[b])
+            b += 1
+        return b"".join(parts)
 
     def _read_forward(self, local: IntArray, verify: bool) -> list[bytes]:
         assert self._stream is not None
@@ -303,15 +425,21 @@ class CompressedFileRecords:
         out: list[bytes] = [b""] * len(local)
         blocks = self._block_of[local]
         offsets = self.index.offsets[local]
+        lengths = self.index.lengths[local]
         stored = np.zeros(len(local), dtype=np.uint32)
         for b in np.unique(blocks).tolist():
             data = self._block(b)
             base = int(self._dstart[b])
             for j in np.flatnonzero(blocks == b).tolist():
                 start = int(offsets[j]) - base + _H
-                end = start + int(self.index.lengths[local[j]])
-                out[j] = data[start:end]
-                stored[j] = framing.read_footer(data, end)
+                end = start + int(lengths[j])
+                if end + _F <= len(data):
+                    out[j] = data[start:end]
+                    stored[j] = framing.read_footer(data, end)
+                else:  # runs on into the next block(s)
+                    framed = self._span(b, start - _H + base, end + _F + base)
+                    out[j] = framed[_H:-_F]
+                    stored[j] = framing.read_footer(framed, len(framed) - _F)
         if verify and out:
             verify_batch(out, stored, path=self.path, local=local, offsets=offsets)
         return out

@@ -191,8 +191,10 @@ class Piece:
 def cut_points(index: Index) -> npt.NDArray[np.int64]:
     """The records a read task of this file may start at, ascending (always record 0).
 
-    Any record of an uncompressed file; the records at the restart points of a
-    compressed one (inflating starts there); only record 0 without restart points.
+    Any record of an uncompressed file; of a compressed one, the first record starting
+    at or after each restart point (inflating starts there: a full flush at a record
+    start, or a member start, often inside a record); only record 0 without restart
+    points.
     """
     n = len(index)
     if n == 0:

@@ -33,7 +33,7 @@ import numpy.typing as npt
 from ..errors import DamageWarning, IndexFormatError
 from ..records import framing
 from ..records.compression import Compression
-from ..records.reader import read_records
+from ..records.reader import read_records, read_records_noting_members
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport
 
 __all__ = ["decode_damage", "encode_damage", "reporter", "tolerant_scan"]
@@ -57,24 +57,41 @@ def reporter(callback: DamageCallback | None) -> DamageCallback:
 
 
 def tolerant_scan(
-    path: str, kind: Compression, policy: DamagePolicy, max_record_bytes: int | None = None
+    path: str,
+    kind: Compression,
+    policy: DamagePolicy,
+    max_record_bytes: int | None = None,
+    members: list[tuple[int, int]] | None = None,
 ) -> tuple[U64Array, U64Array, list[DamageReport]]:
     """Indexes a file under ``"stop"``/``"skip"``: ``(offsets, lengths, damage)``.
 
     Offsets follow from the reader's output: records lie back to back, except that each
-    damage report moves the position past the bytes it skipped.
+    damage report moves the position past the bytes it skipped. ``members`` (GZIP/ZLIB
+    only) receives the member starts the read passes (see
+    :func:`~tfrecord_engine.records.reader.read_records_noting_members`).
     """
     reports: list[DamageReport] = []
     offsets: list[int] = []
     lengths: list[int] = []
     pos = 0
     seen = 0
-    records = read_records(
-        path,
-        kind,
-        on_damage=policy,
-        on_damage_report=reports.append,
-        max_record_bytes=max_record_bytes,
+    records = (
+        read_records(
+            path,
+            kind,
+            on_damage=policy,
+            on_damage_report=reports.append,
+            max_record_bytes=max_record_bytes,
+        )
+        if members is None or kind is Compression.NONE
+        else read_records_noting_members(
+            path,
+            kind,
+            members,
+            on_damage=policy,
+            on_damage_report=reports.append,
+            max_record_bytes=max_record_bytes,
+        )
     )
     for record in records:
         if len(reports) > seen:

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from ..errors import StaleIndexError
 from ..records import framing
 from ..records.compression import Compression
-from ..records.reader import read_records
+from ..records.reader import read_records, read_records_noting_members
 from ..storage import remote
 from ..storage.ranges import coalesce
 
@@ -237,10 +237,24 @@ def _check_header_at(
 
 
 def walk_stream(
-    path: str, kind: Compression, max_record_bytes: int | None = None
+    path: str,
+    kind: Compression,
+    max_record_bytes: int | None = None,
+    members: list[tuple[int, int]] | None = None,
 ) -> tuple[U64Array, U64Array]:
-    """Indexes a compressed file by decompressing it once (payloads are skipped over)."""
-    records = read_records(path, kind, verify=False, max_record_bytes=max_record_bytes)
+    """Indexes a compressed file by decompressing it once (payloads are skipped over).
+
+    ``members`` (GZIP/ZLIB only) receives ``(compressed, decompressed)`` offsets of each
+    member start after the first (see
+    :func:`~tfrecord_engine.records.reader.read_records_noting_members`).
+    """
+    records = (
+        read_records(path, kind, verify=False, max_record_bytes=max_record_bytes)
+        if members is None or kind is Compression.NONE
+        else read_records_noting_members(
+            path, kind, members, verify=False, max_record_bytes=max_record_bytes
+        )
+    )
     lengths = np.fromiter((len(r) for r in records), dtype=np.uint64)
     framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
     offsets = np.concatenate([[0], np.cumsum(framed)[:-1]]).astype(np.uint64)

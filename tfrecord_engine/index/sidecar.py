@@ -5,17 +5,22 @@ index cache, or the old ``<data>.tfeidx``) is :mod:`.placement`'s business. Bina
 layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
 
     magic        8 bytes   b"TFEIDX\\r\\n"
-    version      uint32    1, 2 or 3 (see below)
+    version      uint32    1, 2 or 3 (see below); 16 more (17, 18, 19) when the
+                           restart table marks member starts
     compression  uint32    0 none, 1 ZLIB, 2 GZIP
     data_size    uint64    size of the data file in bytes (compressed size for GZIP/ZLIB)
     fingerprint  uint64    crc32c of sampled windows of the data file (see ``fingerprint``)
     count        uint64    number of records n
-    restarts     uint64    number of full-flush restart points m (compressed files)
+    restarts     uint64    number of restart points m (compressed files)
     offsets      uint64[n] start of each record's header (decompressed stream offset
                            for GZIP/ZLIB)
     lengths      uint64[n] data length of each record (framing excluded)
     restart      uint64[m, 2]  (compressed offset, decompressed offset) of each point
-                           where the deflate stream was fully flushed
+                           where inflating can begin, ascending: a full flush inside
+                           a deflate stream (our writer's), or, with bit 63 of the
+                           compressed offset set, the start of a GZIP member (or
+                           ZLIB stream) of a multi-member file, where a fresh
+                           inflater begins
     damage       (version 2 only) the damage list, see :mod:`.index_damage`
     checksum     uint32    masked crc32c of every byte before it
 
@@ -30,6 +35,14 @@ built (:attr:`Index.data_verified`):
 - 3: the layout of version 1 (clean, no damage list), with every data CRC checked: an
   index written with the data (``TFRecordWriter(..., index=True)``) or a clean file
   indexed under ``"stop"``/``"skip"``. It serves every policy.
+
+Member starts are found when an index is built by reading the file (:meth:`Index.build`,
+and the index built on a first read): each member of a bgzip (BGZF) file, of ``cat a.gz
+b.gz`` or of a file appended to with ``gzip.open(p, "ab")`` is a restart point that
+costs 16 bytes of index and nothing to keep in memory. An index that marks any is
+written as version 16 + v (v as above), which builds from before member starts refuse
+(they would read the marked offsets as full flushes) and then index the file again;
+an index without member starts keeps versions 1 to 3, byte for byte.
 
 A stale index (data file appended, truncated or replaced) is caught when it is opened:
 the size and the fingerprint must match and, for uncompressed files, the last record
@@ -95,6 +108,10 @@ DAMAGE_FORMAT_VERSION: Final = 2
 #: The version of clean sidecars whose every data CRC was checked (layout of version 1).
 VERIFIED_FORMAT_VERSION: Final = 3
 _VERSIONS: Final = (FORMAT_VERSION, DAMAGE_FORMAT_VERSION, VERIFIED_FORMAT_VERSION)
+#: Added to the version of an index whose restart table marks member starts.
+MEMBER_STARTS_VERSION_OFFSET: Final = 16
+#: Bit of a restart's compressed offset (in the file) that marks a member start.
+_MEMBER_BIT: Final = np.uint64(1 << 63)
 _MAGIC: Final = b"TFEIDX\r\n"
 _HEAD = struct.Struct("<8sIIQQQQ")
 _CRC = struct.Struct("<I")
@@ -118,6 +135,23 @@ def _noting_errors(head: bytes, kind: Compression, *, auto: bool) -> Iterator[No
         raise better from exc
 
 
+def _useful_members(
+    members: Sequence[tuple[int, int]], offsets: U64Array, lengths: U64Array
+) -> U64Array:
+    """The member starts worth keeping as restart points: those before the end of the
+    last record (a trailing empty member, as bgzip's end-of-file block, starts none),
+    the last of several at one decompressed offset (empty members in between)."""
+    table = np.array(members, dtype=np.uint64).reshape(-1, 2)
+    if len(offsets) == 0 or len(table) == 0:
+        return np.zeros((0, 2), dtype=np.uint64)
+    end = offsets[-1] + lengths[-1] + np.uint64(framing.FRAME_OVERHEAD)
+    table = as_u64(table[table[:, 1] < end])
+    if len(table) == 0:
+        return table
+    last = np.append(table[1:, 1] != table[:-1, 1], True)
+    return as_u64(table[last])
+
+
 class Index:
     """Record offsets and lengths of one TFRecord file, plus what identifies the file.
 
@@ -128,8 +162,13 @@ class Index:
         fingerprint: :func:`fingerprint` of the data file when indexed.
         offsets: ``uint64[n]`` start of each record (decompressed offset if compressed).
         lengths: ``uint64[n]`` data length of each record.
-        restarts: ``uint64[m, 2]`` full-flush points ``(compressed, decompressed)``
-            offsets; empty for uncompressed files and compressed files we did not write.
+        restarts: ``uint64[m, 2]`` restart points ``(compressed, decompressed)``
+            offsets, ascending: where inflating can begin (full flushes written by our
+            writer, and each member start of a multi-member GZIP file); empty for
+            uncompressed files and single-stream files we did not write.
+        member_starts: ``bool[m]``, true for the restart points that start a GZIP
+            member (or a ZLIB stream): a fresh inflater begins there, where a full
+            flush continues the stream with a raw inflater.
         damage: the damaged regions of the file, as :class:`~tfrecord_engine.DamageReport`
             (empty for a clean file). Non-empty only for an index built under
             ``on_damage="stop"``/``"skip"``; such an index holds only intact records.
@@ -159,6 +198,7 @@ class Index:
         "data_verified",
         "fingerprint",
         "lengths",
+        "member_starts",
         "offsets",
         "restarts",
     )
@@ -176,6 +216,7 @@ class Index:
         damage: Sequence[DamageReport] = (),
         damage_policy: DamagePolicy = "raise",
         data_verified: bool = False,
+        member_starts: object = None,
     ) -> None:
         self.data_path = os.fspath(data_path)
         self.damage = tuple(damage)
@@ -193,6 +234,18 @@ class Index:
         self.fingerprint = int(fingerprint)
         self.compression = normalize_compression(compression)
         self.restarts = as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
+        m = len(self.restarts)
+        self.member_starts = np.ascontiguousarray(
+            np.zeros(m, dtype=np.bool_) if member_starts is None else member_starts,
+            dtype=np.bool_,
+        ).reshape(-1)
+        if len(self.member_starts) != m:
+            raise InvalidArgumentError(
+                f"member_starts must have one flag per restart point ({m}), got "
+                f"{len(self.member_starts)}"
+            )
+        if m and bool(np.any(self.restarts[:, 0] >= _MEMBER_BIT)):
+            raise InvalidArgumentError("a restart point's compressed offset must be < 2**63")
         if self.offsets.shape != self.lengths.shape or self.offsets.ndim != 1:
             raise InvalidArgumentError(
                 f"offsets and lengths must be 1-D arrays of one length, got "
@@ -204,10 +257,12 @@ class Index:
 
     def __repr__(self) -> str:
         damage = f", {len(self.damage)} damaged regions" if self.damage else ""
+        starts = int(np.count_nonzero(self.member_starts))
+        members = f" ({starts} at member starts)" if starts else ""
         return (
             f"Index({self.data_path!r}, {len(self)} records, "
             f"compression={self.compression.value!r}, {len(self.restarts)} restart points"
-            f"{damage})"
+            f"{members}{damage})"
         )
 
     @property
@@ -243,8 +298,11 @@ class Index:
         CRCs are checked when records are read, so the index is not
         :attr:`data_verified` (its sidecar is version 1 and serves ``"raise"`` only).
         GZIP/ZLIB files are decompressed once (data CRCs unchecked likewise); the index
-        then has no restart points, so random access decompresses from the start of the
-        file (write with ``TFRecordWriter(..., index=True)`` to get them).
+        keeps the start of every member after the first as a restart point (bgzip,
+        concatenated and appended GZIP files), where random access begins inflating. A
+        single deflate stream has none: random access to a large one scans it once for
+        in-memory restart points (write with ``TFRecordWriter(..., index=True)`` to
+        save full-flush ones with the data).
 
         Under ``"stop"``/``"skip"`` the file is read once as
         :func:`~tfrecord_engine.read_records` reads it under that policy (every data CRC
@@ -289,15 +347,18 @@ class Index:
         want = requested(compression)
         policy = normalize_policy(on_damage)
         damage: list[DamageReport] = []
+        members: list[tuple[int, int]] = []
         if remote.is_url(path):
             size, fp = file_identity(path)
             head = remote.RemoteFile(path).fetch(0, min(size, HEAD_SIZE)) if size else b""
             kind = detect(head, path) if want is None else want  # (one small request)
             with _noting_errors(head, kind, auto=want is None):
                 if policy != "raise":
-                    offsets, lengths, damage = tolerant_scan(path, kind, policy, max_record_bytes)
+                    offsets, lengths, damage = tolerant_scan(
+                        path, kind, policy, max_record_bytes, members
+                    )
                 else:
-                    offsets, lengths = walk_stream(path, kind, max_record_bytes)
+                    offsets, lengths = walk_stream(path, kind, max_record_bytes, members)
         else:
             require_regular(path, "indexing")
             with mapped(path) as buf:
@@ -308,14 +369,15 @@ class Index:
                 with _noting_errors(head, kind, auto=want is None):
                     if policy != "raise":
                         offsets, lengths, damage = tolerant_scan(
-                            path, kind, policy, max_record_bytes
+                            path, kind, policy, max_record_bytes, members
                         )
                     elif kind is Compression.NONE:
                         offsets, lengths = walk_headers(buf, path)
                         if max_record_bytes is not None:
                             refuse_larger(buf, offsets, lengths, path, max_record_bytes)
                     else:
-                        offsets, lengths = walk_stream(path, kind, max_record_bytes)
+                        offsets, lengths = walk_stream(path, kind, max_record_bytes, members)
+        restarts = _useful_members(members, offsets, lengths)
         idx = cls(
             path,
             offsets,
@@ -323,6 +385,8 @@ class Index:
             data_size=size,
             fingerprint=fp,
             compression=kind,
+            restarts=restarts,
+            member_starts=np.ones(len(restarts), dtype=np.bool_),
             damage=damage,
             damage_policy=policy,
             data_verified=policy != "raise",
@@ -367,6 +431,7 @@ class Index:
             fingerprint=self.fingerprint,
             compression=self.compression,
             restarts=self.restarts,
+            member_starts=self.member_starts,
             damage=[DamageReport(first.path, n, first.offset, rest, first.reason)],
             damage_policy="stop",
             data_verified=self.data_verified,
@@ -377,12 +442,18 @@ class Index:
     def to_bytes(self) -> bytes:
         """Serializes the index in the binary sidecar format (see the module docstring).
 
-        The version is 2 with damage, else 3 if :attr:`data_verified`, else 1.
+        The version is 2 with damage, else 3 if :attr:`data_verified`, else 1; 16 more
+        when a restart point is a member start.
         """
         if self.damage:
             version = DAMAGE_FORMAT_VERSION
         else:
             version = VERIFIED_FORMAT_VERSION if self.data_verified else FORMAT_VERSION
+        restarts = self.restarts.astype("<u8")
+        if bool(self.member_starts.any()):
+            version += MEMBER_STARTS_VERSION_OFFSET
+            restarts = restarts.copy()
+            restarts[self.member_starts, 0] |= _MEMBER_BIT
         head = _HEAD.pack(
             _MAGIC,
             version,
@@ -397,7 +468,7 @@ class Index:
                 head,
                 self.offsets.astype("<u8").tobytes(),
                 self.lengths.astype("<u8").tobytes(),
-                self.restarts.astype("<u8").tobytes(),
+                restarts.tobytes(),
                 encode_damage(self.damage_policy, self.damage) if self.damage else b"",
             )
         )
@@ -457,11 +528,15 @@ class Index:
             raise IndexFormatError(f"{source}: not a tfrecord-engine index (bad magic)")
         magic, version, code, data_size, fp, count, nrestarts = _HEAD.unpack_from(blob, 0)
         del magic
+        marked = version - MEMBER_STARTS_VERSION_OFFSET in _VERSIONS
+        if marked:
+            version -= MEMBER_STARTS_VERSION_OFFSET
         if version not in _VERSIONS:
             raise IndexFormatError(
                 f"{source}: index format version {version} is not supported "
                 f"(this build reads versions {FORMAT_VERSION}, {DAMAGE_FORMAT_VERSION} and "
-                f"{VERIFIED_FORMAT_VERSION})"
+                f"{VERIFIED_FORMAT_VERSION}, each also with member starts, "
+                f"+{MEMBER_STARTS_VERSION_OFFSET})"
             )
         # The checksum first: no field is trusted before it matches.
         (stored,) = _CRC.unpack_from(blob, len(blob) - _CRC.size)
@@ -487,6 +562,10 @@ class Index:
                 path=os.fspath(data_path),
                 source=source,
             )
+        restarts = arrays[2 * count :].reshape(-1, 2)
+        starts = (restarts[:, 0] & _MEMBER_BIT) != 0
+        if bool(starts.any()) and not marked:
+            raise IndexFormatError(f"{source}: damaged index (a restart offset beyond 2**63)")
         return cls(
             data_path,
             arrays[:count],
@@ -494,7 +573,8 @@ class Index:
             data_size=data_size,
             fingerprint=fp,
             compression=_KINDS[code],
-            restarts=arrays[2 * count :],
+            restarts=np.stack([restarts[:, 0] & ~_MEMBER_BIT, restarts[:, 1]], axis=1),
+            member_starts=starts,
             damage=damage,
             damage_policy=policy,
             data_verified=version != FORMAT_VERSION,

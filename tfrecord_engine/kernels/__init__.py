@@ -9,20 +9,24 @@ record. Two such loops dominate a decoded epoch of small records:
 - the packed varints of int64 lists whose lengths vary from record to record: about a
   dozen whole-array numpy passes over the bytes, ~40 ns per varint.
 
-When numba is installed (the ``fast`` extra), both run as compiled loops over all the
+When numba is installed (a dependency of a plain install on the platforms it has
+wheels for; elsewhere the ``fast`` extra asks for it), both run as compiled loops over all the
 spans of a chunk in one call, without the GIL: the CRC with the CPU's CRC32C
 instruction (x86-64 with SSE 4.2; elsewhere the ``crc32c`` package stays in use), the
 varints byte by byte. They return exactly what the numpy paths return (differential
 tests in ``tests/test_kernels.py``); without numba, or with ``TFE_KERNELS=0`` in the
 environment, the numpy paths run.
 
-numba is imported on first use, not with the package, and the compiled code is cached
-on disk (numba's ``cache=True``), so a new process pays the compilation once per
-machine.
+numba is imported on first use, not with the package, in a background thread: until
+the kernels are loaded (~0.5-1 s of one core: importing numba, then loading the
+compiled code from numba's on-disk cache, ``cache=True``), the numpy paths serve. So a
+new process's first batch costs what it costs without numba, and only the first process
+on a machine pays the compilation itself (a few seconds, in that background thread).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import platform
 import threading
@@ -39,7 +43,9 @@ __all__ = [
     "frame_records",
     "match_lengths",
     "match_words",
+    "ready",
     "varint_runs",
+    "wait",
     "walk_records",
 ]
 
@@ -51,26 +57,111 @@ I64 = npt.NDArray[np.int64]
 #: the saved call overhead wins.
 CRC_MAX_MEAN_SPAN: Final = 16384
 
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # held while loading
+_START_LOCK = threading.Lock()  # held while starting the loader thread
 _STATE: dict[str, Any] = {}
+
+#: How long a fork or the interpreter's exit waits for a load under way (seconds).
+_JOIN_TIMEOUT: Final = 120.0
 
 
 def enabled() -> bool:
-    """Whether the compiled kernels are used (numba importable, ``TFE_KERNELS`` not 0)."""
-    return os.environ.get("TFE_KERNELS", "1") != "0" and available()
+    """Whether the compiled kernels are used (numba importable, ``TFE_KERNELS`` not 0).
+
+    Waits for a load under way (see :func:`wait`); :func:`ready` asks without waiting.
+    """
+    return _wanted() and available()
 
 
 def available() -> bool:
-    """Whether numba can be imported (compiles nothing)."""
+    """Whether numba can be imported and the kernels pass their self-test.
+
+    Loads them (from numba's on-disk cache, or compiling) if nothing has yet.
+    """
     return _load() is not None
 
 
+def ready() -> bool:
+    """Whether the kernels are loaded and in use *now*, without waiting.
+
+    The first call of any kernel starts loading them in a background thread (importing
+    numba and loading the compiled code costs ~0.5-1 s of one core); until they are
+    ready, the numpy paths serve, giving the same results. So a new process (a spawned
+    DataLoader worker, a ``tfr`` call) has its first batch as fast as without numba.
+    """
+    return _kernels() is not None
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Waits until the kernels are loaded (starting the load if needed); :func:`ready`.
+
+    Benchmarks call it before timing, so that warm figures do not mix in numpy paths.
+    """
+    if not _wanted():
+        return False
+    _start()
+    loader = _STATE.get("loader")
+    if loader is not None and loader is not threading.current_thread():
+        loader.join(timeout)
+    return ready()
+
+
+def _wanted() -> bool:
+    return os.environ.get("TFE_KERNELS", "1") != "0"
+
+
+def _kernels() -> dict[str, Any] | None:
+    """The loaded kernels, or None (disabled, unavailable, or still loading).
+
+    Never blocks on the load: it starts it in the background on the first call.
+    """
+    if not _wanted():
+        return None
+    if "kernels" not in _STATE:
+        if "loader" not in _STATE:
+            _start()
+        return None
+    kernels: dict[str, Any] | None = _STATE["kernels"]
+    return kernels
+
+
+def _start() -> None:
+    with _START_LOCK:
+        if "kernels" in _STATE or "loader" in _STATE:
+            return
+        loader = threading.Thread(target=_load, name="tfrecord-engine-kernels", daemon=True)
+        _STATE["loader"] = loader
+        loader.start()
+
+
 def _load() -> dict[str, Any] | None:
+    """Loads the kernels in this thread (or waits for the loader), once per process."""
     with _LOCK:
         if "kernels" not in _STATE:
             _STATE["kernels"] = _compile()
         kernels: dict[str, Any] | None = _STATE["kernels"]
         return kernels
+
+
+def _join_loader() -> None:
+    """Lets a load under way finish: before a fork (a child must not inherit numba's
+    or LLVM's locks held by a thread it does not have) and at exit (LLVM's native code
+    must not run while the interpreter and its libraries are torn down)."""
+    loader = _STATE.get("loader")
+    if loader is not None and loader is not threading.current_thread() and loader.is_alive():
+        loader.join(_JOIN_TIMEOUT)
+
+
+def _forget_loader() -> None:
+    """In a forked child: a load the parent had not finished (its wait timed out) is
+    started again here on first use, rather than waited for forever."""
+    if "kernels" not in _STATE:
+        _STATE.pop("loader", None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_join_loader, after_in_child=_forget_loader)
+atexit.register(_join_loader)
 
 
 def _has_crc_instruction() -> bool:
@@ -186,9 +277,10 @@ def crc32c_spans(buf: U8, starts: I64, ends: I64) -> npt.NDArray[np.uint32] | No
     None means "use the ``crc32c`` package": kernels disabled, no CRC instruction on
     this CPU, or spans long enough that the package is faster.
     """
-    if not enabled() or starts.shape[0] == 0:
+    kernels = _kernels()
+    if kernels is None or starts.shape[0] == 0:
         return None
-    kernel: Callable[..., None] | None = _load()["crc"]  # type: ignore[index]
+    kernel: Callable[..., None] | None = kernels["crc"]
     if kernel is None:
         return None
     buf = np.ascontiguousarray(buf).reshape(-1)
@@ -218,9 +310,10 @@ def varint_runs(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, npt.NDArra
     and a count of 0; callers drop not-ok runs' values by their counts either way.
     None when the kernels are disabled.
     """
-    if not enabled():
+    kernels = _kernels()
+    if kernels is None:
         return None
-    kernel: Callable[..., int] = _load()["varints"]  # type: ignore[index]
+    kernel: Callable[..., int] = kernels["varints"]
     buf = np.ascontiguousarray(buf).reshape(-1)
     if not _in_bounds(buf, p_start, p_end):
         return None
@@ -253,11 +346,12 @@ def match_words(
     template's), without the ``[m, k]`` gather; None when the kernels are disabled or a
     position falls before the buffer.
     """
-    if not enabled() or base.shape[0] == 0 or at.shape[0] == 0:
+    kernels = _kernels()
+    if kernels is None or base.shape[0] == 0 or at.shape[0] == 0:
         return None
     if int(base.min()) + int(at.min()) < 0:
         return None
-    kernel: Callable[..., None] = _load()["match"]  # type: ignore[index]
+    kernel: Callable[..., None] = kernels["match"]
     ok = np.empty(base.shape[0], np.bool_)
     kernel(
         np.ascontiguousarray(buf).reshape(-1),
@@ -283,7 +377,8 @@ def match_lengths(
     Returns False (nothing done) when the kernels are disabled or a field would reach
     outside the buffer: the caller checks with numpy then.
     """
-    if not enabled() or base.shape[0] == 0 or not fields:
+    kernels = _kernels()
+    if kernels is None or base.shape[0] == 0 or not fields:
         return False
     pos = np.array([f[0] for f in fields], np.int64)
     width = np.array([f[1] for f in fields], np.int64)
@@ -292,7 +387,7 @@ def match_lengths(
         return False
     if int(base.max()) + int((pos + width).max()) > buf.shape[0]:
         return False
-    kernel: Callable[..., None] = _load()["lengths"]  # type: ignore[index]
+    kernel: Callable[..., None] = kernels["lengths"]
     kernel(
         np.ascontiguousarray(buf).reshape(-1),
         np.ascontiguousarray(base, np.int64),
@@ -312,9 +407,10 @@ def walk_records(buf: U8, pos: int, max_records: int, max_bytes: int) -> tuple[I
     most ``max_records`` records, none starting past ``pos + max_bytes``; the caller
     checks the length CRCs. None when the kernels are disabled.
     """
-    if not enabled() or pos < 0:
+    kernels = _kernels()
+    if kernels is None or pos < 0:
         return None
-    kernel: Callable[..., tuple[int, int]] = _load()["walk"]  # type: ignore[index]
+    kernel: Callable[..., tuple[int, int]] = kernels["walk"]
     starts = np.empty(max_records, np.int64)
     count, stop = kernel(buf, pos, buf.shape[0], max_records, max_bytes, starts)
     return starts[:count], int(stop)
@@ -335,11 +431,12 @@ def frame_records(
     ``lengths.sum() + 16 * len(lengths)`` bytes. False (and ``out`` untouched) when the
     kernels are disabled or a record lies outside ``data``.
     """
-    if not enabled() or not _in_bounds(data, starts, starts + lengths):
+    kernels = _kernels()
+    if kernels is None or not _in_bounds(data, starts, starts + lengths):
         return False
     if out.shape[0] != int(lengths.sum()) + 16 * lengths.shape[0]:
         raise ValueError(f"frame_records: out holds {out.shape[0]} bytes, not the frames' size")
-    kernel: Callable[..., None] = _load()["frame"]  # type: ignore[index]
+    kernel: Callable[..., None] = kernels["frame"]
     kernel(
         data,
         np.ascontiguousarray(starts, np.int64),

@@ -142,6 +142,8 @@ def _salvage(dec: zlib._Decompress, data: bytes) -> bytes:
 
 class _Snapshot(NamedTuple):
     raw_pos: int
+    raw_read: int
+    produced: int
     dec: zlib._Decompress
     pending: bytes
     raw_eof: bool
@@ -159,9 +161,16 @@ class Decompressor:
 
     ``read(n)`` returns at most ``n`` bytes and ``b""`` only at the end. Memory use is
     bounded by ``n`` plus one decompressed chunk, whatever a length field claims.
+
+    ``members``, when given, receives ``(compressed offset, decompressed offset)`` of
+    every member (stream) start after the first, as reading reaches it: a fresh inflater
+    can begin there, which makes it a restart point for random access. Offsets count
+    from where ``raw`` was when the reader was made.
     """
 
-    def __init__(self, raw: BinaryIO, kind: Compression) -> None:
+    def __init__(
+        self, raw: BinaryIO, kind: Compression, *, members: list[tuple[int, int]] | None = None
+    ) -> None:
         if kind is Compression.NONE:
             raise InvalidArgumentError("Decompressor needs GZIP or ZLIB")
         self._raw = raw
@@ -172,6 +181,9 @@ class Decompressor:
         self._started_member = False  # any input consumed by the current member
         self.complete = True  # False when the input ended inside a member
         self._failed: DecompressError | None = None  # raised by every read after damage
+        self._members = members
+        self._raw_read = 0  # compressed bytes taken from raw
+        self._produced = 0  # decompressed bytes returned
 
     def _next_input(self) -> bytes:
         if self._pending:
@@ -182,6 +194,7 @@ class Decompressor:
         data = self._raw.read(READ_CHUNK)
         if not data:
             self._raw_eof = True
+        self._raw_read += len(data)
         return data
 
     def snapshot(self) -> _Snapshot | None:
@@ -192,6 +205,8 @@ class Decompressor:
             return None
         return _Snapshot(
             self._raw.tell(),
+            self._raw_read,
+            self._produced,
             self._dec.copy(),
             self._pending,
             self._raw_eof,
@@ -203,6 +218,8 @@ class Decompressor:
     def restore(self, snap: _Snapshot) -> None:
         """Returns to the state of :meth:`snapshot` (the file is seeked back)."""
         self._raw.seek(snap.raw_pos)
+        self._raw_read = snap.raw_read
+        self._produced = snap.produced
         self._dec = snap.dec
         self._pending = snap.pending
         self._raw_eof = snap.raw_eof
@@ -238,6 +255,8 @@ class Decompressor:
                     # Input exhausted: anything the member still holds is lost.
                     self.complete = not self._started_member
                     return b""
+                if not self._started_member and self._members is not None:
+                    self._note_member(self._raw_read - len(self._pending) - len(data))
             self._started_member = True
             before = self._dec.copy()
             try:
@@ -252,6 +271,15 @@ class Decompressor:
                 out = _salvage(before, data)
                 if not out:
                     raise failed from exc
+                self._produced += len(out)
                 return out
             if out:
+                self._produced += len(out)
                 return out
+
+    def _note_member(self, at: int) -> None:
+        """Records a member starting at compressed offset ``at`` (not the first; once,
+        though a :meth:`restore` reads the same bytes again)."""
+        assert self._members is not None
+        if at > 0 and (not self._members or at > self._members[-1][0]):
+            self._members.append((at, self._produced))

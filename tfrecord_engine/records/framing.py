@@ -26,7 +26,12 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..errors import CorruptedRecordError, RecordTooLargeError, TruncatedRecordError
+from ..errors import (
+    CorruptedRecordError,
+    InvalidArgumentError,
+    RecordTooLargeError,
+    TruncatedRecordError,
+)
 
 __all__ = [
     "FOOTER_SIZE",
@@ -43,6 +48,7 @@ __all__ = [
     "length_crc_array",
     "mask_crc",
     "mask_crc_array",
+    "normalize_limit",
     "parse_header",
     "unmask_crc",
 ]
@@ -229,7 +235,7 @@ class ChunkFramer:
         A memoryview into the framer's buffer is valid only until the next call: write
         it out (or copy it) before framing the next chunk.
         """
-        if len(records) > 1 and kernels.enabled():
+        if len(records) > 1 and kernels.ready():
             data = np.frombuffer(b"".join(records), np.uint8)
             lengths = np.fromiter(map(len, records), np.int64, count=len(records))
             starts = np.cumsum(lengths) - lengths
@@ -345,3 +351,16 @@ def check_data(
 def read_footer(buf: bytes | bytearray | memoryview, pos: int) -> int:
     """Returns the stored (masked) data CRC at ``buf[pos:pos+4]``."""
     return int(_FOOTER.unpack_from(buf, pos)[0])
+
+
+def normalize_limit(max_record_bytes: int | None) -> int | None:
+    """Checks a ``max_record_bytes`` argument (``None`` or an int >= 0)."""
+    if max_record_bytes is None:
+        return None
+    if isinstance(max_record_bytes, bool) or not isinstance(max_record_bytes, int):
+        raise InvalidArgumentError(
+            f"max_record_bytes must be an int or None, not {type(max_record_bytes).__name__}"
+        )
+    if max_record_bytes < 0:
+        raise InvalidArgumentError(f"max_record_bytes must be >= 0, got {max_record_bytes}")
+    return max_record_bytes

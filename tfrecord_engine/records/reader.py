@@ -46,6 +46,7 @@ from ..errors import (
     DamageWarning,
     DataLossError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     TruncatedRecordError,
 )
 from ..kernels.words import read_words
@@ -63,11 +64,13 @@ from .detect import (
     reading_compression,
     requested,
 )
+from .follow import RecordFollower
+from .framing import normalize_limit
 from .recovery import DamageCallback, DamagePolicy, DamageReport
 from .recovery import normalize_policy as _normalize_policy
 from .stream_reader import read_stream
 
-__all__ = ["normalize_limit", "read_records"]
+__all__ = ["normalize_limit", "read_records", "read_records_noting_members"]
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
@@ -83,6 +86,10 @@ def read_records(
     on_damage: DamagePolicy = "raise",
     on_damage_report: DamageCallback | None = None,
     max_record_bytes: int | None = None,
+    follow: bool = False,
+    poll_interval: float = 0.5,
+    timeout: float | None = None,
+    idle_timeout: float | None = None,
     compression_type: CompressionArg = None,
 ) -> Iterator[bytes]:
     """Yields the data of every record of a TFRecord file, in order.
@@ -111,6 +118,18 @@ def read_records(
             ``"raise"``; ``"skip"`` steps over the whole record). Without it a
             compressed record's claimed length is checked against the bytes that really
             follow before anything is allocated for it.
+        follow: at the end of the file, wait for the records a writer still appends
+            (like TensorBoard over ``tf_record_iterator``) instead of ending; a record
+            only partly written is waited for, not damage. Local regular files only,
+            under ``on_damage="raise"``; see :class:`~tfrecord_engine.RecordFollower`,
+            which this returns the :meth:`~tfrecord_engine.RecordFollower.records` of
+            (its ``poll()`` suits a caller with its own loop).
+        poll_interval: with ``follow``, seconds between looks at a file with nothing
+            new (never a busy loop).
+        timeout: with ``follow``, stop after this many seconds in all.
+        idle_timeout: with ``follow``, stop after this many seconds without a new
+            record. Following ends only so (or when the iterator is closed); a torn
+            record still torn then raises :class:`TruncatedRecordError`.
         compression_type: the same as ``compression``, under ``tf.data``'s name.
 
     Raises:
@@ -119,7 +138,9 @@ def read_records(
             field exceeds the bytes that remain, or the file shrank while it was read
             (``"raise"`` only for damage; a shrinking file raises under every policy).
         RecordTooLargeError: a record exceeds ``max_record_bytes`` (``"raise"`` only).
-        InvalidArgumentError: an unknown compression type or damage policy.
+        InvalidArgumentError: an unknown compression type or damage policy;
+            :class:`~tfrecord_engine.errors.InvalidArgumentTypeError` (also a
+            ``TypeError``) for a source that is no path, URL or binary file object.
         OSError: reading failed (under every policy: an I/O error is not damage).
 
     Example:
@@ -135,9 +156,21 @@ def read_records(
         >>> (reports[0].record_index, reports[0].offset, reports[0].bytes_skipped)
         (0, 0, 21)
     """
-    want = requested(reading_compression(compression, compression_type))
+    compression = reading_compression(compression, compression_type)
+    want = requested(compression)
     policy = _normalize_policy(on_damage)
     limit = normalize_limit(max_record_bytes)
+    if follow:
+        return _follow(
+            source,
+            compression,
+            verify,
+            policy=policy,
+            limit=limit,
+            poll_interval=poll_interval,
+            timeout=timeout,
+            idle_timeout=idle_timeout,
+        )
     report = _reporter(on_damage_report)
     if isinstance(source, (str, os.PathLike)):
         path = remote.local_path(os.fspath(source))
@@ -147,12 +180,86 @@ def read_records(
             return _read_file(path, want, verify, policy, report, limit=limit)
         return _read_opened(path, want, verify, policy, report, limit=limit)
     if isinstance(source, (int, bytes, bytearray, memoryview)) or not hasattr(source, "read"):
-        raise InvalidArgumentError(
+        raise InvalidArgumentTypeError(
             f"read_records reads a path, a URL or a binary file object, not {type(source).__name__}"
         )
     name = getattr(source, "name", None)
     label = name if isinstance(name, str) else None
     return _read_peeked(source, want, verify, policy, report, path=label, limit=limit)
+
+
+def read_records_noting_members(
+    path: PathLike,
+    compression: Compression,
+    members: list[tuple[int, int]],
+    verify: bool = True,
+    *,
+    on_damage: DamagePolicy = "raise",
+    on_damage_report: DamageCallback | None = None,
+    max_record_bytes: int | None = None,
+) -> Iterator[bytes]:
+    """:func:`read_records` of a GZIP/ZLIB file (a local path or a URL), also noting
+    where each member (stream) after the first starts.
+
+    ``members`` receives ``(compressed offset, decompressed offset)`` of each member
+    start as reading reaches it (see :class:`~.compression.Decompressor`): the restart
+    points that an index of a multi-member file (bgzip, ``cat a.gz b.gz``, appends)
+    keeps. The other arguments are :func:`read_records`'.
+
+    Raises:
+        InvalidArgumentError: ``compression`` is none, or ``path`` is not a regular file
+            or a URL (a pipe has no offsets to restart at).
+    """
+    if compression is Compression.NONE:
+        raise InvalidArgumentError("read_records_noting_members reads GZIP/ZLIB files")
+    policy = _normalize_policy(on_damage)
+    limit = normalize_limit(max_record_bytes)
+    report = _reporter(on_damage_report)
+    where = remote.local_path(os.fspath(path))
+    if remote.is_url(where):
+        return _read_url(where, compression, verify, policy, report, limit=limit, members=members)
+    if stream_kind(where) is not None:
+        raise InvalidArgumentError(f"{where}: member offsets need a regular file")
+    return _read_file(where, compression, verify, policy, report, limit=limit, members=members)
+
+
+def _follow(
+    source: PathLike | BinaryIO,
+    compression: CompressionArg,
+    verify: bool,
+    *,
+    policy: DamagePolicy,
+    limit: int | None,
+    poll_interval: float,
+    timeout: float | None,
+    idle_timeout: float | None,
+) -> Iterator[bytes]:
+    """``read_records(..., follow=True)``: the checks at the call, then the records."""
+    if not isinstance(source, (str, os.PathLike)):
+        raise InvalidArgumentError(
+            f"follow=True follows a local file path, not {type(source).__name__}"
+        )
+    if policy != "raise":
+        raise InvalidArgumentError(
+            f"follow=True supports on_damage='raise' only, not {policy!r}: a record the "
+            "writer has not finished yet would look like damage"
+        )
+    follower = RecordFollower(source, compression, verify, max_record_bytes=limit)
+    try:
+        records = follower.records(
+            poll_interval=poll_interval, timeout=timeout, idle_timeout=idle_timeout
+        )
+    except BaseException:
+        follower.close()
+        raise
+    return _closing(follower, records)
+
+
+def _closing(follower: RecordFollower, records: Iterator[bytes]) -> Iterator[bytes]:
+    try:
+        yield from records
+    finally:
+        follower.close()
 
 
 def _read_file(
@@ -163,6 +270,7 @@ def _read_file(
     report: DamageCallback,
     *,
     limit: int | None,
+    members: list[tuple[int, int]] | None = None,
 ) -> Iterator[bytes]:
     """A local regular file: read in windows when uncompressed, streamed otherwise."""
 
@@ -184,6 +292,7 @@ def _read_file(
                     policy=policy,
                     report=report,
                     max_record_bytes=limit,
+                    members=members,
                 )
                 return
             size = os.fstat(f.fileno()).st_size
@@ -251,6 +360,7 @@ def _read_peeked(
     *,
     path: str | None,
     limit: int | None,
+    members: list[tuple[int, int]] | None = None,
 ) -> Iterator[bytes]:
     """A stream: its first bytes are peeked (and handed back) to decide or to explain."""
     head, stream = peek_stream(raw)
@@ -264,6 +374,7 @@ def _read_peeked(
         policy=policy,
         report=report,
         max_record_bytes=limit,
+        members=members,
     )
     try:
         yield from records
@@ -272,19 +383,6 @@ def _read_peeked(
         if better is None:
             raise
         raise better from exc
-
-
-def normalize_limit(max_record_bytes: int | None) -> int | None:
-    """Checks a ``max_record_bytes`` argument (``None`` or an int >= 0)."""
-    if max_record_bytes is None:
-        return None
-    if isinstance(max_record_bytes, bool) or not isinstance(max_record_bytes, int):
-        raise InvalidArgumentError(
-            f"max_record_bytes must be an int or None, not {type(max_record_bytes).__name__}"
-        )
-    if max_record_bytes < 0:
-        raise InvalidArgumentError(f"max_record_bytes must be >= 0, got {max_record_bytes}")
-    return max_record_bytes
 
 
 def _reporter(callback: DamageCallback | None) -> DamageCallback:
@@ -305,12 +403,20 @@ def _read_url(
     report: DamageCallback,
     *,
     limit: int | None,
+    members: list[tuple[int, int]] | None = None,
 ) -> Iterator[bytes]:
     stream = remote.RemoteFile(url).open_stream()
     try:
         # The stream has read/read1 with file semantics; it is not an io class.
         yield from _read_peeked(
-            cast("BinaryIO", stream), want, verify, policy, report, path=url, limit=limit
+            cast("BinaryIO", stream),
+            want,
+            verify,
+            policy,
+            report,
+            path=url,
+            limit=limit,
+            members=members,
         )
     finally:
         stream.close()

@@ -53,8 +53,12 @@ _DEFLATE_STOP = "; a damaged deflate stream cannot be resynchronized, so reading
 class _ByteStream:
     """Buffered exact reads, look-ahead and skipping over a raw or decompressing stream."""
 
-    def __init__(self, raw: BinaryIO, kind: Compression) -> None:
-        self._dec = Decompressor(raw, kind) if kind is not Compression.NONE else None
+    def __init__(
+        self, raw: BinaryIO, kind: Compression, members: list[tuple[int, int]] | None = None
+    ) -> None:
+        self._dec = (
+            Decompressor(raw, kind, members=members) if kind is not Compression.NONE else None
+        )
         # read1 returns what one underlying read gives instead of blocking for n bytes.
         self._read_raw = getattr(raw, "read1", raw.read)
         self._buf = b""
@@ -179,8 +183,11 @@ def read_stream(
     policy: DamagePolicy,
     report: DamageCallback,
     max_record_bytes: int | None = None,
+    members: list[tuple[int, int]] | None = None,
 ) -> Iterator[bytes]:
-    stream = _ByteStream(raw, kind)
+    """Yields the records of ``raw`` (see the module docstring); ``members`` receives
+    the member starts of a compressed stream (see :class:`Decompressor`)."""
+    stream = _ByteStream(raw, kind, members)
     offset = 0
     index = 0
     header_size = framing.HEADER_SIZE

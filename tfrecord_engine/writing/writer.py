@@ -142,7 +142,8 @@ class TFRecordWriter:
             there). For GZIP/ZLIB it fully flushes the deflate stream every
             ``index_flush_every`` records (the file stays a valid single stream that
             TensorFlow reads) and records those restart points for random access. With
-            ``append=True`` the index is rebuilt from the whole file on ``close()``.
+            ``append=True`` the index is rebuilt from the whole file on ``close()``
+            (a GZIP file's restart points are then its member starts, one per append).
             Either way every data CRC of the file is known good (the append's torn-tail
             check read the earlier records), so the sidecar serves every damage policy.
             A placement name instead of ``True`` puts the index elsewhere: ``"cache"``
@@ -156,7 +157,8 @@ class TFRecordWriter:
             complete file (the rename), but a power loss may lose it.
 
     ``close()`` is idempotent; ``write``/``flush`` after ``close`` raise
-    :class:`WriterClosedError` (TensorFlow's writer silently accepts them). After any
+    :class:`WriterClosedError` (TensorFlow 2.21's writer raises
+    ``FailedPreconditionError: Writer is closed.``). After any
     ``OSError`` the writer is failed: later calls raise :class:`WriterFailedError` and
     nothing is published. ``flush()`` pushes bytes to the operating system (into the
     temporary file in atomic mode); on a compressed writer it emits a zlib partial
