@@ -242,3 +242,20 @@ def test_a_dataset_ported_from_tfrecorddataset_says_where_compression_goes(tmp_p
         w.write(b"x")
     with pytest.raises(tfe.InvalidArgumentError, match="compression_type="):
         tfe.RecordDataset(str(path), "GZIP", save_index=False)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("flush_mode", [0, 2, 5])
+def test_options_with_index_and_append(tmp_path: Path, flush_mode: int) -> None:
+    opts = tfe.TFRecordOptions("GZIP", flush_mode=flush_mode, input_buffer_size=100)
+    path = tmp_path / "a.tfrecord.gz"
+    records = [bytes([i]) * (i * 7) for i in range(60)]
+    with tfe.TFRecordWriter(path, opts, index=True, index_flush_every=7) as w:
+        w.write_many(records[:30])
+        w.flush()
+        for r in records[30:50]:
+            w.write(r)
+    with tfe.TFRecordWriter(path, opts, append=True) as w:
+        w.write_many(records[50:])
+    assert list(tfe.read_records(path)) == records
+    ds = tfe.RecordDataset(str(path), save_index=False)
+    assert [ds[i] for i in (59, 3, 31)] == [records[59], records[3], records[31]]

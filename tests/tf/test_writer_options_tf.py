@@ -8,6 +8,7 @@ buffers), where the decompressed streams must be identical.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import zlib
 from pathlib import Path
@@ -58,7 +59,7 @@ def _same(a: bytes, b: bytes, kwargs: dict[str, Any]) -> None:
         assert a == b
 
 
-@settings(max_examples=60)
+@settings(max_examples=int(os.environ.get("TFE_OPTIONS_EXAMPLES", "60")))
 @given(
     records=record_lists(max_records=60, max_size=3000),
     kwargs=writer_options(),
