@@ -1,9 +1,9 @@
 """TFRecordWriter options vs ``tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(...))``.
 
 Byte identity is checked where it is promised: stock zlib (TensorFlow bundles zlib; a
-zlib-ng Python would deflate differently) for every option combination except level 0
-under the default flush mode (stored blocks sized by each implementation's output
-buffers), where the decompressed streams must be identical.
+zlib-ng Python would deflate differently) for every option combination except
+compression_level 0 (stored blocks, sized by how the input and output buffers are
+handed to zlib call by call), where the decompressed streams must be identical.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _same(a: bytes, b: bytes, kwargs: dict[str, Any]) -> None:
     gzip = kwargs["compression_type"] == "GZIP"
     wbits = 31 if gzip else 15
     assert zlib.decompressobj(wbits).decompress(a) == zlib.decompressobj(wbits).decompress(b)
-    stored = kwargs.get("compression_level") == 0 and not kwargs.get("flush_mode")
+    stored = kwargs.get("compression_level") == 0
     if STOCK_ZLIB and not stored:
         assert a == b
 
@@ -171,8 +171,8 @@ def test_tensorflows_own_options_object_is_accepted(tf: ModuleType, tmp_path: Pa
 def test_level_zero_stored_blocks_differ_only_in_framing_of_blocks(
     tf: ModuleType, tmp_path: Path
 ) -> None:
-    # Documented exception: level 0 under Z_NO_FLUSH sizes its stored blocks by the
-    # output buffer, so the bytes may differ; the stream they hold may not.
+    # Documented exception: level 0 sizes its stored blocks by the input and output
+    # buffers of each zlib call, so the bytes may differ; the stream they hold may not.
     kwargs = {"compression_type": "GZIP", "compression_level": 0}
     a, b = _write_both(tf, tmp_path, _corpus(), kwargs)
     assert zlib.decompress(a, 31) == zlib.decompress(b, 31)

@@ -21,7 +21,10 @@ With the default ``flush_mode`` the output does not depend on the buffer sizes. 
 another flush mode TensorFlow's ``ZlibOutputBuffer`` deflates with that mode each time
 its input buffer fills (and for every record piece larger than the buffer), and repeats
 a flush marker when its output buffer ends exactly inside one; :class:`TFZlibStream`
-reproduces both, so the bytes are TensorFlow's for every combination on stock zlib.
+reproduces both, so the bytes are TensorFlow's for every combination on stock zlib but
+``compression_level=0``: stored blocks are sized by each ``deflate`` call's input and
+output space, which Python's ``zlib`` API cannot set as TensorFlow's calls have it (the
+decompressed stream is the same).
 
 ``flush_mode`` 4 (``Z_FINISH``) is refused: TensorFlow's writer then ends the stream at
 the first flush and silently drops every later record. ``window_bits`` 8 is refused too

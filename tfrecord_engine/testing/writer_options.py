@@ -14,15 +14,15 @@ def writer_options(*, stored: bool = True) -> st.SearchStrategy[dict[str, Any]]:
 
     Each zlib field is left out (TensorFlow's default) or set to a valid value; small
     buffer sizes are favoured so that flushes and output-buffer ends land often.
-    ``stored=False`` leaves out level 0 under the default flush mode (stored blocks, whose
-    sizes follow the implementation's output buffers: not byte-identical to TensorFlow).
+    ``stored=False`` leaves out level 0 (stored blocks, whose sizes follow how each zlib
+    call is handed its buffers: not byte-identical to TensorFlow).
     """
 
     def build(kind: str, wbits: int | None, fields: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"compression_type": kind, **fields}
         if wbits is not None:
             out["window_bits"] = wbits + (16 if kind == "GZIP" else 0)
-        if not stored and out.get("compression_level") == 0 and not out.get("flush_mode"):
+        if not stored and out.get("compression_level") == 0:
             out["compression_level"] = 1
         return out
 
