@@ -162,6 +162,9 @@ NAMES = ["first.tfrecord:0", b"second"]
         lambda tf: {"y": tf.io.VarLenFeature(tf.int64)},
         lambda tf: {"x": tf.io.FixedLenSequenceFeature([3], tf.int64, allow_missing=True)},
         lambda tf: {"x": tf.io.RaggedFeature(tf.string)},
+        # record 0's index/value counts differ, record 1's value has the wrong type:
+        # TensorFlow reports the type (parsing comes before sparse_merge's check)
+        lambda tf: {"s": tf.io.SparseFeature("x", "y", tf.string, 5)},
     ],
 )
 def test_example_names_in_error_texts_match_tensorflow(tf: ModuleType, spec: Any) -> None:

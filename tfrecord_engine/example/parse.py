@@ -179,7 +179,11 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
             # TensorFlow parses the records in order and reports the first that fails,
             # however it fails: a wrong value count or a missing feature in an earlier
             # record (those decoded into ``rows``) comes before this record's error.
-            _assemble(features, rows, False, requests)
+            # Not a SparseFeature's index/value mismatch: TensorFlow finds that after
+            # parsing every record (sparse_merge), so any parse error comes first.
+            parsed = {k: v for k, v in features.items() if not isinstance(v, SparseFeature)}
+            if parsed:
+                _assemble(parsed, rows, False, requests)
         raise
     return _assemble(features, rows, False, requests)
 
