@@ -208,6 +208,8 @@ SE = [
         lambda tf: (None, {"s": tf.io.FixedLenSequenceFeature([], tf.int64)}),
         lambda tf: (None, {"t": tf.io.VarLenFeature(tf.int64)}),
         lambda tf: ({"c": tf.io.FixedLenFeature([], tf.float32)}, None),
+        # a missing required context feature: TensorFlow names no record there
+        lambda tf: ({"c": tf.io.FixedLenFeature([], tf.int64)}, None),
     ],
 )
 def test_sequence_example_names_match_tensorflow(tf: ModuleType, specs: Any) -> None:
@@ -217,6 +219,12 @@ def test_sequence_example_names_match_tensorflow(tf: ModuleType, specs: Any) -> 
     with pytest.raises(ExampleParseError) as ours:
         tfe.parse_sequence_example(SE, ctx, seq, example_names=NAMES)
     assert str(ours.value).startswith(_tf_message(theirs.value))
+    with pytest.raises(ExampleParseError) as ours:
+        tfe.parse_sequence_example(SE, ctx, seq)
+    unnamed = _tf_message(theirs.value)
+    for name in ("first.tfrecord:0", "second"):
+        unnamed = unnamed.replace(f"Name: {name},", "Name: <unknown>,")
+    assert str(ours.value).startswith(unnamed)
     single_tf = outcome(
         lambda: tf.io.parse_single_sequence_example(SE[1], ctx, seq, example_name="nm"),
         tf_errors=(tf.errors.InvalidArgumentError,),

@@ -18,6 +18,7 @@ missing one; an empty ``Feature`` as a step is a step with no values.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -323,6 +324,23 @@ def _ragged_steps(name: str, spec: RaggedFeature, seqs: list[SeqRow], single: bo
     return inner if single else RaggedValue(inner, outer)
 
 
+@contextlib.contextmanager
+def _unnamed_missing() -> Iterator[None]:
+    # ParseSequenceExample names no record when a required context feature is missing
+    # ("Feature: c (data type: int64) is required but could not be found."), where
+    # ParseExample says "Name: <unknown>, Feature: c ...".
+    try:
+        yield
+    except ExampleParseError as exc:
+        text = str(exc)
+        if text.startswith(_UNNAMED) and "is required but could not be found" in text:
+            exc.args = (text[len(_UNNAMED) :], *exc.args[1:])
+        raise
+
+
+_UNNAMED = "Name: <unknown>, "
+
+
 def _parse(
     records: list[bytes],
     context: Mapping[str, FeatureSpec],
@@ -334,9 +352,11 @@ def _parse(
     ctx_out: dict[str, Any] = {}
     for name, spec in context.items():
         if isinstance(spec, FixedLenFeature):
-            ctx_out[name] = assemble_fixed(name, spec, rows, single)
+            with _unnamed_missing():
+                ctx_out[name] = assemble_fixed(name, spec, rows, single)
         elif isinstance(spec, RawFeature):
-            ctx_out[name] = assemble_raw_rows(name, spec, rows, single)
+            with _unnamed_missing():
+                ctx_out[name] = assemble_raw_rows(name, spec, rows, single)
         elif isinstance(spec, VarLenFeature):
             ctx_out[name] = assemble_varlen(name, KIND_OF[spec.dtype], rows, single)
         else:
