@@ -21,10 +21,12 @@ With the default ``flush_mode`` the output does not depend on the buffer sizes. 
 another flush mode TensorFlow's ``ZlibOutputBuffer`` deflates with that mode each time
 its input buffer fills (and for every record piece larger than the buffer), and repeats
 a flush marker when its output buffer ends exactly inside one; :class:`TFZlibStream`
-reproduces both, so the bytes are TensorFlow's for every combination on stock zlib but
-``compression_level=0``: stored blocks are sized by each ``deflate`` call's input and
-output space, which Python's ``zlib`` API cannot set as TensorFlow's calls have it (the
-decompressed stream is the same).
+reproduces both, so the bytes are TensorFlow's for every combination on stock zlib.
+``compression_level=0`` (stored blocks, sized by each ``deflate`` call's input and output
+space, which Python's ``zlib`` API cannot set) goes through
+:class:`~tfrecord_engine.records.zlib_buffer.TFZlibOutputBuffer`, which makes
+TensorFlow's very zlib calls through ctypes; without a loadable zlib library it falls
+back to Python's ``zlib`` (the same stream, other blocks).
 
 ``flush_mode`` 4 (``Z_FINISH``) is refused: TensorFlow's writer then ends the stream at
 the first flush and silently drops every later record. ``window_bits`` 8 is refused too
@@ -37,12 +39,14 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Protocol
 
 from ..errors import InvalidArgumentError
+from . import zlib_buffer
 from .compression import Compression, CompressionLike, normalize_compression
 
 __all__ = [
+    "Compressor",
     "TFRecordCompressionType",
     "TFRecordOptions",
     "TFZlibStream",
@@ -283,13 +287,38 @@ def _is_int_like(value: object) -> bool:
     )
 
 
-def make_writer_compressor(kind: Compression, settings: ZlibSettings) -> Any:
+class Compressor(Protocol):
+    """What a writer deflates through: ``zlib``'s compressor or one of TensorFlow's calls."""
+
+    def compress(self, data: bytes | bytearray | memoryview, /) -> bytes:
+        """Deflates the next framed bytes."""
+
+    def flush(self, mode: int = ..., /) -> bytes:
+        """Flushes with ``mode``."""
+
+
+def make_writer_compressor(kind: Compression, settings: ZlibSettings) -> Compressor:
     """A compressor whose output is TensorFlow's for ``settings``.
 
     The default flush mode gets a plain ``zlib`` compressor (nothing added per
     record); another flush mode a :class:`TFZlibStream`. Both have ``compress(data)``
     and ``flush(mode)``.
     """
+    if settings.compression_level == 0:
+        # Stored blocks: only TensorFlow's own zlib calls give its bytes.
+        lib = zlib_buffer.load()
+        if lib is not None:
+            return zlib_buffer.TFZlibOutputBuffer(
+                lib,
+                level=0,
+                method=settings.compression_method,
+                wbits=settings.wbits(kind),
+                mem_level=settings.mem_level,
+                strategy=settings.compression_strategy,
+                flush_mode=settings.flush_mode,
+                input_buffer_size=settings.input_buffer_size,
+                output_buffer_size=settings.output_buffer_size,
+            )
     co = zlib.compressobj(
         settings.compression_level,
         settings.compression_method,

@@ -15,7 +15,7 @@ def writer_options(*, stored: bool = True) -> st.SearchStrategy[dict[str, Any]]:
     Each zlib field is left out (TensorFlow's default) or set to a valid value; small
     buffer sizes are favoured so that flushes and output-buffer ends land often.
     ``stored=False`` leaves out level 0 (stored blocks, whose sizes follow how each zlib
-    call is handed its buffers: not byte-identical to TensorFlow).
+    call is handed its buffers: byte-identical to TensorFlow only through ctypes).
     """
 
     def build(kind: str, wbits: int | None, fields: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression, CompressionLike
 from ..records.options import (
+    Compressor,
     TFRecordOptions,
     ZlibSettings,
     flush_like_tf,
@@ -76,6 +77,8 @@ Record = bytes | bytearray | memoryview | str
 _DIRECT_WRITE = 1 << 16
 # write_many frames and writes about this many payload bytes at a time.
 _CHUNK = 1 << 20
+# Python's zlib compressor (other compressors reproduce TensorFlow's calls themselves).
+_ZLIB_COMPRESS = type(zlib.compressobj())
 # A larger file buffer than io's default (8 KiB) halves the per-record write cost.
 _FILE_BUFFER = 1 << 20
 
@@ -234,7 +237,7 @@ class TFRecordWriter:
             f.write if type(self._ops) is FileOps else functools.partial(self._ops.write, f)
         )
         self._framer = framing.ChunkFramer()
-        self._compressor: zlib._Compress | None = (
+        self._compressor: Compressor | None = (
             make_writer_compressor(self._kind, self._zlib)
             if self._kind is not Compression.NONE
             else None
@@ -402,10 +405,11 @@ class TFRecordWriter:
         # TensorFlow's Flush(): a partial flush of the deflate stream, whose marker zlib
         # repeats when it reaches the end of TensorFlow's output buffer. Only this call
         # needs the bytes written since the last flush (the file's position tells): the
-        # per-record path is not touched. A flush mode other than Z_NO_FLUSH has its
-        # own compressor (TFZlibStream), which follows every piece anyway.
+        # per-record path is not touched. A flush mode other than Z_NO_FLUSH, or level 0,
+        # has its own compressor (TFZlibStream, TFZlibOutputBuffer), which follows every
+        # piece anyway.
         assert self._compressor is not None
-        if not self._zlib.is_default_flush:
+        if type(self._compressor) is not _ZLIB_COMPRESS:  # it makes TensorFlow's calls
             return bytes(self._compressor.flush(zlib.Z_PARTIAL_FLUSH))
         pos = f.tell()
         out, _ = flush_like_tf(
