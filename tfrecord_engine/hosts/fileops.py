@@ -1,0 +1,255 @@
+"""Whole-file operations that the Beam transforms run on workers, one file per call.
+
+Beam-free (``tfrecord_engine.beam`` wraps them in transforms): index a file where the
+caller's placement says, verify every CRC of a file, count a file's records from its
+index, and the seeded global permutation of a reshard. Each returns a small frozen
+value that pickles, so it travels between workers as data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from ..data.sampler import epoch_order
+from ..errors import IndexFormatError, InvalidArgumentError
+from ..index.placement import (
+    IndexPlacement,
+    cache_index_path,
+    index_candidates,
+    normalize_placement,
+)
+from ..index.sidecar import Index
+from ..records.compression import Compression
+from ..records.detect import CompressionArg
+from ..records.reader import read_records
+from ..records.recovery import DamageReport, normalize_policy
+
+__all__ = [
+    "FileCount",
+    "IndexSummary",
+    "PositionTable",
+    "ReshardLayout",
+    "ShardReport",
+    "count_file",
+    "index_file",
+    "verify_file",
+]
+
+#: ``BuildIndexes``' default: the writer's hidden ``.tfeidx/`` folder beside the data.
+DATASET_PLACEMENT: Final[IndexPlacement] = "hidden"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IndexSummary:
+    """One file's index, as :func:`index_file` left it.
+
+    Attributes:
+        path: the data file.
+        compression: its compression.
+        records: records in the index (the intact ones, under ``on_damage="skip"``).
+        bytes: the data file's size.
+        index: where the index is (the hidden ``.tfeidx/`` folder, an old sidecar, or
+            the user's cache entry).
+        built: ``True`` when it was built now, ``False`` when a valid one was kept.
+        damage: the damaged regions the index leaves out (``on_damage="skip"`` only).
+    """
+
+    path: str
+    compression: Compression
+    records: int
+    bytes: int
+    index: str
+    built: bool
+    damage: tuple[DamageReport, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ShardReport:
+    """What reading every record of one file, every CRC checked, found.
+
+    Attributes:
+        path: the file.
+        compression: its compression.
+        records: the intact records read.
+        bytes: the file's size on storage.
+        damage: each damaged region, as a reader under ``on_damage="skip"`` reports it.
+    """
+
+    path: str
+    compression: Compression
+    records: int
+    bytes: int
+    damage: tuple[DamageReport, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """No damage found."""
+        return not self.damage
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FileCount:
+    """The records of one file and where the count came from.
+
+    Attributes:
+        path: the file.
+        records: its record count.
+        from_index: ``True`` when a fresh index gave it (no data read), ``False`` when the
+            record headers were walked (no index, or a stale or damaged one).
+    """
+
+    path: str
+    records: int
+    from_index: bool
+
+
+def _kept(
+    path: str,
+    kind: Compression,
+    placement: IndexPlacement,
+    policy: str,
+    reports: list[DamageReport],
+) -> tuple[str, Index] | None:
+    """A valid index of ``path`` at the places ``placement`` covers, and where it is."""
+    places = [cache_index_path(path)] if placement == "cache" else index_candidates(path)
+    for place in places:
+        found: list[DamageReport] = []
+        try:
+            idx = Index.load(
+                path, place, on_damage=normalize_policy(policy), on_damage_report=found.append
+            )
+        except (FileNotFoundError, IndexFormatError):
+            continue  # none, damaged, stale or not answering the policy: the next place
+        if idx.compression is kind:
+            reports += found
+            return place, idx
+    return None
+
+
+def index_file(
+    path: str,
+    kind: Compression,
+    *,
+    placement: str = DATASET_PLACEMENT,
+    on_damage: str = "raise",
+    force: bool = False,
+) -> IndexSummary:
+    """Makes sure ``path`` has a valid index at ``placement``; builds and saves it when not.
+
+    A valid index already there (for ``"hidden"``: the hidden folder or an old sidecar
+    beside the data, as ``tfr index`` keeps them) is kept unless ``force``: the writer's
+    index holds a GZIP/ZLIB file's restart points, which a rebuild cannot recover.
+
+    Raises:
+        DataLossError: damage under ``on_damage="raise"``.
+    """
+    where = normalize_placement(placement)
+    policy = normalize_policy(on_damage)
+    if policy == "stop":
+        raise InvalidArgumentError('BuildIndexes takes on_damage="raise" or "skip", not "stop"')
+    reports: list[DamageReport] = []
+    found = None if force else _kept(path, kind, where, policy, reports)
+    if found is not None:
+        place, idx = found
+        return IndexSummary(path, kind, len(idx), idx.data_size, place, False, tuple(reports))
+    idx = Index.build(path, kind, on_damage=policy, on_damage_report=reports.append)
+    place = idx.save(placement=where)
+    return IndexSummary(path, kind, len(idx), idx.data_size, place, True, tuple(reports))
+
+
+def verify_file(path: str, kind: Compression, size: int) -> ShardReport:
+    """Reads every record of ``path`` with both CRCs checked; damage is returned, not
+    raised (the reader steps over each damaged region to the next intact record)."""
+    reports: list[DamageReport] = []
+    n = sum(1 for _ in read_records(path, kind, on_damage="skip", on_damage_report=reports.append))
+    return ShardReport(path, kind, n, size, tuple(reports))
+
+
+def count_file(path: str, kind: CompressionArg) -> FileCount:
+    """The records of ``path``: from a fresh index (at any place, the user's cache
+    included) without reading data, else by walking the record headers (no index saved:
+    a count never writes)."""
+    try:
+        return FileCount(path, len(Index.load(path)), True)
+    except (FileNotFoundError, IndexFormatError):
+        pass  # no index, or a stale or damaged one: count from the data itself
+    return FileCount(path, len(Index.build(path, kind)), False)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReshardLayout:
+    """Where each input record goes in a reshard: a pure function of the inputs' record
+    counts, the seed and the shard count, so every worker computes the same.
+
+    Inputs are taken in ``paths`` order (sorted by the caller); record ``r`` of input
+    ``f`` has the global number ``starts[f] + r``. With ``shuffle`` its output position
+    is that number's place in ``epoch_order(total, shuffle=True, seed=seed)``, the
+    permutation ``RecordDataset.batches(shuffle=True, seed=seed)`` and ``tfr reshard
+    --shuffle`` use; otherwise the number itself. Output shard ``i`` holds positions
+    ``[i * total // shards, (i + 1) * total // shards)``: sizes within one record.
+    """
+
+    paths: tuple[str, ...]
+    counts: tuple[int, ...]
+    shards: int
+    shuffle: bool
+    seed: int
+
+    def __post_init__(self) -> None:
+        if len(self.paths) != len(self.counts) or len(set(self.paths)) != len(self.paths):
+            raise InvalidArgumentError("a reshard layout needs one count per distinct input")
+        if self.shards < 1 or self.seed < 0:
+            raise InvalidArgumentError(
+                f"need shards >= 1 and seed >= 0, got {self.shards} and {self.seed}"
+            )
+
+    @property
+    def total(self) -> int:
+        """Records of all inputs."""
+        return sum(self.counts)
+
+    def start_of(self, path: str) -> int:
+        """The global number of the first record of ``path``."""
+        i = self.paths.index(path)
+        return sum(self.counts[:i])
+
+    def shard_sizes(self) -> list[int]:
+        """Records in each output shard (they differ by at most one)."""
+        t, n = self.total, self.shards
+        return [(i + 1) * t // n - i * t // n for i in range(n)]
+
+
+class PositionTable:
+    """The output positions of a :class:`ReshardLayout`, computed once per worker.
+
+    The inverse of the seeded permutation is held as ``int64``: 8 bytes per input record
+    on every worker that reads (16 while it is built).
+    """
+
+    def __init__(self, layout: ReshardLayout) -> None:
+        total = layout.total
+        self._shuffle = layout.shuffle
+        self._inverse: npt.NDArray[np.int64] | None = None
+        if layout.shuffle:
+            order = epoch_order(total, shuffle=True, seed=layout.seed)
+            inverse = np.empty(total, dtype=np.int64)
+            inverse[order] = np.arange(total, dtype=np.int64)
+            self._inverse = inverse
+        sizes = layout.shard_sizes()
+        self._bounds = np.cumsum([0, *sizes[:-1]], dtype=np.int64)
+
+    def positions(self, first: int, count: int) -> npt.NDArray[np.int64]:
+        """Output positions of the global records ``[first, first + count)``."""
+        if self._inverse is None:
+            return np.arange(first, first + count, dtype=np.int64)
+        return self._inverse[first : first + count]
+
+    def shards_of(self, positions: Sequence[int] | npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The output shard of each position (an empty shard never gets one)."""
+        at = np.searchsorted(self._bounds, np.asarray(positions, dtype=np.int64), side="right")
+        return (at - 1).astype(np.int64)
