@@ -996,7 +996,9 @@ def _layout(
 
 
 class _Locate(beam.DoFn):  # type: ignore[misc]
-    """Reads one range and keys each record by its output shard, with its position."""
+    """Reads one range; emits, per output shard, the records it holds of each chunk of
+    the range with their output positions (one element per chunk and shard, not per
+    record: Beam's cost is per element)."""
 
     def __init__(self) -> None:
         self._table: tuple[ReshardLayout, PositionTable, dict[str, int]] | None = None
@@ -1012,7 +1014,7 @@ class _Locate(beam.DoFn):  # type: ignore[misc]
 
     def process(
         self, rng: _Range, layout: ReshardLayout
-    ) -> Iterator[tuple[int, tuple[int, bytes]]]:
+    ) -> Iterator[tuple[int, tuple[list[int], list[bytes]]]]:
         table, starts = self._positions(layout)
         start = starts[rng.path]
         ds = RecordDataset(rng.path, compression=rng.compression)
@@ -1026,10 +1028,13 @@ class _Locate(beam.DoFn):  # type: ignore[misc]
                 records = ds.__getitems__(np.arange(a, b, dtype=np.int64))
                 positions = table.positions(start + a, b - a)
                 shards = table.shards_of(positions)
-                for shard, pos, record in zip(
-                    shards.tolist(), positions.tolist(), records, strict=True
-                ):
-                    yield shard, (pos, record)
+                order = np.argsort(shards, kind="stable")
+                cuts = np.flatnonzero(np.diff(shards[order])) + 1
+                for group in np.split(order, cuts):
+                    yield (
+                        int(shards[group[0]]),
+                        (positions[group].tolist(), [records[i] for i in group.tolist()]),
+                    )
         finally:
             ds.close()
 
@@ -1040,11 +1045,18 @@ class _WriteOrdered(beam.DoFn):  # type: ignore[misc]
     def __init__(self, options: _WriteOptions) -> None:
         self._o = options
 
-    def process(self, group: tuple[int, Iterable[tuple[int, bytes]]]) -> Iterator[_TempShard]:
-        key, items = group
+    def process(
+        self, group: tuple[int, Iterable[tuple[list[int], list[bytes]]]]
+    ) -> Iterator[_TempShard]:
+        key, parts = group
+        positions: list[int] = []
+        records: list[bytes] = []
+        for where, values in parts:
+            positions += where
+            records += values
         files = _ShardFiles(self._o, key)
-        for _, record in sorted(items, key=lambda item: item[0]):
-            files.write(record)
+        for i in np.argsort(np.asarray(positions, dtype=np.int64), kind="stable").tolist():
+            files.write(records[i])
         yield from files.close()
 
 
