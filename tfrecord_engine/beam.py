@@ -51,6 +51,7 @@ from .data.dataset import RecordDataset
 from .data.samples import sample_of
 from .errors import (
     DataLossError,
+    IndexFormatError,
     InvalidArgumentError,
     MissingDependencyError,
     StaleIndexError,
@@ -62,8 +63,11 @@ from .hosts.fileops import (
     PositionTable,
     ReshardLayout,
     ShardReport,
+    check_span,
+    contiguous,
     count_file,
     index_file,
+    merge_damage,
     verify_file,
 )
 from .index.placement import index_path_for, normalize_placement
@@ -887,17 +891,104 @@ class BuildIndexes(beam.PTransform):  # type: ignore[misc]
         return _files(pbegin, self._patterns) | "Index" >> beam.Map(index)
 
 
+@dataclasses.dataclass(frozen=True)
+class _CheckPiece:
+    """Bytes ``[start, stop)`` of an uncompressed file, beginning with record ``first``;
+    ``first == -1``: the whole file, read from start to end."""
+
+    path: str
+    compression: Compression
+    size: int
+    first: int = -1
+    start: int = 0
+    stop: int = 0
+
+
+def _size_of(path: str) -> int:
+    (size,) = (m.size_in_bytes for m in FileSystems.match([path])[0].metadata_list)
+    return int(size)
+
+
+def _check_pieces(path: str, compression: str | None, bundle_bytes: int) -> Iterator[_CheckPiece]:
+    """A file to verify, cut at record boundaries about ``bundle_bytes`` apart when a
+    fresh index lays out a clean uncompressed file from start to end; else whole."""
+    kind = _kind_of(path, compression)
+    size = _size_of(path)
+    idx = None
+    if kind is Compression.NONE and size > bundle_bytes:
+        with contextlib.suppress(FileNotFoundError, IndexFormatError):
+            idx = Index.load(path)
+    if idx is None or not contiguous(idx):
+        yield _CheckPiece(path, kind, size)
+        return
+    n = len(idx)
+    offsets = idx.offsets.astype(np.int64)
+    cuts = [0, *_spaced(np.arange(n, dtype=np.int64), offsets, size, bundle_bytes), n]
+    for a, b in itertools.pairwise(sorted(set(cuts))):
+        yield _CheckPiece(path, kind, size, a, int(offsets[a]), size if b == n else int(offsets[b]))
+
+
+def _check(piece: _CheckPiece) -> tuple[str, tuple[Compression, int, int, list[DamageReport]]]:
+    """Verifies one piece: ``(path, (compression, size, intact records, damage))``."""
+    if piece.first < 0:
+        whole = verify_file(piece.path, piece.compression, piece.size)
+        return piece.path, (piece.compression, piece.size, whole.records, list(whole.damage))
+    with FileSystems.open(piece.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.seek(piece.start)
+        buf = f.read(piece.stop - piece.start)
+    index: list[Index] = []
+
+    def resync(offset: int) -> tuple[int, int]:
+        # Only where a header is damaged: the next record the index lists after it.
+        if not index:
+            index.append(Index.load(piece.path))
+        offsets = index[0].offsets.astype(np.int64)
+        k = int(np.searchsorted(offsets, offset, side="right"))
+        return (k, int(offsets[k])) if k < len(offsets) else (k, piece.size)
+
+    n, damage = check_span(
+        buf, path=piece.path, first=piece.first, start=piece.start, resync=resync
+    )
+    if len(buf) < piece.stop - piece.start:
+        damage.append(
+            DamageReport(
+                piece.path,
+                piece.first + n,
+                piece.start + len(buf),
+                piece.stop - piece.start - len(buf),
+                "the file ends before the end its index gives: it was truncated",
+            )
+        )
+    return piece.path, (piece.compression, piece.size, n, damage)
+
+
+def _report(
+    group: tuple[str, Iterable[tuple[Compression, int, int, list[DamageReport]]]],
+) -> ShardReport:
+    path, parts = group
+    parts = list(parts)
+    kind, size = parts[0][0], parts[0][1]
+    damage = merge_damage([r for p in parts for r in p[3]])
+    return ShardReport(path, kind, sum(p[2] for p in parts), size, damage)
+
+
 class VerifyShards(beam.PTransform):  # type: ignore[misc]
     """Reads every record of every matched file on the workers, both CRCs checked; one
     :class:`ShardReport` per file.
 
     Damage is data here, never a pipeline failure: a report lists each damaged region
     as a :class:`~tfrecord_engine.DamageReport` (``report.ok`` is ``False``), as
-    ``tfr verify`` prints them; the reader steps over each one to the next intact record.
-    One file is verified by one worker, start to end: the check trusts no index (a
-    stale or damaged one would hide exactly what is looked for), so it cannot cut a file
-    at record boundaries before reading it. Spread a corpus over many workers by its
-    files.
+    ``tfr verify`` prints them.
+
+    A large uncompressed file whose index is fresh (size and fingerprint match) and lays
+    its records out from the first byte to the last with no gap is checked in pieces
+    of about ``desired_bundle_bytes``, cut at the record boundaries the index gives, on
+    many workers; the index only says where pieces start, every byte is still read and
+    every header and data CRC checked. There a damaged header is stepped over to the
+    next record the index lists, and ``record_index`` is the damaged record's number in
+    the file. Other files (compressed, no or a stale index, smaller than a piece) are
+    read whole by one worker, start to end, as ``tfr verify`` reads them (the reader
+    steps over each damaged region to the next intact record).
 
     Example (``p`` a pipeline)::
 
@@ -906,21 +997,29 @@ class VerifyShards(beam.PTransform):  # type: ignore[misc]
     """
 
     def __init__(
-        self, pattern_or_patterns: str | Sequence[str], compression: str | None = "auto"
+        self,
+        pattern_or_patterns: str | Sequence[str],
+        compression: str | None = "auto",
+        desired_bundle_bytes: int | None = None,
     ) -> None:
         super().__init__()
         self._patterns = _patterns_of(pattern_or_patterns, "VerifyShards")
         _check_compression(compression)
+        bundle = DEFAULT_BUNDLE_BYTES if desired_bundle_bytes is None else desired_bundle_bytes
+        if bundle < 1:
+            raise InvalidArgumentError(f"desired_bundle_bytes must be >= 1, got {bundle}")
         self._compression = compression
+        self._bundle = bundle
 
     def expand(self, pbegin: Any) -> Any:
-        compression = self._compression
-
-        def verify(path: str) -> ShardReport:
-            (size,) = (m.size_in_bytes for m in FileSystems.match([path])[0].metadata_list)
-            return verify_file(path, _kind_of(path, compression), size)
-
-        return _files(pbegin, self._patterns) | "Verify" >> beam.Map(verify)
+        return (
+            _files(pbegin, self._patterns)
+            | "Plan" >> beam.FlatMap(_check_pieces, self._compression, self._bundle)
+            | "SpreadPieces" >> beam.Reshuffle()
+            | "Check" >> beam.Map(_check)
+            | "ByFile" >> beam.GroupByKey()
+            | "Report" >> beam.Map(_report)
+        )
 
 
 #: The key of :class:`CountRecords`' per-file counts and of its total.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import uuid
 from collections.abc import Iterable, Sequence
@@ -163,6 +164,84 @@ def test_verify_reports_damage_as_data(beam: ModuleType, tmp_path: Path) -> None
         (3, str(tmp_path / "in-a.tfrecord"))
     ]
     assert "CRC" in got["in-e.tfrecord"].damage[0].reason
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _verify(beam: ModuleType, pattern: str, **kw: Any) -> dict[str, Any]:
+    from tfrecord_engine.beam import VerifyShards
+
+    return {Path(r.path).name: r for r in _run(beam, lambda p: p | VerifyShards(pattern, **kw))}
+
+
+def test_verify_splits_a_big_indexed_file_and_finds_what_a_whole_read_finds(
+    beam: ModuleType, tmp_path: Path
+) -> None:
+    from tfrecord_engine.beam import _check_pieces
+    from tfrecord_engine.index.scan import fingerprint_ranges
+
+    path = tmp_path / "big.tfrecord"
+    with tfe.TFRecordWriter(str(path), index=True) as w:
+        w.write_many(_record(i) + b"y" * 1000 for i in range(400))
+    size = path.stat().st_size
+    idx = tfe.Index.load(str(path))
+    offsets = [*idx.offsets.tolist(), size]
+    pieces = list(_check_pieces(str(path), "auto", 20_000))
+    assert len(pieces) >= 8
+    assert pieces[0].start == 0
+    assert pieces[-1].stop == size
+    assert all(a.stop == b.start for a, b in itertools.pairwise(pieces))
+
+    clean = _verify(beam, str(path), desired_bundle_bytes=20_000)["big.tfrecord"]
+    assert (clean.ok, clean.records) == (True, 400)
+
+    # Damage in place where the index's fingerprint does not look (so the index stays
+    # fresh and the file is cut by it): a data CRC, two adjacent records, and a length
+    # header (whose length can then no longer be trusted).
+    sampled = fingerprint_ranges(size)
+    unseen = [
+        i for i in range(399) if all(offsets[i + 2] <= a or b <= offsets[i] for a, b in sampled)
+    ]
+    bad_data, pair, bad_header = unseen[5], unseen[len(unseen) // 2], unseen[-5]
+    assert bad_data + 1 < pair
+    assert pair + 2 < bad_header
+    for i in (bad_data, pair, pair + 1):
+        _flip(path, offsets[i] + 13)
+    _flip(path, offsets[bad_header] + 2)
+    tfe.Index.load(str(path))  # still fresh
+    split = _verify(beam, str(path), desired_bundle_bytes=20_000)["big.tfrecord"]
+    frame = [b - a for a, b in itertools.pairwise(offsets)]
+    assert split.records == 400 - 4
+    assert [(d.record_index, d.offset, d.bytes_skipped) for d in split.damage] == [
+        (bad_data, offsets[bad_data], frame[bad_data]),
+        (pair, offsets[pair], frame[pair] + frame[pair + 1]),
+        (bad_header, offsets[bad_header], frame[bad_header]),
+    ]
+    assert "data CRC" in split.damage[0].reason
+    assert "length CRC" in split.damage[2].reason
+    # Read whole (no index to cut by): the same records and damaged regions.
+    os.remove(index_path_for(str(path)))
+    assert [p.first for p in _check_pieces(str(path), "auto", 20_000)] == [-1]
+    whole = _verify(beam, str(path), desired_bundle_bytes=20_000)["big.tfrecord"]
+    assert whole.records == split.records
+    assert [d.offset for d in whole.damage] == [d.offset for d in split.damage]
+
+
+def test_verify_reads_a_truncated_file_whole(beam: ModuleType, tmp_path: Path) -> None:
+    from tfrecord_engine.beam import _check_pieces
+
+    path = tmp_path / "t.tfrecord"
+    with tfe.TFRecordWriter(str(path), index=True) as w:
+        w.write_many(_record(i) for i in range(100))
+    path.write_bytes(path.read_bytes()[:-7])  # the index is stale now
+    assert [p.first for p in _check_pieces(str(path), "auto", 100)] == [-1]
+    report = _verify(beam, str(path), desired_bundle_bytes=100)["t.tfrecord"]
+    assert report.records == 99
+    assert [d.record_index for d in report.damage] == [99]
 
 
 # ---- CountRecords ----------------------------------------------------------------------

@@ -9,14 +9,14 @@ value that pickles, so it travels between workers as data.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from ..data.sampler import epoch_order
-from ..errors import IndexFormatError, InvalidArgumentError
+from ..errors import DataLossError, IndexFormatError, InvalidArgumentError
 from ..index.placement import (
     IndexPlacement,
     cache_index_path,
@@ -24,6 +24,7 @@ from ..index.placement import (
     normalize_placement,
 )
 from ..index.sidecar import Index
+from ..records import framing
 from ..records.compression import Compression
 from ..records.detect import CompressionArg
 from ..records.reader import read_records
@@ -35,8 +36,11 @@ __all__ = [
     "PositionTable",
     "ReshardLayout",
     "ShardReport",
+    "check_span",
+    "contiguous",
     "count_file",
     "index_file",
+    "merge_damage",
     "verify_file",
 ]
 
@@ -253,3 +257,99 @@ class PositionTable:
         """The output shard of each position (an empty shard never gets one)."""
         at = np.searchsorted(self._bounds, np.asarray(positions, dtype=np.int64), side="right")
         return (at - 1).astype(np.int64)
+
+
+def contiguous(idx: Index) -> bool:
+    """Whether ``idx`` describes a clean uncompressed file whose records follow each other
+    from byte 0 to the end: then any record boundary it lists is a place a check of the
+    file can start at."""
+    n = len(idx)
+    if idx.compression is not Compression.NONE or idx.damage:
+        return False
+    if n == 0:
+        return idx.data_size == 0
+    offsets = idx.offsets.astype(np.int64)
+    ends = offsets + idx.lengths.astype(np.int64) + framing.FRAME_OVERHEAD
+    return bool(offsets[0] == 0 and np.all(offsets[1:] == ends[:-1]) and ends[-1] == idx.data_size)
+
+
+def check_span(
+    buf: bytes,
+    *,
+    path: str,
+    first: int,
+    start: int,
+    resync: Callable[[int], tuple[int, int]],
+) -> tuple[int, list[DamageReport]]:
+    """Checks both CRCs of every record in ``buf``, the bytes ``[start, start + len(buf))``
+    of an uncompressed file that begin with record number ``first``.
+
+    Where a header is damaged (its length cannot be trusted), ``resync(offset)`` gives
+    the ``(record number, offset)`` of the next record the file's index lists after
+    ``offset``. Adjacent damaged records make one region.
+
+    Returns:
+        the intact records and the damaged regions (``record_index`` is the number of
+        the first damaged record in the file, ``offset`` and ``bytes_skipped`` in bytes).
+    """
+    view = memoryview(buf)
+    end = len(buf)
+    pos, i, intact = 0, first, 0
+    reports: list[DamageReport] = []
+
+    def damaged(at: int, upto: int, index: int, reason: str) -> None:
+        last = reports[-1] if reports else None
+        if last is not None and last.offset + (last.bytes_skipped or 0) == start + at:
+            reports[-1] = dataclasses.replace(last, bytes_skipped=upto - last.offset)
+        else:
+            reports.append(DamageReport(path, index, start + at, upto - start - at, reason))
+
+    while pos < end:
+        try:
+            length = framing.parse_header(
+                view[pos : pos + framing.HEADER_SIZE],
+                remaining=end - pos - framing.HEADER_SIZE,
+                path=path,
+                record_index=i,
+                offset=start + pos,
+            )
+        except DataLossError as exc:
+            number, offset = resync(start + pos)
+            stop = min(offset - start, end)
+            damaged(pos, start + stop, i, exc.reason)
+            pos, i = stop, number
+            continue
+        data = view[pos + framing.HEADER_SIZE : pos + framing.HEADER_SIZE + length]
+        step = length + framing.FRAME_OVERHEAD
+        try:
+            framing.check_data(
+                data,
+                framing.read_footer(view, pos + framing.HEADER_SIZE + length),
+                path=path,
+                record_index=i,
+                offset=start + pos,
+            )
+        except DataLossError as exc:
+            damaged(pos, start + pos + step, i, exc.reason)
+        else:
+            intact += 1
+        pos += step
+        i += 1
+    return intact, reports
+
+
+def merge_damage(reports: Sequence[DamageReport]) -> tuple[DamageReport, ...]:
+    """Reports sorted by offset, each run of adjacent regions merged into its first."""
+    out: list[DamageReport] = []
+    for r in sorted(reports, key=lambda r: (r.offset, r.record_index)):
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.bytes_skipped is not None
+            and r.bytes_skipped is not None
+            and last.offset + last.bytes_skipped == r.offset
+        ):
+            out[-1] = dataclasses.replace(last, bytes_skipped=last.bytes_skipped + r.bytes_skipped)
+        else:
+            out.append(r)
+    return tuple(out)
