@@ -58,11 +58,13 @@ from .errors import (
 )
 from .example import parse_example, parse_single_example
 from .hosts.fileops import (
+    DEFAULT_SORT_MEMORY,
     FileCount,
     IndexSummary,
     PositionTable,
     ReshardLayout,
     ShardReport,
+    SortedSpill,
     check_span,
     contiguous,
     count_file,
@@ -1032,8 +1034,9 @@ class CountRecords(beam.PTransform):  # type: ignore[misc]
 
     A fresh index (the hidden ``.tfeidx/`` folder, an old sidecar, or the worker's
     user cache; checked against the file's size and fingerprint) gives a file's count
-    without reading its records; a missing, stale or damaged one falls back to walking
-    the record headers (payloads are not read, no index is written).
+    without reading its records (the freshness check reads the size and at most 64 KiB
+    of fingerprint samples); a missing, stale or damaged one falls back to walking the
+    record headers (payloads are not read, no index is written).
 
     Returns a dict of two PCollections: ``result["files"]`` one :class:`FileCount` per
     file (``from_index`` says which way it was counted), ``result["total"]`` one ``int``.
@@ -1139,24 +1142,24 @@ class _Locate(beam.DoFn):  # type: ignore[misc]
 
 
 class _WriteOrdered(beam.DoFn):  # type: ignore[misc]
-    """The records of one output shard, written in the order of their positions."""
+    """The records of one output shard, written in the order of their positions (sorted
+    in memory up to ``sort_memory`` bytes, else through a local spill file)."""
 
-    def __init__(self, options: _WriteOptions) -> None:
+    def __init__(self, options: _WriteOptions, sort_memory: int) -> None:
         self._o = options
+        self._memory = sort_memory
 
     def process(
         self, group: tuple[int, Iterable[tuple[list[int], list[bytes]]]]
     ) -> Iterator[_TempShard]:
         key, parts = group
-        positions: list[int] = []
-        records: list[bytes] = []
-        for where, values in parts:
-            positions += where
-            records += values
-        files = _ShardFiles(self._o, key)
-        for i in np.argsort(np.asarray(positions, dtype=np.int64), kind="stable").tolist():
-            files.write(records[i])
-        yield from files.close()
+        with SortedSpill(self._memory) as ordered:
+            for positions, records in parts:
+                ordered.add(positions, records)
+            files = _ShardFiles(self._o, key)
+            for record in ordered:
+                files.write(record)
+            yield from files.close()
 
 
 class Reshard(beam.PTransform):  # type: ignore[misc]
@@ -1187,8 +1190,10 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
     :class:`WriteTFRecords`' atomic step (each with its index by default).
 
     Costs: every reading worker holds the inverse permutation (8 bytes per input record,
-    built once per worker), and one shard's records are held in memory while it is
-    sorted and written: pick ``num_shards`` so that a shard fits a worker. On a cluster,
+    built once per worker). A shard's writer sorts its records by position in memory up
+    to ``sort_memory_bytes``; a larger shard spills them to a file in the worker's
+    temporary folder and reads them back in order (8 bytes per record in memory, and
+    the shard's size on local disk). On a cluster,
     run :class:`BuildIndexes` over inputs that have no index first, or each worker
     indexes again the files it reads.
 
@@ -1201,6 +1206,8 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
         seed: the permutation's seed (``>= 0``).
         input_compression: the inputs' compression, ``"auto"`` (each file's own).
         desired_bundle_bytes: about how many bytes of an input one read covers.
+        sort_memory_bytes: bytes of one shard sorted in memory before spilling to local
+            disk (default 256 MiB).
 
     The transform returns the published file names.
     """
@@ -1218,8 +1225,12 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
         index: bool = True,
         input_compression: str | None = "auto",
         desired_bundle_bytes: int | None = None,
+        sort_memory_bytes: int = DEFAULT_SORT_MEMORY,
     ) -> None:
         super().__init__()
+        if sort_memory_bytes < 0:
+            raise InvalidArgumentError(f"sort_memory_bytes must be >= 0, got {sort_memory_bytes}")
+        self._sort_memory = sort_memory_bytes
         if num_shards < 1:
             raise InvalidArgumentError(f"Reshard needs num_shards >= 1, got {num_shards}")
         if seed < 0:
@@ -1262,7 +1273,7 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
             | "SpreadRanges" >> beam.Reshuffle()
             | "Locate" >> beam.ParDo(_Locate(), beam.pvalue.AsSingleton(layout))
             | "GroupShards" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(_WriteOrdered(o))
+            | "WriteShards" >> beam.ParDo(_WriteOrdered(o, self._sort_memory))
             | "CollectShards" >> beam.combiners.ToList()
             | "Publish" >> beam.ParDo(_Finalize(o))
         )

@@ -363,6 +363,9 @@ def test_reshard_same_seed_same_bytes_whatever_the_bundles(
         _reshard(beam, patterns, prefix, 4, seed=5, **kw)
         outputs.append([s.read_bytes() for s in _shards(prefix)])
     assert outputs[0] == outputs[1] == outputs[2]
+    # Shards sorted through a spill file, not in memory: the same bytes.
+    _reshard(beam, [glob], tmp_path / "spilled" / "x", 4, seed=5, sort_memory_bytes=0)
+    assert [s.read_bytes() for s in _shards(tmp_path / "spilled" / "x")] == outputs[0]
     _reshard(beam, [glob], tmp_path / "other" / "x", 4, seed=6)
     assert _read_shards(tmp_path / "other" / "x") != _read_shards(tmp_path / "one" / "x")
 

@@ -9,12 +9,16 @@ value that pickles, so it travels between workers as data.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from ..data.dataset import RecordDataset
 from ..data.sampler import epoch_order
 from ..errors import DataLossError, IndexFormatError, InvalidArgumentError
 from ..index.placement import (
@@ -29,6 +33,7 @@ from ..records.compression import Compression
 from ..records.detect import CompressionArg
 from ..records.reader import read_records
 from ..records.recovery import DamageReport, normalize_policy
+from ..writing.writer import TFRecordWriter
 
 __all__ = [
     "FileCount",
@@ -36,6 +41,7 @@ __all__ = [
     "PositionTable",
     "ReshardLayout",
     "ShardReport",
+    "SortedSpill",
     "check_span",
     "contiguous",
     "count_file",
@@ -353,3 +359,81 @@ def merge_damage(reports: Sequence[DamageReport]) -> tuple[DamageReport, ...]:
         else:
             out.append(r)
     return tuple(out)
+
+
+#: Bytes of records a :class:`SortedSpill` holds in memory before it spills to disk.
+DEFAULT_SORT_MEMORY: Final = 256 << 20
+#: Records read back from a spill file at a time.
+_SPILL_BATCH: Final = 4096
+
+
+class SortedSpill:
+    """Records added with their positions in any order, given back sorted by position.
+
+    Up to ``memory_bytes`` of records are held in memory; past that, they (and every
+    later one) go to a TFRecord file in a private temporary folder, read back by random
+    access in position order. Memory then stays at 8 bytes per record (the positions)
+    plus one batch. Use it as a context manager: the folder is removed on exit.
+    """
+
+    def __init__(self, memory_bytes: int = DEFAULT_SORT_MEMORY) -> None:
+        if memory_bytes < 0:
+            raise InvalidArgumentError(f"memory_bytes must be >= 0, got {memory_bytes}")
+        self._limit = memory_bytes
+        self._positions: list[int] = []
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+        self._folder: str | None = None
+        self._spill: TFRecordWriter | None = None
+
+    @property
+    def spilled(self) -> bool:
+        """Whether the records went to disk."""
+        return self._folder is not None
+
+    def add(self, positions: Sequence[int], records: Sequence[bytes]) -> None:
+        """Adds ``records[k]`` at ``positions[k]``."""
+        if len(positions) != len(records):
+            raise InvalidArgumentError(f"{len(positions)} positions for {len(records)} records")
+        self._positions += positions
+        if self._spill is not None:
+            self._spill.write_many(records)
+            return
+        self._held += records
+        self._held_bytes += sum(len(r) for r in records)
+        if self._held_bytes > self._limit:
+            self._folder = tempfile.mkdtemp(prefix="tfe-sort-")
+            self._spill = TFRecordWriter(os.path.join(self._folder, "spill"), index=True)
+            self._spill.write_many(self._held)
+            self._held, self._held_bytes = [], 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The records in position order (ties: in the order they were added)."""
+        order = np.argsort(np.asarray(self._positions, dtype=np.int64), kind="stable")
+        if self._spill is None:
+            for i in order.tolist():
+                yield self._held[i]
+            return
+        self._spill.close()
+        ds = RecordDataset(self._spill.path, compression=None, save_index=False)
+        try:
+            for a in range(0, len(order), _SPILL_BATCH):
+                yield from ds.__getitems__(order[a : a + _SPILL_BATCH])
+        finally:
+            ds.close()
+
+    def close(self) -> None:
+        """Drops the records and removes the spill folder."""
+        spill, self._spill = self._spill, None
+        if spill is not None and not spill.closed:
+            spill.abort()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+        self._held, self._positions = [], []
+
+    def __enter__(self) -> SortedSpill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
