@@ -448,3 +448,14 @@ def test_reshard_on_two_worker_processes(beam: ModuleType, tmp_path: Path) -> No
     a = [s.read_bytes() for s in _shards(tmp_path / "a" / "x")]
     assert len(a) == 3
     assert a == [s.read_bytes() for s in _shards(tmp_path / "b" / "x")]
+
+
+def test_reshard_of_a_damaged_input_fails_and_publishes_nothing(
+    beam: ModuleType, tmp_path: Path
+) -> None:
+    _inputs(tmp_path / "in")
+    _damage(tmp_path / "in" / "in-c.tfrecord", record=7)
+    with pytest.raises(Exception, match=r"in-c\.tfrecord.*record 7") as info:
+        _reshard(beam, [str(tmp_path / "in" / "*")], tmp_path / "out" / "x", 2)
+    assert "CRC" in str(info.value)
+    assert not (tmp_path / "out").exists()  # no shard, no temporary folder
