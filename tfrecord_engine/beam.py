@@ -879,18 +879,16 @@ class BuildIndexes(beam.PTransform):  # type: ignore[misc]
         self._force = force
 
     def expand(self, pbegin: Any) -> Any:
-        compression, placement, policy, force = (
-            self._compression,
-            self._placement,
-            self._policy,
-            self._force,
+        return _files(pbegin, self._patterns) | "Index" >> beam.Map(
+            _index_one, self._compression, self._placement, self._policy, self._force
         )
 
-        def index(path: str) -> IndexSummary:
-            kind = _kind_of(path, compression)
-            return index_file(path, kind, placement=placement, on_damage=policy, force=force)
 
-        return _files(pbegin, self._patterns) | "Index" >> beam.Map(index)
+def _index_one(
+    path: str, compression: str | None, placement: str, policy: str, force: bool
+) -> IndexSummary:
+    kind = _kind_of(path, compression)
+    return index_file(path, kind, placement=placement, on_damage=policy, force=force)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1024,6 +1022,10 @@ class VerifyShards(beam.PTransform):  # type: ignore[misc]
         )
 
 
+def _records_of(count: FileCount) -> int:
+    return count.records
+
+
 #: The key of :class:`CountRecords`' per-file counts and of its total.
 FILES: Final = "files"
 TOTAL: Final = "total"
@@ -1055,18 +1057,10 @@ class CountRecords(beam.PTransform):  # type: ignore[misc]
         self._compression = compression
 
     def expand(self, pbegin: Any) -> dict[str, Any]:
-        compression = self._compression
-
-        def count(path: str) -> FileCount:
-            # "auto" is resolved only when the walk needs it (an index knows its own).
-            return count_file(path, "auto" if compression == "auto" else compression)
-
-        files = _files(pbegin, self._patterns) | "Count" >> beam.Map(count)
-        total = (
-            files
-            | "Records" >> beam.Map(lambda c: c.records)
-            | "Total" >> beam.CombineGlobally(sum)
-        )
+        # "auto" goes through: it is resolved only when a walk needs it (an index knows
+        # its file's compression).
+        files = _files(pbegin, self._patterns) | "Count" >> beam.Map(count_file, self._compression)
+        total = files | "Records" >> beam.Map(_records_of) | "Total" >> beam.CombineGlobally(sum)
         return {FILES: files, TOTAL: total}
 
 
@@ -1086,6 +1080,10 @@ def _ranges(task: _FileTask) -> Iterator[_Range]:
     for a, b in itertools.pairwise(bounds):
         if b > a:
             yield _Range(task.path, task.compression, a, b)
+
+
+def _count_of(task: _FileTask) -> tuple[str, int]:
+    return task.path, task.count
 
 
 def _layout(
@@ -1263,7 +1261,7 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
         )
         layout = (
             tasks
-            | "Counts" >> beam.Map(lambda t: (t.path, t.count))
+            | "Counts" >> beam.Map(_count_of)
             | "AllCounts" >> beam.combiners.ToList()
             | "Layout" >> beam.Map(_layout, shards, shuffle, seed)
         )

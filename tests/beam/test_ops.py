@@ -459,3 +459,29 @@ def test_reshard_of_a_damaged_input_fails_and_publishes_nothing(
         _reshard(beam, [str(tmp_path / "in" / "*")], tmp_path / "out" / "x", 2)
     assert "CRC" in str(info.value)
     assert not (tmp_path / "out").exists()  # no shard, no temporary folder
+
+
+def _name_and_records(value: Any) -> tuple[str, int]:
+    return Path(value.path).name, value.records
+
+
+def test_file_operations_on_two_worker_processes(beam: ModuleType, tmp_path: Path) -> None:
+    """BuildIndexes, CountRecords and VerifyShards pickle: two worker processes."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from tfrecord_engine.beam import BuildIndexes, CountRecords, VerifyShards
+
+    _inputs(tmp_path, index=False)
+    pattern = str(tmp_path / "in-*")
+    expected = [(f"in-{k}.tfrecord", n) for k, n in SIZES.items()]
+    options = PipelineOptions(direct_num_workers=2, direct_running_mode="multi_processing")
+    with beam.Pipeline(runner="DirectRunner", options=options) as p:
+        built = p | "Build" >> BuildIndexes(pattern) | "B" >> beam.Map(_name_and_records)
+        counts = p | "Count" >> CountRecords(pattern)
+        checked = p | "Verify" >> VerifyShards(pattern) | "V" >> beam.Map(_name_and_records)
+        assert_that(built, equal_to(expected), label="Built")
+        assert_that(checked, equal_to(expected), label="Checked")
+        assert_that(counts["total"], equal_to([sum(SIZES.values())]), label="Total")
+    for k, n in SIZES.items():
+        assert len(tfe.Index.load(str(tmp_path / f"in-{k}.tfrecord"))) == n
