@@ -19,6 +19,8 @@ MODULES = [
     "benchmarks.bench_index",
     "benchmarks.bench_bridge",
     "benchmarks.bench_percall",
+    "benchmarks.bench_peers",
+    "benchmarks.bench_frameworks",
 ]
 
 
