@@ -174,7 +174,7 @@ def _dali(path: str, n: int, orders: Orders, name: str, shuffle: bool) -> Case:
             pad_last_batch=True,  # each epoch ends on a batch boundary: the padding is cut
             name="reader",
         )
-        return out["index"], out["label"], out["image"]  # type: ignore[call-overload,index]
+        return out["index"], out["label"], out["image"]  # type: ignore[call-overload,index,unused-ignore]
 
     p = pipe()
     p.build()
