@@ -37,6 +37,7 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 	touch $@
 
 $(STAMP_BENCH): pyproject.toml | $(PY)
+	$(PIP) install $(TORCH_CPU)
 	$(PIP) install -e '.[bench]'
 	touch $@
 

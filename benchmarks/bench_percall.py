@@ -28,10 +28,19 @@ SPEC: dict[str, Any] = {
 BATCH = 64
 
 
-def rate(fn: Callable[[int], object], calls: int, per_call: int = 1, rounds: int = 7) -> float:
-    """Records per CPU second of ``fn(k)`` for k = 0, 1, ..., best of ``rounds``."""
+def rates(
+    fn: Callable[[int], object],
+    calls: int,
+    per_call: int = 1,
+    rounds: int = 7,
+    round_s: float = 0.25,
+) -> list[float]:
+    """Records per CPU second of ``fn(k)`` for k = 0, 1, ..., one figure per round.
+
+    A round lasts at least ``round_s`` of CPU time and at least one call.
+    """
     fn(0)
-    best = 0.0
+    out = []
     k = 0
     for _ in range(rounds):
         start = time.process_time()
@@ -40,10 +49,17 @@ def rate(fn: Callable[[int], object], calls: int, per_call: int = 1, rounds: int
             fn(k % calls)
             k += 1
             done += 1
-            if done % 64 == 0 and time.process_time() - start > 0.25:
+            # The clock is read on each of the first 64 calls (slow calls end a round
+            # early), then every 64 (not to weigh on fast ones).
+            if (done < 64 or done % 64 == 0) and time.process_time() - start > round_s:
                 break
-        best = max(best, done * per_call / (time.process_time() - start))
-    return best
+        out.append(done * per_call / (time.process_time() - start))
+    return out
+
+
+def rate(fn: Callable[[int], object], calls: int, per_call: int = 1, rounds: int = 7) -> float:
+    """Records per CPU second of ``fn(k)`` for k = 0, 1, ..., best of ``rounds``."""
+    return max(rates(fn, calls, per_call, rounds))
 
 
 def rows() -> list[tuple[str, float]]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tfrecord_engine import kernels
 
@@ -224,3 +225,27 @@ def table(title: str, rows: Sequence[tuple[str, Measurement, Measurement | None]
             f"{a_gbs} | {ratio} | {medians} | {ours.peak_rss / 1e6:.0f} |"
         )
     return "\n".join(lines)
+
+
+def tfrecord_package() -> Any:
+    """The ``tfrecord`` package, importable in a process that also imports TensorFlow.
+
+    Both register ``tensorflow.Example`` and its fields in protobuf's default pool, from
+    two copies of the same ``example.proto``, and the second registration fails
+    ("duplicate symbol 'tensorflow.BytesList'") whichever comes first. The package's own
+    ``tfrecord.example_pb2`` holds the same messages, so it is replaced by TensorFlow's
+    (``example_pb2`` and ``feature_pb2``) before the package loads (benchmarks only: the
+    package's code is unchanged).
+    """
+    import importlib
+    import sys
+    import types
+
+    if "tfrecord" not in sys.modules:
+        from tensorflow.core.example import example_pb2, feature_pb2
+
+        shim = types.ModuleType("tfrecord.example_pb2")
+        for module in (feature_pb2, example_pb2):
+            shim.__dict__.update({k: v for k, v in vars(module).items() if k[0] != "_"})
+        sys.modules.setdefault("tfrecord.example_pb2", shim)
+    return importlib.import_module("tfrecord")

@@ -20,6 +20,8 @@ MODULES = [
     "benchmarks.bench_bridge",
     "benchmarks.bench_percall",
     "benchmarks.bench_coldstart",
+    "benchmarks.bench_peers",
+    "benchmarks.bench_frameworks",
 ]
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 DOC = Path(__file__).resolve().parents[1] / "docs" / "frameworks.md"
 
 
-def section(title: str) -> list[str]:
-    """The python blocks of one ``## title`` section."""
-    match = re.search(rf"\n## {title}\n(.*?)(?=\n## |\Z)", DOC.read_text(), re.S)
-    assert match is not None, f"docs/frameworks.md lost its {title} section"
+def section(title: str, doc: Path = DOC) -> list[str]:
+    """The python blocks of one ``## title`` section of ``doc`` (docs/frameworks.md)."""
+    match = re.search(rf"\n## {title}\n(.*?)(?=\n## |\Z)", doc.read_text(), re.S)
+    assert match is not None, f"docs/{doc.name} lost its {title} section"
     return re.findall(r"```python\n(.*?)```", match.group(1), re.S)
 
 

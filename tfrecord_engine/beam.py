@@ -1,6 +1,6 @@
 """Apache Beam I/O for TFRecord files, split at record boundaries by the sidecar index.
 
-``pip install 'tfrecord-engine[beam]'``. Two transforms:
+``pip install 'tfrecord-engine[beam]'``. Reading and writing:
 
 - :class:`ReadTFRecords` matches file patterns, then reads each file through a
   **splittable DoFn** whose restriction is a range of record numbers. The pieces are cut
@@ -15,6 +15,10 @@
 - :class:`WriteTFRecords` writes shards with :class:`~tfrecord_engine.TFRecordWriter`
   (``index=True`` by default) into a hidden temporary folder beside the output, and
   publishes each shard and its index together once every bundle has finished.
+
+Whole-file operations on the workers (docs/scale-out.md): :class:`BuildIndexes`,
+:class:`VerifyShards` (damage as data), :class:`CountRecords` (from indexes, no data
+read) and :class:`Reshard` (a seeded global permutation into shards of even sizes).
 
 How a read is cut (one file of ``n`` records)::
 
@@ -47,12 +51,28 @@ from .data.dataset import RecordDataset
 from .data.samples import sample_of
 from .errors import (
     DataLossError,
+    IndexFormatError,
     InvalidArgumentError,
     MissingDependencyError,
     StaleIndexError,
 )
 from .example import parse_example, parse_single_example
-from .index.placement import index_path_for
+from .hosts.fileops import (
+    DEFAULT_SORT_MEMORY,
+    FileCount,
+    IndexSummary,
+    PositionTable,
+    ReshardLayout,
+    ShardReport,
+    SortedSpill,
+    check_span,
+    contiguous,
+    count_file,
+    index_file,
+    merge_damage,
+    verify_file,
+)
+from .index.placement import index_path_for, normalize_placement
 from .index.sidecar import INDEX_SUFFIX, Index
 from .records import framing
 from .records.compression import Compression, normalize_compression
@@ -76,7 +96,16 @@ __all__ = [
     "DAMAGE",
     "DEFAULT_BUNDLE_BYTES",
     "DEFAULT_SHARD_NAME_TEMPLATE",
+    "FILES",
+    "TOTAL",
+    "BuildIndexes",
+    "CountRecords",
+    "FileCount",
+    "IndexSummary",
     "ReadTFRecords",
+    "Reshard",
+    "ShardReport",
+    "VerifyShards",
     "WriteTFRecords",
     "detect_compression",
 ]
@@ -762,6 +791,487 @@ class WriteTFRecords(beam.PTransform):  # type: ignore[misc]
             shards = pcoll | "WriteBundles" >> beam.ParDo(_WriteBundles(o))
         return (
             shards
+            | "CollectShards" >> beam.combiners.ToList()
+            | "Publish" >> beam.ParDo(_Finalize(o))
+        )
+
+
+# ---- whole-file operations at scale -----------------------------------------------------
+
+
+def _patterns_of(pattern_or_patterns: str | Sequence[str], who: str) -> list[str]:
+    patterns = (
+        [pattern_or_patterns]
+        if isinstance(pattern_or_patterns, (str, os.PathLike))
+        else list(pattern_or_patterns)
+    )
+    if not patterns:
+        raise InvalidArgumentError(f"{who} needs at least one file pattern")
+    return [os.fspath(p) for p in patterns]
+
+
+def _check_compression(compression: str | None) -> None:
+    if compression != "auto":
+        normalize_compression(compression)  # a bad value fails here, not on a worker
+
+
+def _kind_of(path: str, compression: str | None) -> Compression:
+    return detect_compression(path) if compression == "auto" else normalize_compression(compression)
+
+
+def _files(pbegin: Any, patterns: Sequence[str]) -> Any:
+    """The distinct files the patterns match, spread over workers."""
+    return (
+        pbegin
+        | "Patterns" >> beam.Create(list(patterns))
+        | "Match" >> beam.FlatMap(_match)
+        | "Distinct" >> beam.Distinct()
+        | "Reshuffle" >> beam.Reshuffle()
+    )
+
+
+class BuildIndexes(beam.PTransform):  # type: ignore[misc]
+    """Builds each matched file's index on the workers; one :class:`IndexSummary` per file.
+
+    Indexes built for a dataset go where the library's own writer and ``tfr index`` put
+    them (``placement="hidden"``, the default): the hidden ``.tfeidx/`` folder beside the
+    data, which travels with the dataset, is found by every later reader on any machine,
+    and is matched by no shard glob. ``placement="cache"`` writes each *worker's* user
+    cache instead (useful only where the readers run on those same machines);
+    ``"beside"`` the pre-0.2 ``<file>.tfeidx``, which ``train-*`` globs match. See
+    docs/indexes.md.
+
+    A valid index already at the placement (for ``"hidden"``, also an old sidecar beside
+    the data) is kept unless ``force=True``: a writer's index holds a GZIP/ZLIB file's
+    restart points, which a rebuild cannot recover.
+
+    Args:
+        pattern_or_patterns: file pattern(s), as :class:`ReadTFRecords` takes them.
+        compression: ``"auto"`` (default), ``None``/``""``, ``"GZIP"`` or ``"ZLIB"``.
+        placement: ``"hidden"`` (default), ``"cache"`` or ``"beside"``.
+        on_damage: ``"raise"`` (default) fails the pipeline at damage; ``"skip"`` indexes
+            the intact records (every CRC checked) and lists the damage in the summary.
+        force: rebuild valid indexes too.
+
+    Example (``p`` a pipeline)::
+
+        summaries = p | BuildIndexes("gs://bucket/data/train-*")
+    """
+
+    def __init__(
+        self,
+        pattern_or_patterns: str | Sequence[str],
+        compression: str | None = "auto",
+        *,
+        placement: str = "hidden",
+        on_damage: str = "raise",
+        force: bool = False,
+    ) -> None:
+        super().__init__()
+        self._patterns = _patterns_of(pattern_or_patterns, "BuildIndexes")
+        _check_compression(compression)
+        self._placement = normalize_placement(placement)
+        policy = normalize_policy(on_damage)
+        if policy == "stop":
+            raise InvalidArgumentError('BuildIndexes takes on_damage="raise" or "skip", not "stop"')
+        self._compression = compression
+        self._policy = policy
+        self._force = force
+
+    def expand(self, pbegin: Any) -> Any:
+        return _files(pbegin, self._patterns) | "Index" >> beam.Map(
+            _index_one, self._compression, self._placement, self._policy, self._force
+        )
+
+
+def _index_one(
+    path: str, compression: str | None, placement: str, policy: str, force: bool
+) -> IndexSummary:
+    kind = _kind_of(path, compression)
+    return index_file(path, kind, placement=placement, on_damage=policy, force=force)
+
+
+@dataclasses.dataclass(frozen=True)
+class _CheckPiece:
+    """Bytes ``[start, stop)`` of an uncompressed file, beginning with record ``first``;
+    ``first == -1``: the whole file, read from start to end."""
+
+    path: str
+    compression: Compression
+    size: int
+    first: int = -1
+    start: int = 0
+    stop: int = 0
+
+
+def _size_of(path: str) -> int:
+    (size,) = (m.size_in_bytes for m in FileSystems.match([path])[0].metadata_list)
+    return int(size)
+
+
+def _check_pieces(path: str, compression: str | None, bundle_bytes: int) -> Iterator[_CheckPiece]:
+    """A file to verify, cut at record boundaries about ``bundle_bytes`` apart when a
+    fresh index lays out a clean uncompressed file from start to end; else whole."""
+    kind = _kind_of(path, compression)
+    size = _size_of(path)
+    idx = None
+    if kind is Compression.NONE and size > bundle_bytes:
+        with contextlib.suppress(FileNotFoundError, IndexFormatError):
+            idx = Index.load(path)
+    if idx is None or not contiguous(idx):
+        yield _CheckPiece(path, kind, size)
+        return
+    n = len(idx)
+    offsets = idx.offsets.astype(np.int64)
+    cuts = [0, *_spaced(np.arange(n, dtype=np.int64), offsets, size, bundle_bytes), n]
+    for a, b in itertools.pairwise(sorted(set(cuts))):
+        yield _CheckPiece(path, kind, size, a, int(offsets[a]), size if b == n else int(offsets[b]))
+
+
+def _check(piece: _CheckPiece) -> tuple[str, tuple[Compression, int, int, list[DamageReport]]]:
+    """Verifies one piece: ``(path, (compression, size, intact records, damage))``."""
+    if piece.first < 0:
+        whole = verify_file(piece.path, piece.compression, piece.size)
+        return piece.path, (piece.compression, piece.size, whole.records, list(whole.damage))
+    with FileSystems.open(piece.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.seek(piece.start)
+        buf = f.read(piece.stop - piece.start)
+    index: list[Index] = []
+
+    def resync(offset: int) -> tuple[int, int]:
+        # Only where a header is damaged: the next record the index lists after it.
+        if not index:
+            index.append(Index.load(piece.path))
+        offsets = index[0].offsets.astype(np.int64)
+        k = int(np.searchsorted(offsets, offset, side="right"))
+        return (k, int(offsets[k])) if k < len(offsets) else (k, piece.size)
+
+    n, damage = check_span(
+        buf, path=piece.path, first=piece.first, start=piece.start, resync=resync
+    )
+    if len(buf) < piece.stop - piece.start:
+        damage.append(
+            DamageReport(
+                piece.path,
+                piece.first + n,
+                piece.start + len(buf),
+                piece.stop - piece.start - len(buf),
+                "the file ends before the end its index gives: it was truncated",
+            )
+        )
+    return piece.path, (piece.compression, piece.size, n, damage)
+
+
+def _report(
+    group: tuple[str, Iterable[tuple[Compression, int, int, list[DamageReport]]]],
+) -> ShardReport:
+    path, parts = group
+    parts = list(parts)
+    kind, size = parts[0][0], parts[0][1]
+    damage = merge_damage([r for p in parts for r in p[3]])
+    return ShardReport(path, kind, sum(p[2] for p in parts), size, damage)
+
+
+class VerifyShards(beam.PTransform):  # type: ignore[misc]
+    """Reads every record of every matched file on the workers, both CRCs checked; one
+    :class:`ShardReport` per file.
+
+    Damage is data here, never a pipeline failure: a report lists each damaged region
+    as a :class:`~tfrecord_engine.DamageReport` (``report.ok`` is ``False``), as
+    ``tfr verify`` prints them.
+
+    A large uncompressed file whose index is fresh (size and fingerprint match) and lays
+    its records out from the first byte to the last with no gap is checked in pieces
+    of about ``desired_bundle_bytes``, cut at the record boundaries the index gives, on
+    many workers; the index only says where pieces start, every byte is still read and
+    every header and data CRC checked. There a damaged header is stepped over to the
+    next record the index lists, and ``record_index`` is the damaged record's number in
+    the file. Other files (compressed, no or a stale index, smaller than a piece) are
+    read whole by one worker, start to end, as ``tfr verify`` reads them (the reader
+    steps over each damaged region to the next intact record).
+
+    Example (``p`` a pipeline)::
+
+        damaged = (p | VerifyShards("data/*.tfrecord")
+                     | beam.Filter(lambda r: not r.ok))
+    """
+
+    def __init__(
+        self,
+        pattern_or_patterns: str | Sequence[str],
+        compression: str | None = "auto",
+        desired_bundle_bytes: int | None = None,
+    ) -> None:
+        super().__init__()
+        self._patterns = _patterns_of(pattern_or_patterns, "VerifyShards")
+        _check_compression(compression)
+        bundle = DEFAULT_BUNDLE_BYTES if desired_bundle_bytes is None else desired_bundle_bytes
+        if bundle < 1:
+            raise InvalidArgumentError(f"desired_bundle_bytes must be >= 1, got {bundle}")
+        self._compression = compression
+        self._bundle = bundle
+
+    def expand(self, pbegin: Any) -> Any:
+        return (
+            _files(pbegin, self._patterns)
+            | "Plan" >> beam.FlatMap(_check_pieces, self._compression, self._bundle)
+            | "SpreadPieces" >> beam.Reshuffle()
+            | "Check" >> beam.Map(_check)
+            | "ByFile" >> beam.GroupByKey()
+            | "Report" >> beam.Map(_report)
+        )
+
+
+def _records_of(count: FileCount) -> int:
+    return count.records
+
+
+#: The key of :class:`CountRecords`' per-file counts and of its total.
+FILES: Final = "files"
+TOTAL: Final = "total"
+
+
+class CountRecords(beam.PTransform):  # type: ignore[misc]
+    """Counts the records of every matched file on the workers.
+
+    A fresh index (the hidden ``.tfeidx/`` folder, an old sidecar, or the worker's
+    user cache; checked against the file's size and fingerprint) gives a file's count
+    without reading its records (the freshness check reads the size and at most 64 KiB
+    of fingerprint samples); a missing, stale or damaged one falls back to walking the
+    record headers (payloads are not read, no index is written).
+
+    Returns a dict of two PCollections: ``result["files"]`` one :class:`FileCount` per
+    file (``from_index`` says which way it was counted), ``result["total"]`` one ``int``.
+
+    Example (``p`` a pipeline)::
+
+        total = (p | CountRecords("data/train-*"))["total"]
+    """
+
+    def __init__(
+        self, pattern_or_patterns: str | Sequence[str], compression: str | None = "auto"
+    ) -> None:
+        super().__init__()
+        self._patterns = _patterns_of(pattern_or_patterns, "CountRecords")
+        _check_compression(compression)
+        self._compression = compression
+
+    def expand(self, pbegin: Any) -> dict[str, Any]:
+        # "auto" goes through: it is resolved only when a walk needs it (an index knows
+        # its file's compression).
+        files = _files(pbegin, self._patterns) | "Count" >> beam.Map(count_file, self._compression)
+        total = files | "Records" >> beam.Map(_records_of) | "Total" >> beam.CombineGlobally(sum)
+        return {FILES: files, TOTAL: total}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Range:
+    """Records ``[first, stop)`` of one input of a reshard."""
+
+    path: str
+    compression: Compression
+    first: int
+    stop: int
+
+
+def _ranges(task: _FileTask) -> Iterator[_Range]:
+    """A planned file cut at its pieces (record boundaries about a bundle apart)."""
+    bounds = [0, *task.pieces, task.count]
+    for a, b in itertools.pairwise(bounds):
+        if b > a:
+            yield _Range(task.path, task.compression, a, b)
+
+
+def _count_of(task: _FileTask) -> tuple[str, int]:
+    return task.path, task.count
+
+
+def _layout(
+    counts: Iterable[tuple[str, int]], shards: int, shuffle: bool, seed: int
+) -> ReshardLayout:
+    ordered = sorted(counts)  # by path: the layout is the same whatever the bundles did
+    return ReshardLayout(
+        tuple(p for p, _ in ordered), tuple(n for _, n in ordered), shards, shuffle, seed
+    )
+
+
+class _Locate(beam.DoFn):  # type: ignore[misc]
+    """Reads one range; emits, per output shard, the records it holds of each chunk of
+    the range with their output positions (one element per chunk and shard, not per
+    record: Beam's cost is per element)."""
+
+    def __init__(self) -> None:
+        self._table: tuple[ReshardLayout, PositionTable, dict[str, int]] | None = None
+
+    def _positions(self, layout: ReshardLayout) -> tuple[PositionTable, dict[str, int]]:
+        # Built once per worker (and layout): every range of the pipeline shares it.
+        if self._table is None or self._table[0] != layout:
+            starts = dict(
+                zip(layout.paths, itertools.accumulate((0, *layout.counts)), strict=False)
+            )
+            self._table = (layout, PositionTable(layout), starts)
+        return self._table[1], self._table[2]
+
+    def process(
+        self, rng: _Range, layout: ReshardLayout
+    ) -> Iterator[tuple[int, tuple[list[int], list[bytes]]]]:
+        table, starts = self._positions(layout)
+        start = starts[rng.path]
+        ds = RecordDataset(rng.path, compression=rng.compression)
+        try:
+            if len(ds) != layout.counts[layout.paths.index(rng.path)]:
+                raise StaleIndexError(
+                    f"{rng.path}: the file changed while the pipeline ran ({len(ds)} records now)"
+                )
+            for a in range(rng.first, rng.stop, _CHUNK):
+                b = min(a + _CHUNK, rng.stop)
+                records = ds.__getitems__(np.arange(a, b, dtype=np.int64))
+                positions = table.positions(start + a, b - a)
+                shards = table.shards_of(positions)
+                order = np.argsort(shards, kind="stable")
+                cuts = np.flatnonzero(np.diff(shards[order])) + 1
+                for group in np.split(order, cuts):
+                    yield (
+                        int(shards[group[0]]),
+                        (positions[group].tolist(), [records[i] for i in group.tolist()]),
+                    )
+        finally:
+            ds.close()
+
+
+class _WriteOrdered(beam.DoFn):  # type: ignore[misc]
+    """The records of one output shard, written in the order of their positions (sorted
+    in memory up to ``sort_memory`` bytes, else through a local spill file)."""
+
+    def __init__(self, options: _WriteOptions, sort_memory: int) -> None:
+        self._o = options
+        self._memory = sort_memory
+
+    def process(
+        self, group: tuple[int, Iterable[tuple[list[int], list[bytes]]]]
+    ) -> Iterator[_TempShard]:
+        key, parts = group
+        with SortedSpill(self._memory) as ordered:
+            for positions, records in parts:
+                ordered.add(positions, records)
+            files = _ShardFiles(self._o, key)
+            for record in ordered:
+                files.write(record)
+            yield from files.close()
+
+
+class Reshard(beam.PTransform):  # type: ignore[misc]
+    """Rewrites TFRecord files as ``num_shards`` shards, by default a seeded **global**
+    permutation of all records of all inputs: the distributed ``tfr reshard --shuffle``.
+
+    Applied to a PCollection of file patterns (``str``: ``beam.Create(["raw/*"])``, or
+    the file names another write returned); their matches are the inputs. Why patterns
+    and not records: a global permutation that is the same on every run needs a stable
+    name for each record, and ``(file, record number)`` is one, which an element of an
+    arbitrary PCollection lacks (and shard sizes within one record need the total first).
+
+    How (every step on the workers; nothing but counts on one of them)::
+
+        patterns -> match -> index each file (counts; pieces about a bundle apart)
+          -> counts of all files (sorted by path): the layout, a side input
+          -> read each piece; record r of file f gets the global number start(f) + r
+             and the output position that number has in the seeded permutation
+          -> group by output shard -> sort by position -> write -> publish all shards
+
+    The permutation is the engine's own (``epoch_order(total, shuffle=True, seed=seed)``,
+    what ``RecordDataset.batches(shuffle=True, seed=seed)`` and ``tfr reshard --shuffle
+    --seed`` use), so for the same inputs and seed the shards hold the same records in
+    the same order as the CLI's; output shard ``i`` takes positions ``[i * total // n,
+    (i + 1) * total // n)``, so sizes differ by at most one. The result depends on the
+    matched files, their records and the seed only: not on the runner, the bundles, the
+    order of the patterns or of their matches. Shards are published through
+    :class:`WriteTFRecords`' atomic step (each with its index by default).
+
+    Costs: every reading worker holds the inverse permutation (8 bytes per input record,
+    built once per worker). A shard's writer sorts its records by position in memory up
+    to ``sort_memory_bytes``; a larger shard spills them to a file in the worker's
+    temporary folder and reads them back in order (8 bytes per record in memory, and
+    the shard's size on local disk). On a cluster,
+    run :class:`BuildIndexes` over inputs that have no index first, or each worker
+    indexes again the files it reads.
+
+    Args:
+        file_path_prefix, shard_name_template, file_name_suffix, compression, index: as
+            :class:`WriteTFRecords` (e.g. ``file_name_suffix=".tfrecord"`` names the
+            shards as ``tfr reshard`` does).
+        num_shards: output shards (``>= 1``; more than records writes some empty).
+        shuffle: ``False`` keeps the records in input order (files sorted by path).
+        seed: the permutation's seed (``>= 0``).
+        input_compression: the inputs' compression, ``"auto"`` (each file's own).
+        desired_bundle_bytes: about how many bytes of an input one read covers.
+        sort_memory_bytes: bytes of one shard sorted in memory before spilling to local
+            disk (default 256 MiB).
+
+    The transform returns the published file names.
+    """
+
+    def __init__(
+        self,
+        file_path_prefix: str,
+        num_shards: int,
+        shuffle: bool = True,
+        seed: int = 0,
+        *,
+        shard_name_template: str | None = None,
+        file_name_suffix: str = "",
+        compression: str | None = None,
+        index: bool = True,
+        input_compression: str | None = "auto",
+        desired_bundle_bytes: int | None = None,
+        sort_memory_bytes: int = DEFAULT_SORT_MEMORY,
+    ) -> None:
+        super().__init__()
+        if sort_memory_bytes < 0:
+            raise InvalidArgumentError(f"sort_memory_bytes must be >= 0, got {sort_memory_bytes}")
+        self._sort_memory = sort_memory_bytes
+        if num_shards < 1:
+            raise InvalidArgumentError(f"Reshard needs num_shards >= 1, got {num_shards}")
+        if seed < 0:
+            raise InvalidArgumentError(f"seed must be >= 0, got {seed}")
+        _check_compression(input_compression)
+        bundle = DEFAULT_BUNDLE_BYTES if desired_bundle_bytes is None else desired_bundle_bytes
+        if bundle < 1:
+            raise InvalidArgumentError(f"desired_bundle_bytes must be >= 1, got {bundle}")
+        writer = WriteTFRecords(
+            file_path_prefix,
+            num_shards,
+            shard_name_template,
+            file_name_suffix,
+            compression,
+            index,
+        )
+        self._write = writer._options
+        self._read = _ReadOptions(input_compression, None, "raise", None, False, bundle)
+        self._shuffle = shuffle
+        self._seed = seed
+
+    def expand(self, patterns: Any) -> Any:
+        o, shards, shuffle, seed = self._write, self._write.num_shards, self._shuffle, self._seed
+        tasks = (
+            patterns
+            | "Match" >> beam.FlatMap(_match)
+            | "Distinct" >> beam.Distinct()
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Index" >> beam.ParDo(_IndexFiles(self._read))
+        )
+        layout = (
+            tasks
+            | "Counts" >> beam.Map(_count_of)
+            | "AllCounts" >> beam.combiners.ToList()
+            | "Layout" >> beam.Map(_layout, shards, shuffle, seed)
+        )
+        return (
+            tasks
+            | "Ranges" >> beam.FlatMap(_ranges)
+            | "SpreadRanges" >> beam.Reshuffle()
+            | "Locate" >> beam.ParDo(_Locate(), beam.pvalue.AsSingleton(layout))
+            | "GroupShards" >> beam.GroupByKey()
+            | "WriteShards" >> beam.ParDo(_WriteOrdered(o, self._sort_memory))
             | "CollectShards" >> beam.combiners.ToList()
             | "Publish" >> beam.ParDo(_Finalize(o))
         )

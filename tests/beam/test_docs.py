@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..optional import require
-from ..snippets import run, section
+from ..snippets import DOC, run, section
 
 
 def test_beam_snippet(tmp_path: Path) -> None:
@@ -17,3 +17,17 @@ def test_beam_snippet(tmp_path: Path) -> None:
     assert names == [".tfeidx"] + [f"train-{i:05d}-of-00004.tfrecord.gz" for i in range(4)]
     indexes = sorted(p.name for p in (tmp_path / "out" / ".tfeidx").iterdir())
     assert indexes == [f"train-{i:05d}-of-00004.tfrecord.gz.tfeidx" for i in range(4)]
+
+
+def test_scale_out_snippet(tmp_path: Path) -> None:
+    """docs/scale-out.md's DirectRunner pipeline runs as written."""
+    require("apache_beam")
+    (code,) = section("The pipeline \\(DirectRunner\\)", DOC.parent / "scale-out.md")
+    lines = run(code, tmp_path)
+    assert lines == ["records: 300", "shards: 4 records: 300"]
+    assert sorted(p.name for p in (tmp_path / "raw" / ".tfeidx").iterdir()) == [
+        f"part-{i}.tfrecord.tfeidx" for i in range(3)
+    ]
+    assert sorted(p.name for p in (tmp_path / "train").iterdir()) == [".tfeidx"] + [
+        f"train-{i:05d}-of-00004.tfrecord" for i in range(4)
+    ]
