@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
@@ -52,8 +52,8 @@ class IndexRecorder:
 
     def write(
         self,
-        batch: list[bytes | bytearray | memoryview],
-        emit: Callable[[list[bytes | bytearray | memoryview]], None],
+        batch: Sequence[bytes | bytearray | memoryview],
+        emit: Callable[[Sequence[bytes | bytearray | memoryview]], None],
         restart: Callable[[], int] | None,
     ) -> None:
         """Writes ``batch`` through ``emit``, cutting it at restart points."""
@@ -63,7 +63,7 @@ class IndexRecorder:
             take = len(batch) - i if restart is None else self._every - self._since
             chunk = batch[i : i + take]
             emit(chunk)
-            lengths = [len(r) for r in chunk]
+            lengths = list(map(len, chunk))
             self._lengths += lengths
             self._stream += sum(lengths) + overhead * len(chunk)
             self._since += len(chunk)

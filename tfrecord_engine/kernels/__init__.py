@@ -36,6 +36,7 @@ __all__ = [
     "available",
     "crc32c_spans",
     "enabled",
+    "fill_frames",
     "frame_records",
     "match_lengths",
     "match_words",
@@ -90,6 +91,7 @@ def _compile() -> dict[str, Any] | None:
         return None
     kernels = {
         "crc": compiled.crc_spans if _has_crc_instruction() else None,
+        "fill": compiled.fill_frames if _has_crc_instruction() else None,
         "varints": compiled.varint_runs,
         "match": compiled.match_words,
         "lengths": compiled.match_lengths,
@@ -145,7 +147,15 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
             np.array([9], np.uint32),
             framed_out,
         )
+        filled = np.frombuffer(bytearray(12) + b"hello" + bytearray(4), np.uint8)
+        if kernels["fill"] is not None:
+            base, words = _aligned_words(filled)
+            kernels["fill"](filled, words, base, np.array([5]))
     except errors:
+        return False
+    if kernels["fill"] is not None and filled.tobytes().hex() != (
+        "0500000000000000eab2043e68656c6c6fbb1f1c19"  # framing.frame(b"hello")
+    ):
         return False
     if framed_out.tolist() != [1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0x31, 9, 0, 0, 0]:
         return False
@@ -348,4 +358,33 @@ def frame_records(
         np.ascontiguousarray(data_crcs, np.uint32),
         out,
     )
+    return True
+
+
+def fill_frames(buf: U8, lengths: I64) -> bool:
+    """Fills in the headers and footers of framed records whose data is in place.
+
+    ``buf`` (writable) holds, back to back, record j's 12 header bytes, its
+    ``lengths[j]`` data bytes and its 4 footer bytes: the framed stream with only the
+    data written (``bytearray(16).join`` lays it out in one copy). One compiled pass
+    writes every length, length CRC and data CRC: no per-record call, no second copy
+    of the data. False (``buf`` untouched) when the kernels are disabled, the CPU has
+    no CRC32C instruction, or the records are long enough that the ``crc32c`` package
+    is faster.
+
+    Raises:
+        ValueError: ``buf`` is not exactly the framed size of ``lengths``.
+    """
+    if not enabled() or lengths.shape[0] == 0:
+        return False
+    kernel: Callable[..., None] | None = _load()["fill"]  # type: ignore[index]
+    if kernel is None or int(lengths.min()) < 0:
+        return False
+    total = int(lengths.sum())
+    if buf.shape[0] != total + 16 * lengths.shape[0]:
+        raise ValueError(f"fill_frames: buf holds {buf.shape[0]} bytes, not the frames' size")
+    if total > CRC_MAX_MEAN_SPAN * lengths.shape[0]:
+        return False
+    base, words = _aligned_words(buf)
+    kernel(buf, words, base, np.ascontiguousarray(lengths, np.int64))
     return True
