@@ -228,14 +228,19 @@ class ChunkFramer:
     def __init__(self) -> None:
         self._out = np.empty(0, np.uint8)
 
-    def frame(self, records: Sequence[bytes | bytearray | memoryview]) -> bytes | memoryview:
-        """The framed stream of ``records``.
+    def frame(
+        self,
+        records: Sequence[bytes | bytearray | memoryview],
+        lengths: npt.NDArray[np.int64] | None = None,
+    ) -> bytes | memoryview:
+        """The framed stream of ``records``, whose byte lengths may be given.
 
         A memoryview into the framer's buffer is valid only until the next call: write
         it out (or copy it) before framing the next chunk.
         """
         if len(records) > 1 and kernels.enabled():
-            lengths = np.fromiter(map(len, records), np.int64, count=len(records))
+            if lengths is None:
+                lengths = np.fromiter(map(len, records), np.int64, count=len(records))
             # 12 + r0 + 16 + r1 + ... + 16 + r(n-1) + 4: the framed layout, data only.
             laid = memoryview(self._GAP.join([b"", *records, b""]))[4:-12]
             if kernels.fill_frames(np.frombuffer(laid, np.uint8), lengths):
@@ -243,7 +248,7 @@ class ChunkFramer:
             framed = self._frame_copied(records, lengths)
             if framed is not None:
                 return framed
-        return _join_framed(records)
+        return _join_framed(records, None if lengths is None else lengths.tolist())
 
     def _frame_copied(
         self, records: Sequence[bytes | bytearray | memoryview], lengths: npt.NDArray[np.int64]
@@ -266,7 +271,9 @@ class ChunkFramer:
         return None
 
 
-def _join_framed(records: Sequence[bytes | bytearray | memoryview]) -> bytes:
+def _join_framed(
+    records: Sequence[bytes | bytearray | memoryview], lengths: list[int] | None = None
+) -> bytes:
     """:func:`frame_many` of a sequence, with no Python bytecode per record.
 
     The fallback of :class:`ChunkFramer`: the lengths, headers (from the cache) and data
@@ -276,7 +283,8 @@ def _join_framed(records: Sequence[bytes | bytearray | memoryview]) -> bytes:
     records; the same bytes (``tests/test_kernels.py``).
     """
     n = len(records)
-    lengths = list(map(len, records))
+    if lengths is None:
+        lengths = list(map(len, records))
     headers: list[bytes | None] = list(map(_HEADER_CACHE.get, lengths))
     if None in headers:
         headers = [header(k) if h is None else h for h, k in zip(headers, lengths, strict=True)]

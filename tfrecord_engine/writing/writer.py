@@ -346,8 +346,7 @@ class TFRecordWriter:
             return
         self._pending = []
         if self._index is not None:
-            self._write_indexed(pending)
-            size = sum(map(len, pending))
+            size = self._write_indexed(pending)
         else:
             try:
                 framed = self._framer.frame(pending)
@@ -372,7 +371,9 @@ class TFRecordWriter:
         self._open_file("write_many")
         self._drain()
         if self._index is not None:
-            return self._write_indexed([_as_bytes(r) for r in records])
+            batch = [_as_bytes(r) for r in records]
+            self._write_indexed(batch)
+            return len(batch)
         count = 0
         chunk: list[bytes | bytearray | memoryview] = []
         pending = 0
@@ -399,18 +400,19 @@ class TFRecordWriter:
         return count
 
     def _write_indexed(self, batch: Sequence[bytes | bytearray | memoryview]) -> int:
+        """Writes ``batch`` through the index recorder; returns the framed bytes."""
         assert self._index is not None
         try:
-            self._index.write(
+            size = self._index.write(
                 batch,
-                lambda chunk: self._emit(self._framer.frame(chunk)),
+                lambda chunk, lengths: self._emit(self._framer.frame(chunk, lengths)),
                 None if self._compressor is None else self._full_flush,
             )
         except OSError as exc:
             self._failed = exc
             raise
         self._written += len(batch)
-        return len(batch)
+        return size
 
     def _full_flush(self) -> int:
         # A full flush byte-aligns the stream and forgets the window: decoding can
