@@ -400,7 +400,10 @@ def test_fill_frames_checks_the_size_and_steps_aside_when_off() -> None:
         kernels.fill_frames(buf[:-1], np.array([3]))
     with _kernels_off():
         assert not kernels.fill_frames(buf, np.array([3]))
+        assert not kernels.can_fill_frames(np.array([3]))
     assert not buf.any()  # untouched when the kernels are off
+    # Long records keep the crc32c package (faster per byte): no layout to waste.
+    assert not kernels.can_fill_frames(np.array([kernels.CRC_MAX_MEAN_SPAN + 1] * 2))
 
 
 def test_frame_records_checks_its_spans_and_output_size() -> None:

@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 __all__ = [
     "available",
+    "can_fill_frames",
     "crc32c_spans",
     "enabled",
     "fill_frames",
@@ -359,6 +360,16 @@ def frame_records(
         out,
     )
     return True
+
+
+def can_fill_frames(lengths: I64) -> bool:
+    """Whether :func:`fill_frames` would frame records of these lengths (checked before
+    laying them out, so that a caller that cannot use it skips the copy)."""
+    if not enabled() or lengths.shape[0] == 0:
+        return False
+    if _load()["fill"] is None:  # type: ignore[index]
+        return False
+    return int(lengths.sum()) <= CRC_MAX_MEAN_SPAN * int(lengths.shape[0])
 
 
 def fill_frames(buf: U8, lengths: I64) -> bool:

@@ -241,10 +241,11 @@ class ChunkFramer:
         if len(records) > 1 and kernels.enabled():
             if lengths is None:
                 lengths = np.fromiter(map(len, records), np.int64, count=len(records))
-            # 12 + r0 + 16 + r1 + ... + 16 + r(n-1) + 4: the framed layout, data only.
-            laid = memoryview(self._GAP.join([b"", *records, b""]))[4:-12]
-            if kernels.fill_frames(np.frombuffer(laid, np.uint8), lengths):
-                return laid
+            if kernels.can_fill_frames(lengths):
+                # 12 + r0 + 16 + r1 + ... + 16 + r(n-1) + 4: the framed layout, data only.
+                laid = memoryview(self._GAP.join([b"", *records, b""]))[4:-12]
+                if kernels.fill_frames(np.frombuffer(laid, np.uint8), lengths):
+                    return laid
             framed = self._frame_copied(records, lengths)
             if framed is not None:
                 return framed
