@@ -141,6 +141,16 @@ def test_abort_drops_held_records(tmp_path: Path) -> None:
         w.write(b"x")
 
 
+def test_an_in_place_writer_dropped_without_close_keeps_held_records(tmp_path: Path) -> None:
+    # As before write() held records: the file object's finalizer flushes its buffer.
+    path = tmp_path / "g.tfrecord"
+    w = tfe.TFRecordWriter(path, atomic=False)
+    w.write(b"held")
+    with pytest.warns(ResourceWarning):  # the file was never closed
+        del w  # the last reference: finalized at once
+    assert list(tfe.read_records(path)) == [b"held"]
+
+
 def test_an_exception_inside_with_publishes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "e.tfrecord"
 

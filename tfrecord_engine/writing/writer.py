@@ -535,6 +535,11 @@ class TFRecordWriter:
         # A writer dropped without close() never publishes; do not leave its temp file.
         if getattr(self, "_temp", None) is not None and getattr(self, "_file", None):
             self.abort()
+        elif getattr(self, "_file", None) and getattr(self, "_pending", None) and not self._failed:
+            # In place (atomic=False, append): the file's own finalizer flushes what it
+            # buffers, as before write() held records; the held ones must reach it first.
+            with contextlib.suppress(OSError):
+                self._drain()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
