@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import tfrecord_engine as tfe
-from benchmarks.common import Measurement, compare, table
+from benchmarks.common import Measurement, compare, repeats, table
 from benchmarks.data import raw_file, raw_records
 
 SMALL = ("small-856B", 70_000, 856)
@@ -101,6 +102,53 @@ def _write_cases(records: list[bytes], out: str) -> list[tuple[str, Callable[[],
     ]
 
 
+@contextmanager
+def _kernels(on: bool) -> Iterator[None]:
+    """The compiled kernels on or off (``TFE_KERNELS``, read at every call) inside."""
+    old = os.environ.get("TFE_KERNELS")
+    os.environ["TFE_KERNELS"] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TFE_KERNELS"]
+        else:
+            os.environ["TFE_KERNELS"] = old
+
+
+def _per_record_cases(
+    records: list[bytes], out: str
+) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
+    """One ``write()`` per record, as tutorials do, with the default durability (atomic
+    publish, fsync at close): with and without the index, with and without numba."""
+    import tensorflow as tf
+
+    nbytes = sum(len(r) for r in records)
+
+    def ours(index: bool, kernels: bool) -> Callable[[], tuple[int, int]]:
+        def run() -> tuple[int, int]:
+            with _kernels(kernels), tfe.TFRecordWriter(out, index=index) as w:
+                for r in records:
+                    w.write(r)
+            return len(records), nbytes
+
+        return run
+
+    def theirs() -> tuple[int, int]:
+        with tf.io.TFRecordWriter(out) as w:
+            for r in records:
+                w.write(r)
+        return len(records), nbytes
+
+    return [
+        ("tfe write", ours(index=False, kernels=True)),
+        ("tfe write index=True", ours(index=True, kernels=True)),
+        ("tfe write TFE_KERNELS=0", ours(index=False, kernels=False)),
+        ("tfe write index=True TFE_KERNELS=0", ours(index=True, kernels=False)),
+        ("tf.io.TFRecordWriter", theirs),
+    ]
+
+
 def run() -> str:
     """Runs the framing benchmarks; returns Markdown tables."""
     rows: list[tuple[str, Measurement, Measurement | None]] = []
@@ -110,6 +158,7 @@ def run() -> str:
         rows.append((f"read + CRC, {name}", ours, theirs))
         rows.append((f"read + CRC, {name}, against the bound", ours, bound))
     wrows: list[tuple[str, Measurement, Measurement | None]] = []
+    prows: list[tuple[str, Measurement, Measurement | None]] = []
     with tempfile.TemporaryDirectory() as d:
         for name, n, size in (SMALL, LARGE):
             records = raw_records(n, size, seed=1)
@@ -119,7 +168,26 @@ def run() -> str:
             wrows.append((f"write durable=False, {name}", one_fast, theirs))
             wrows.append((f"write_many, {name}", many, theirs))
             wrows.append((f"write_many durable=False, {name}", fast, theirs))
-    return table("Framing: read + CRC verify", rows) + "\n\n" + table("Framing: write", wrows)
+        name, n, size = SMALL
+        records = raw_records(n, size, seed=1)
+        cases = _per_record_cases(records, os.path.join(d, "p.tfrecord"))
+        plain, indexed, plain0, indexed0, theirs = compare(cases, repeats(7), warmup=1)
+        prows.append((f"write(), {name}", plain, theirs))
+        prows.append((f"write(), index=True, {name}", indexed, theirs))
+        prows.append((f"write(), TFE_KERNELS=0, {name}", plain0, theirs))
+        prows.append((f"write(), index=True, TFE_KERNELS=0, {name}", indexed0, theirs))
+        prows.append((f"write(), index=True vs without, {name}", indexed, plain))
+        prows.append((f"write(), index=True vs without, TFE_KERNELS=0, {name}", indexed0, plain0))
+    return "\n\n".join(
+        (
+            table("Framing: read + CRC verify", rows),
+            table("Framing: write", wrows),
+            table(
+                "Framing: one write() per record, default durability (atomic, fsync at close)",
+                prows,
+            ),
+        )
+    )
 
 
 if __name__ == "__main__":

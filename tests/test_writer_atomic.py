@@ -155,8 +155,10 @@ def test_write_and_close_after_an_io_error(tmp_path: Path) -> None:
     ops = FaultyOps("write", 2)
     w = writer_with_ops(ops, path)
     w.write(b"ok")
+    w.flush()  # the file's write #1
+    w.write(b"held")  # write() holds small records: the file sees them on flush
     with pytest.raises(OSError, match="injected"):
-        w.write(b"fails")
+        w.flush()
     for call in (lambda: w.write(b"more"), lambda: w.write_many([b"m"]), w.flush):
         with pytest.raises(tfe.WriterFailedError, match="earlier I/O error"):
             call()

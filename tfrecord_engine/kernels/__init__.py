@@ -38,8 +38,10 @@ import numpy.typing as npt
 
 __all__ = [
     "available",
+    "can_fill_frames",
     "crc32c_spans",
     "enabled",
+    "fill_frames",
     "frame_records",
     "match_lengths",
     "match_words",
@@ -181,6 +183,7 @@ def _compile() -> dict[str, Any] | None:
         return None
     kernels = {
         "crc": compiled.crc_spans if _has_crc_instruction() else None,
+        "fill": compiled.fill_frames if _has_crc_instruction() else None,
         "varints": compiled.varint_runs,
         "match": compiled.match_words,
         "lengths": compiled.match_lengths,
@@ -236,7 +239,15 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
             np.array([9], np.uint32),
             framed_out,
         )
+        filled = np.frombuffer(bytearray(12) + b"hello" + bytearray(4), np.uint8)
+        if kernels["fill"] is not None:
+            base, words = _aligned_words(filled)
+            kernels["fill"](filled, words, base, np.array([5]))
     except errors:
+        return False
+    if kernels["fill"] is not None and filled.tobytes().hex() != (
+        "0500000000000000eab2043e68656c6c6fbb1f1c19"  # framing.frame(b"hello")
+    ):
         return False
     if framed_out.tolist() != [1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0x31, 9, 0, 0, 0]:
         return False
@@ -445,4 +456,43 @@ def frame_records(
         np.ascontiguousarray(data_crcs, np.uint32),
         out,
     )
+    return True
+
+
+def can_fill_frames(lengths: I64) -> bool:
+    """Whether :func:`fill_frames` would frame records of these lengths (checked before
+    laying them out, so that a caller that cannot use it skips the copy)."""
+    kernels = _kernels()
+    if kernels is None or lengths.shape[0] == 0 or kernels["fill"] is None:
+        return False
+    return int(lengths.sum()) <= CRC_MAX_MEAN_SPAN * int(lengths.shape[0])
+
+
+def fill_frames(buf: U8, lengths: I64) -> bool:
+    """Fills in the headers and footers of framed records whose data is in place.
+
+    ``buf`` (writable) holds, back to back, record j's 12 header bytes, its
+    ``lengths[j]`` data bytes and its 4 footer bytes: the framed stream with only the
+    data written (``bytearray(16).join`` lays it out in one copy). One compiled pass
+    writes every length, length CRC and data CRC: no per-record call, no second copy
+    of the data. False (``buf`` untouched) when the kernels are disabled, the CPU has
+    no CRC32C instruction, or the records are long enough that the ``crc32c`` package
+    is faster.
+
+    Raises:
+        ValueError: ``buf`` is not exactly the framed size of ``lengths``.
+    """
+    kernels = _kernels()
+    if kernels is None or lengths.shape[0] == 0:
+        return False
+    kernel: Callable[..., None] | None = kernels["fill"]
+    if kernel is None or int(lengths.min()) < 0:
+        return False
+    total = int(lengths.sum())
+    if buf.shape[0] != total + 16 * lengths.shape[0]:
+        raise ValueError(f"fill_frames: buf holds {buf.shape[0]} bytes, not the frames' size")
+    if total > CRC_MAX_MEAN_SPAN * lengths.shape[0]:
+        return False
+    base, words = _aligned_words(buf)
+    kernel(buf, words, base, np.ascontiguousarray(lengths, np.int64))
     return True

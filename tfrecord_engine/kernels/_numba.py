@@ -31,6 +31,7 @@ except ImportError as exc:
 __all__ = [
     "CompileErrors",
     "crc_spans",
+    "fill_frames",
     "frame_records",
     "match_lengths",
     "match_words",
@@ -67,6 +68,30 @@ def _crc8(typingctx: Any, crc: Any, data: Any) -> Any:
 
 
 @njit(nogil=True, cache=True)
+def _crc_span(buf, words, base, s, e):
+    """CRC32C of ``buf[s:e]``, ``words`` as in :func:`crc_spans`."""
+    c = np.uint32(0xFFFFFFFF)
+    first = (max(s - base, 0) + 7) // 8
+    last = (e - base) // 8 if e >= base else 0
+    i = s
+    stop = min(e, base + 8 * first)
+    while i < stop:
+        c = _crc8(c, buf[i])
+        i += 1
+    wide = np.uint64(c)
+    k = first
+    while k < last:
+        wide = _crc64(wide, words[k])
+        k += 1
+    c = np.uint32(wide)
+    i = max(i, base + 8 * last)
+    while i < e:
+        c = _crc8(c, buf[i])
+        i += 1
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
+@njit(nogil=True, cache=True)
 def crc_spans(buf, words, base, starts, ends, out):  # noqa: PLR0917
     """``out[j]`` = CRC32C of ``buf[starts[j]:ends[j]]``.
 
@@ -75,27 +100,7 @@ def crc_spans(buf, words, base, starts, ends, out):  # noqa: PLR0917
     byte at a time.
     """
     for j in range(starts.shape[0]):
-        s = starts[j]
-        e = ends[j]
-        c = np.uint32(0xFFFFFFFF)
-        first = (max(s - base, 0) + 7) // 8
-        last = (e - base) // 8 if e >= base else 0
-        i = s
-        stop = min(e, base + 8 * first)
-        while i < stop:
-            c = _crc8(c, buf[i])
-            i += 1
-        wide = np.uint64(c)
-        k = first
-        while k < last:
-            wide = _crc64(wide, words[k])
-            k += 1
-        c = np.uint32(wide)
-        i = max(i, base + 8 * last)
-        while i < e:
-            c = _crc8(c, buf[i])
-            i += 1
-        out[j] = c ^ np.uint32(0xFFFFFFFF)
+        out[j] = _crc_span(buf, words, base, starts[j], ends[j])
 
 
 @njit(nogil=True, cache=True)
@@ -245,4 +250,37 @@ def frame_records(data, starts, lengths, length_crcs, data_crcs, out):  # noqa: 
         q = p + 12 + n
         for b in range(4):
             out[q + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
+        p = q + 4
+
+
+@njit(nogil=True, cache=True)
+def _masked(crc):
+    """The CRC as TFRecord stores it: rotated right by 15 bits plus 0xa282ead8."""
+    c = np.uint64(crc)
+    rotated = ((c >> np.uint64(15)) | (c << np.uint64(17))) & np.uint64(0xFFFFFFFF)
+    return np.uint32((rotated + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF))
+
+
+@njit(nogil=True, cache=True)
+def fill_frames(buf, words, base, lengths):
+    """Fills in the headers and footers of the framed records laid out in ``buf``.
+
+    ``buf`` holds record j's 12 header bytes, its ``lengths[j]`` data bytes and its 4
+    footer bytes back to back, the data already in place; ``words`` as in
+    :func:`crc_spans`. Each header gets the 8-byte little-endian length and its masked
+    CRC (the CRC instruction over the length as one 8-byte word), each footer the masked
+    CRC of the data.
+    """
+    p = 0
+    for j in range(lengths.shape[0]):
+        n = np.uint64(lengths[j])
+        for b in range(8):
+            buf[p + b] = (n >> np.uint64(8 * b)) & np.uint64(0xFF)
+        c = _masked(np.uint32(_crc64(np.uint64(0xFFFFFFFF), n)) ^ np.uint32(0xFFFFFFFF))
+        for b in range(4):
+            buf[p + 8 + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
+        q = p + 12 + lengths[j]
+        c = _masked(_crc_span(buf, words, base, p + 12, q))
+        for b in range(4):
+            buf[q + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
         p = q + 4

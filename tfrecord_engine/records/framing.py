@@ -216,43 +216,92 @@ def frame_parts(
 
 
 class ChunkFramer:
-    """Frames chunks of records into one reused output buffer (``write_many``'s path).
+    """Frames chunks of records (the bulk path of ``write`` and ``write_many``).
 
-    With the compiled kernels (:mod:`~tfrecord_engine.kernels`): the records are joined
-    once, their CRCs computed over the joined buffer (:func:`crc_spans`), and headers and
-    footers written around copies of them in one compiled loop, into a buffer kept from
-    one chunk to the next (a fresh megabyte per chunk costs more in page faults than
-    the framing itself). Otherwise :func:`frame_parts`, joined. Both give the same
-    bytes.
+    With the compiled kernels (:mod:`~tfrecord_engine.kernels`) on a CPU with a CRC32C
+    instruction: one ``join`` lays the records out with a 16-byte gap between each two
+    (where a footer and the next header go), and one compiled pass fills in every
+    header and footer (:func:`~tfrecord_engine.kernels.fill_frames`): one copy of the
+    data, no call per record. With the kernels but no CRC instruction: the records are
+    joined, CRC'd over the joined buffer (:func:`crc_spans`) and copied between their
+    headers and footers in one compiled loop, into a buffer kept from one chunk to the
+    next. Otherwise the records are framed by C-level loops and joined (no Python
+    bytecode per record either). All give the bytes of :func:`frame_many`.
     """
+
+    _GAP = bytearray(FRAME_OVERHEAD)
 
     def __init__(self) -> None:
         self._out = np.empty(0, np.uint8)
 
-    def frame(self, records: Sequence[bytes | bytearray | memoryview]) -> bytes | memoryview:
-        """The framed stream of ``records``.
+    def frame(
+        self,
+        records: Sequence[bytes | bytearray | memoryview],
+        lengths: npt.NDArray[np.int64] | None = None,
+    ) -> bytes | memoryview:
+        """The framed stream of ``records``, whose byte lengths may be given.
 
         A memoryview into the framer's buffer is valid only until the next call: write
         it out (or copy it) before framing the next chunk.
         """
         if len(records) > 1 and kernels.ready():
-            data = np.frombuffer(b"".join(records), np.uint8)
-            lengths = np.fromiter(map(len, records), np.int64, count=len(records))
-            starts = np.cumsum(lengths) - lengths
-            size = data.shape[0] + FRAME_OVERHEAD * len(records)
-            if self._out.shape[0] < size:
-                self._out = np.empty(size, np.uint8)
-            out = self._out[:size]
-            if kernels.frame_records(
-                data,
-                starts,
-                lengths,
-                length_crc_array(lengths.astype(np.uint64)),
-                crc_spans(data, starts, starts + lengths),
-                out=out,
-            ):
-                return memoryview(out)  # type: ignore[arg-type]  # numpy arrays are buffers
-        return b"".join(frame_parts(records))
+            if lengths is None:
+                lengths = np.fromiter(map(len, records), np.int64, count=len(records))
+            if kernels.can_fill_frames(lengths):
+                # 12 + r0 + 16 + r1 + ... + 16 + r(n-1) + 4: the framed layout, data only.
+                laid = memoryview(self._GAP.join([b"", *records, b""]))[4:-12]
+                if kernels.fill_frames(np.frombuffer(laid, np.uint8), lengths):
+                    return laid
+            framed = self._frame_copied(records, lengths)
+            if framed is not None:
+                return framed
+        return _join_framed(records, None if lengths is None else lengths.tolist())
+
+    def _frame_copied(
+        self, records: Sequence[bytes | bytearray | memoryview], lengths: npt.NDArray[np.int64]
+    ) -> memoryview | None:
+        data = np.frombuffer(b"".join(records), np.uint8)
+        starts = np.cumsum(lengths) - lengths
+        size = data.shape[0] + FRAME_OVERHEAD * len(records)
+        if self._out.shape[0] < size:
+            self._out = np.empty(size, np.uint8)
+        out = self._out[:size]
+        if kernels.frame_records(
+            data,
+            starts,
+            lengths,
+            length_crc_array(lengths.astype(np.uint64)),
+            crc_spans(data, starts, starts + lengths),
+            out=out,
+        ):
+            return memoryview(out)  # type: ignore[arg-type]  # numpy arrays are buffers
+        return None
+
+
+def _join_framed(
+    records: Sequence[bytes | bytearray | memoryview], lengths: list[int] | None = None
+) -> bytes:
+    """:func:`frame_many` of a sequence, with no Python bytecode per record.
+
+    The fallback of :class:`ChunkFramer`: the lengths, headers (from the cache) and data
+    CRCs come from ``map`` over C functions, the CRCs are masked as one array, the
+    footers are slices of one packed buffer, and slice assignments interleave the three
+    lists for a single join. About 15% faster than :func:`frame_parts` on 856-byte
+    records; the same bytes (``tests/test_kernels.py``).
+    """
+    n = len(records)
+    if lengths is None:
+        lengths = list(map(len, records))
+    headers: list[bytes | None] = list(map(_HEADER_CACHE.get, lengths))
+    if None in headers:
+        headers = [header(k) if h is None else h for h, k in zip(headers, lengths, strict=True)]
+    crcs = np.fromiter(map(_crc32c.crc32c, records), np.uint32, count=n)
+    packed = mask_crc_array(crcs).astype("<u4", copy=False).tobytes()
+    parts: list[bytes | bytearray | memoryview | None] = [None] * (3 * n)
+    parts[0::3] = headers
+    parts[1::3] = records
+    parts[2::3] = map(packed.__getitem__, map(slice, range(0, 4 * n, 4), range(4, 4 * n + 4, 4)))
+    return b"".join(parts)  # type: ignore[arg-type]  # every None was replaced
 
 
 def frame_many(records: Iterable[bytes | bytearray | memoryview]) -> bytes:

@@ -26,7 +26,7 @@ import posixpath
 import secrets
 import warnings
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import BinaryIO
 
@@ -81,6 +81,12 @@ _CHUNK = 1 << 20
 _ZLIB_COMPRESS = type(zlib.compressobj())
 # A larger file buffer than io's default (8 KiB) halves the per-record write cost.
 _FILE_BUFFER = 1 << 20
+# write() holds records, then frames them together (one compiled pass for the lot, not a
+# framing call per record): about this many bytes at a time, counted in records (a
+# count is cheaper to keep than a byte total), at most _HOLD_MAX of them, each under
+# _DIRECT_WRITE: a jump in record size holds at most 32 MiB.
+_PENDING = 1 << 18
+_HOLD_MAX = 512
 
 
 def _as_bytes(record: Record) -> bytes | bytearray | memoryview:
@@ -90,7 +96,9 @@ def _as_bytes(record: Record) -> bytes | bytearray | memoryview:
     if isinstance(record, (bytes, bytearray)):
         return record
     if isinstance(record, memoryview):
-        return record if record.contiguous and record.itemsize == 1 else record.tobytes()
+        # len() of anything but a flat byte view is not its size in bytes.
+        flat = record.ndim == 1 and record.itemsize == 1 and record.contiguous
+        return record if flat else record.tobytes()
     raise InvalidArgumentError(f"a record must be bytes-like or str, not {type(record).__name__}")
 
 
@@ -211,7 +219,10 @@ class TFRecordWriter:
         self._durable = durable
         self._failed: OSError | None = None
         self._temp: str | None = None
-        self.records_written = 0
+        # Records handed to the file (framed); write() holds later ones in _pending.
+        self._written = 0
+        self._pending: list[bytes] = []
+        self._hold = 64  # records held before framing; adapts to their size (_drain)
         self._append = append
         # Appends keep earlier records the recorder never saw: those rebuild on close.
         self._index = (
@@ -232,6 +243,7 @@ class TFRecordWriter:
         else:
             f = self._ops.open_truncate(self.path, _FILE_BUFFER)
         self._file: BinaryIO | None = f
+        self._tell = f.tell  # also while close() drains, after _file is cleared
         # The production seam adds no call per write; an injected one sees every write.
         self._write: Callable[[bytes | bytearray | memoryview], object] = (
             f.write if type(self._ops) is FileOps else functools.partial(self._ops.write, f)
@@ -273,6 +285,11 @@ class TFRecordWriter:
         return self._append and self.records_written == 0
 
     @property
+    def records_written(self) -> int:
+        """The records accepted so far (``write`` may still hold the latest in memory)."""
+        return self._written + len(self._pending)
+
+    @property
     def compression(self) -> Compression:
         """The compression this writer applies."""
         return self._kind
@@ -304,20 +321,47 @@ class TFRecordWriter:
         self._write(data)
 
     def write(self, record: Record) -> None:
-        """Appends one record (bytes-like, or ``str`` written as UTF-8)."""
+        """Appends one record (bytes-like, or ``str`` written as UTF-8).
+
+        Records are framed in bulk: ``write`` keeps them (a ``bytearray`` or
+        ``memoryview`` as a copy, so the caller may reuse it) until about 256 KiB (at
+        most 512 records) are waiting, or ``flush``/``write_many``/``close`` is called,
+        then frames and CRCs them together. A record of 64 KiB or more is written at
+        once. An ``OSError`` of the file surfaces from the call that hands it the
+        bytes: this ``write``, a later one, ``flush`` or ``close``.
+        """
         if self._file is None or self._failed is not None:
             self._open_file("write")
+        if type(record) is not bytes or len(record) >= _DIRECT_WRITE:
+            held = self._accept(record)
+            if held is None:
+                return
+            record = held
+        pending = self._pending
+        pending.append(record)
+        if len(pending) >= self._hold:
+            self._drain()
+
+    def _accept(self, record: Record) -> bytes | None:
+        """Checks a record that is not a small ``bytes``: a large one is written now
+        (``None``), a small one returned as ``bytes`` to hold (a ``bytearray`` or
+        ``memoryview`` copied: the caller may reuse its buffer once ``write`` returns)."""
+        data = _as_bytes(record)
+        if len(data) >= _DIRECT_WRITE:
+            self._write_large(data)
+            return None
+        return data if type(data) is bytes else bytes(data)
+
+    def _write_large(self, data: bytes | bytearray | memoryview) -> None:
+        self._drain()
         if self._index is not None:
-            self.write_many((record,))
+            self._write_indexed([data])
             return
-        data = record if type(record) is bytes else _as_bytes(record)
         try:
             if self._compressor is not None:
                 self._emit(framing.frame(data))
-            elif len(data) < _DIRECT_WRITE:
-                self._write(framing.frame(data))
             else:
-                # Large payloads: no join copy; the file's buffer takes the three parts.
+                # No join copy; the file's buffer takes the three parts.
                 write = self._write
                 write(framing.header(len(data)))
                 write(data)
@@ -327,7 +371,27 @@ class TFRecordWriter:
             # writer must never again claim success.
             self._failed = exc
             raise
-        self.records_written += 1
+        self._written += 1
+
+    def _drain(self) -> None:
+        """Frames the records ``write`` holds and hands them to the file, in order."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        if self._index is not None:
+            size = self._write_indexed(pending)
+        else:
+            try:
+                framed = self._framer.frame(pending)
+                self._emit(framed)
+            except OSError as exc:
+                # The file (and the compressor state) is now behind what was accepted.
+                self._failed = exc
+                raise
+            self._written += len(pending)
+            size = len(framed)
+        self._hold = max(1, min(_HOLD_MAX, _PENDING * len(pending) // max(size, 1)))
 
     def write_many(self, records: Iterable[Record]) -> int:
         """Appends a batch of records, framed and checksummed together.
@@ -338,9 +402,12 @@ class TFRecordWriter:
         Returns:
             the number of records written.
         """
-        f = self._open_file("write_many")
+        self._open_file("write_many")
+        self._drain()
         if self._index is not None:
-            return self._write_indexed(f, records)
+            batch = [_as_bytes(r) for r in records]
+            self._write_indexed(batch)
+            return len(batch)
         count = 0
         chunk: list[bytes | bytearray | memoryview] = []
         pending = 0
@@ -352,13 +419,13 @@ class TFRecordWriter:
                 if pending >= _CHUNK:
                     self._emit(self._framer.frame(chunk))
                     count += len(chunk)
-                    self.records_written += len(chunk)
+                    self._written += len(chunk)
                     chunk = []
                     pending = 0
             if chunk:
                 self._emit(self._framer.frame(chunk))
                 count += len(chunk)
-                self.records_written += len(chunk)
+                self._written += len(chunk)
         except OSError as exc:
             # The file (and the compressor state) is now behind what was accepted: the
             # writer must never again claim success.
@@ -366,31 +433,32 @@ class TFRecordWriter:
             raise
         return count
 
-    def _write_indexed(self, f: BinaryIO, records: Iterable[Record]) -> int:
-        batch = [_as_bytes(r) for r in records]
+    def _write_indexed(self, batch: Sequence[bytes | bytearray | memoryview]) -> int:
+        """Writes ``batch`` through the index recorder; returns the framed bytes."""
         assert self._index is not None
         try:
-            self._index.write(
+            size = self._index.write(
                 batch,
-                lambda chunk: self._emit(b"".join(framing.frame_parts(chunk))),
-                None if self._compressor is None else lambda: self._full_flush(f),
+                lambda chunk, lengths: self._emit(self._framer.frame(chunk, lengths)),
+                None if self._compressor is None else self._full_flush,
             )
         except OSError as exc:
             self._failed = exc
             raise
-        self.records_written += len(batch)
-        return len(batch)
+        self._written += len(batch)
+        return size
 
-    def _full_flush(self, f: BinaryIO) -> int:
+    def _full_flush(self) -> int:
         # A full flush byte-aligns the stream and forgets the window: decoding can
         # restart here. Returns the compressed offset reached.
         assert self._compressor is not None
         self._write(self._compressor.flush(zlib.Z_FULL_FLUSH))
-        return f.tell()
+        return self._tell()
 
     def flush(self) -> None:
-        """Pushes buffered bytes to the operating system (does not publish)."""
+        """Pushes every record written so far to the operating system (does not publish)."""
         f = self._open_file("flush")
+        self._drain()
         try:
             if self._compressor is not None and not self._empty_append:
                 self._write(self._partial_flush(f))
@@ -445,6 +513,7 @@ class TFRecordWriter:
                     f"TFRecordWriter({self.path!r}) is closed after an I/O error; "
                     + ("nothing was published" if self._temp else "the file is incomplete")
                 ) from self._failed
+            self._drain()
             if self._compressor is not None and not self._empty_append:
                 self._ops.write(f, self._compressor.flush(zlib.Z_FINISH))
             self._ops.flush(f)
@@ -501,6 +570,7 @@ class TFRecordWriter:
         if f is None:
             return
         self._file = None
+        self._pending = []
         self._discard(f)
 
     def __enter__(self) -> TFRecordWriter:
@@ -523,6 +593,11 @@ class TFRecordWriter:
         # A writer dropped without close() never publishes; do not leave its temp file.
         if getattr(self, "_temp", None) is not None and getattr(self, "_file", None):
             self.abort()
+        elif getattr(self, "_file", None) and getattr(self, "_pending", None) and not self._failed:
+            # In place (atomic=False, append): the file's own finalizer flushes what it
+            # buffers, as before write() held records; the held ones must reach it first.
+            with contextlib.suppress(OSError):
+                self._drain()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

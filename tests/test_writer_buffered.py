@@ -1,0 +1,233 @@
+"""TFRecordWriter.write holds records and frames them in bulk: the bytes, the order, the
+index and the error semantics are those of one framing call per record.
+
+Sizes cross every boundary of the hot path: the first drain (64 records), the adaptive
+one (up to 512 records or about 256 KiB), and the direct path of records of 64 KiB or
+more; with the compiled kernels on and off, uncompressed, GZIP and ZLIB.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tfrecord_engine as tfe
+from tfrecord_engine.records import framing
+from tfrecord_engine.records.compression import make_compressor, normalize_compression
+from tfrecord_engine.testing.faults import FaultyOps, writer_with_ops
+
+_TMP = settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+
+# Sizes that matter: empty, tiny, MNIST-like, just under and at the direct-write size.
+_SIZES = st.one_of(
+    st.sampled_from([0, 1, 856, (1 << 16) - 1, 1 << 16, 100_000]),
+    st.integers(0, 3000),
+)
+
+
+@contextmanager
+def kernels(on: bool) -> Iterator[None]:
+    """The compiled kernels on or off (``TFE_KERNELS``) inside the block."""
+    old = os.environ.get("TFE_KERNELS")
+    os.environ["TFE_KERNELS"] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TFE_KERNELS"]
+        else:
+            os.environ["TFE_KERNELS"] = old
+
+
+def payloads(sizes: list[int]) -> list[bytes]:
+    """Distinct, deterministic payloads of the given sizes."""
+    return [
+        bytes([(i * 7 + k) % 256 for k in range(min(n, 64))]) * (n // 64) + bytes(n % 64)
+        for i, n in enumerate(sizes)
+    ]
+
+
+def expected_file(records: list[bytes], compression: str) -> bytes:
+    """The file TensorFlow's writer makes: every record framed, one deflate stream."""
+    stream = framing.frame_many(records)
+    kind = normalize_compression(compression)
+    if not compression:
+        return stream
+    c = make_compressor(kind)
+    return c.compress(stream) + c.flush(zlib.Z_FINISH)
+
+
+@_TMP
+@given(
+    sizes=st.one_of(
+        st.lists(_SIZES, max_size=40),
+        # Many small records: several drains, the first at 64, then adaptive.
+        st.builds(lambda n, k: [k] * n, st.integers(60, 1300), st.sampled_from([0, 3, 856])),
+    ),
+    compression=st.sampled_from(["", "GZIP", "ZLIB"]),
+    compiled=st.booleans(),
+)
+def test_per_record_writes_are_the_framed_stream(
+    tmp_path: Path, sizes: list[int], compression: str, compiled: bool
+) -> None:
+    records = payloads(sizes)
+    path = tmp_path / f"w-{compression}-{compiled}.tfrecord"
+    with kernels(compiled), tfe.TFRecordWriter(path, compression) as w:
+        for r in records:
+            w.write(r)
+        assert w.records_written == len(records)
+    assert path.read_bytes() == expected_file(records, compression)
+
+
+def test_mixed_write_write_many_and_large_records_keep_their_order(tmp_path: Path) -> None:
+    small = payloads([856] * 700)
+    big = payloads([200_000])[0]
+    path = tmp_path / "m.tfrecord"
+    with tfe.TFRecordWriter(path) as w:
+        for r in small[:100]:
+            w.write(r)
+        w.write(bytearray(big))  # direct path: the held records go first
+        w.write_many(small[100:300])
+        for r in small[300:]:
+            w.write(memoryview(r))
+    assert path.read_bytes() == framing.frame_many([*small[:100], big, *small[100:]])
+
+
+def test_a_reused_buffer_is_copied_when_held(tmp_path: Path) -> None:
+    path = tmp_path / "b.tfrecord"
+    buf = bytearray(b"first")
+    with tfe.TFRecordWriter(path) as w:
+        w.write(buf)
+        buf[:] = b"later"  # the caller reuses its buffer before the writer frames it
+        w.write(buf)
+    assert list(tfe.read_records(path)) == [b"first", b"later"]
+
+
+def test_a_multidimensional_memoryview_is_written_whole(tmp_path: Path) -> None:
+    path = tmp_path / "v.tfrecord"
+    with tfe.TFRecordWriter(path) as w:
+        w.write(memoryview(b"abcdef").cast("B", (2, 3)))  # len() is 2, its bytes 6
+    assert list(tfe.read_records(path)) == [b"abcdef"]
+
+
+def test_flush_hands_held_records_to_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.tfrecord"
+    w = tfe.TFRecordWriter(path, atomic=False)
+    w.write(b"a")
+    w.write(b"bb")
+    assert w.records_written == 2  # held ones count: write() accepted them
+    w.flush()
+    assert path.read_bytes() == framing.frame_many([b"a", b"bb"])
+    w.close()
+
+
+def test_abort_drops_held_records(tmp_path: Path) -> None:
+    path = tmp_path / "a.tfrecord"
+    w = tfe.TFRecordWriter(path, atomic=False)
+    w.write(b"kept")
+    w.flush()
+    w.write(b"dropped")
+    w.abort()
+    assert list(tfe.read_records(path)) == [b"kept"]
+    with pytest.raises(tfe.WriterClosedError):
+        w.write(b"x")
+
+
+def test_an_in_place_writer_dropped_without_close_keeps_held_records(tmp_path: Path) -> None:
+    # As before write() held records: the file object's finalizer flushes its buffer.
+    path = tmp_path / "g.tfrecord"
+    w = tfe.TFRecordWriter(path, atomic=False)
+    w.write(b"held")
+    with pytest.warns(ResourceWarning):  # the file was never closed
+        del w  # the last reference: finalized at once
+    assert list(tfe.read_records(path)) == [b"held"]
+
+
+def test_an_exception_inside_with_publishes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "e.tfrecord"
+
+    def write_then_fail() -> None:
+        with tfe.TFRecordWriter(path) as w:
+            for r in payloads([856] * 1000):  # drained and still held records both
+                w.write(r)
+            raise RuntimeError("mid-way")
+
+    with pytest.raises(RuntimeError):
+        write_then_fail()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_failed_drain_fails_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "d.tfrecord"
+    w = writer_with_ops(FaultyOps("write", 1, errno.ENOSPC), path)
+    records = payloads([856] * 1000)
+
+    def write_all() -> None:
+        for r in records:  # enough records that write() itself drains
+            w.write(r)
+
+    with pytest.raises(OSError, match="injected failure of write"):
+        write_all()
+    with pytest.raises(tfe.WriterFailedError, match="earlier I/O error"):
+        w.write(b"more")
+    with pytest.raises(tfe.WriterFailedError, match="nothing was published"):
+        w.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_rejects_other_types_before_holding_them(tmp_path: Path) -> None:
+    path = tmp_path / "t.tfrecord"
+    with tfe.TFRecordWriter(path) as w:
+        w.write(b"ok")
+        for bad in (3, None, [b"x"], 1.5):
+            with pytest.raises(tfe.InvalidArgumentError, match=type(bad).__name__):
+                w.write(bad)  # type: ignore[arg-type]
+        assert w.records_written == 1
+    assert list(tfe.read_records(path)) == [b"ok"]
+
+
+@_TMP
+@given(
+    sizes=st.one_of(
+        st.lists(_SIZES, max_size=30),
+        st.builds(lambda n: [856] * n, st.integers(60, 900)),
+    ),
+    compression=st.sampled_from(["", "GZIP", "ZLIB"]),
+    every=st.sampled_from([1, 7, 256]),
+    compiled=st.booleans(),
+)
+def test_index_of_per_record_writes_equals_the_built_one(
+    tmp_path: Path, sizes: list[int], compression: str, every: int, compiled: bool
+) -> None:
+    records = payloads(sizes)
+    path = tmp_path / f"i-{compression}-{every}-{compiled}.tfrecord"
+    with (
+        kernels(compiled),
+        tfe.TFRecordWriter(path, compression, index=True, index_flush_every=every) as w,
+    ):
+        for r in records:
+            w.write(r)
+    assert [bytes(r) for r in tfe.read_records(path, compression)] == records
+    written = tfe.Index.load(path)
+    built = tfe.Index.build(path, compression)
+    assert written.offsets.tolist() == built.offsets.tolist()
+    assert written.lengths.tolist() == built.lengths.tolist()
+    if compression:
+        assert len(written.restarts) == len(records) // every
+        blob, stream = path.read_bytes(), framing.frame_many(records)
+        for coff, doff in written.restarts.tolist()[:3]:
+            # A restart point decodes on its own, to the framed stream from there.
+            tail = zlib.decompressobj(-15).decompress(blob[coff:], 4096)
+            assert tail == stream[doff : doff + 4096]
+    if records:
+        ds = tfe.RecordDataset(path, compression=compression)
+        assert ds[len(records) - 1] == records[-1]
+        assert ds[0] == records[0]
