@@ -19,6 +19,7 @@ MODULES = [
     "benchmarks.bench_index",
     "benchmarks.bench_bridge",
     "benchmarks.bench_percall",
+    "benchmarks.bench_scale",
 ]
 
 
