@@ -12,9 +12,9 @@ files, alternating:
 - **Beam, many small files**: ``tfrecord_engine.beam.ReadTFRecords`` vs Beam's
   ``beam.io.ReadFromTFRecord``, each followed by ``Count.Globally()``, on the
   DirectRunner with the same options for both (``--direct_num_workers``,
-  ``--direct_running_mode``). Ours builds each file's index in the untimed round (saved
-  beside the file, in the hidden ``.tfeidx/`` folder no glob matches), as a first read
-  does; then reads it from there.
+  ``--direct_running_mode``). The files have no sidecar index: ours builds each file's
+  index in the untimed round and saves it in the user's index cache, as a first read
+  does, and loads it from there in the timed runs.
 - **Beam, one big file**: the same, plus how the work was cut: the restrictions (pieces)
   our splittable DoFn processed (its ``pieces`` Beam counter, split residuals included),
   the bundles and distinct workers (process, thread) that ran the step fused after each
@@ -276,7 +276,9 @@ def _reshard_case(
         p.run().wait_until_finish()
         return count_written(), nbytes
 
-    got = compare([("Reshard", ours), ("Read|Reshuffle|Write", theirs)], r, warmup=1)
+    got = compare(
+        [("Reshard", ours), ("ReadFromTFRecord, Reshuffle, WriteToTFRecord", theirs)], r, warmup=1
+    )
     for m in got:
         if m.records != n:
             raise RuntimeError(f"{m.name} wrote {m.records} records, expected {n}")
