@@ -13,8 +13,9 @@ files, alternating:
   ``beam.io.ReadFromTFRecord``, each followed by ``Count.Globally()``, on the
   DirectRunner with the same options for both (``--direct_num_workers``,
   ``--direct_running_mode``). The files have no sidecar index: ours builds each file's
-  index in the untimed round and saves it in the user's index cache, as a first read
-  does, and loads it from there in the timed runs.
+  index in the untimed round and saves it in the index cache, as a first read does, and
+  loads it from there in the timed runs (the cache is a folder of the run's temporary
+  folder, ``TFE_INDEX_CACHE``, unless that variable is set).
 - **Beam, one big file**: the same, plus how the work was cut: the restrictions (pieces)
   our splittable DoFn processed (its ``pieces`` Beam counter, split residuals included),
   the bundles and distinct workers (process, thread) that ran the step fused after each
@@ -402,6 +403,9 @@ def main() -> None:
         )
         return
     root = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    # Indexes of these temporary files go to a cache inside the temporary folder (the
+    # workers inherit the variable): none is left behind in the user's cache.
+    os.environ.setdefault("TFE_INDEX_CACHE", str(root / "index-cache"))
     t = time.perf_counter()
     try:
         if not args.no_beam:
