@@ -22,6 +22,7 @@ MODULES = [
     "benchmarks.bench_coldstart",
     "benchmarks.bench_peers",
     "benchmarks.bench_frameworks",
+    "benchmarks.bench_scale",
 ]
 
 

@@ -43,7 +43,7 @@ import secrets
 import struct
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 
@@ -226,6 +226,20 @@ class _Piece(OffsetRange):  # type: ignore[misc]
         return (_Piece, (self.start, self.stop, self.cuts))
 
 
+class _Claim(NamedTuple):
+    """A claim of the records ``[start, end)`` in one call of ``try_claim``.
+
+    Claiming record by record costs two Python calls and a lock per record; a claim of a
+    whole chunk costs them once. The tracker claims ``[start, min(end, stop))``, or
+    nothing when ``start`` is already past the range's end. Either way the reader learns
+    what it got from ``current_restriction().stop`` afterwards: a split after a claim
+    cuts only after the last claimed record, so ``min(end, stop)`` is the claimed end.
+    """
+
+    start: int
+    end: int
+
+
 class _RecordTracker(OffsetRestrictionTracker):  # type: ignore[misc]
     """Beam's offset tracker over record numbers, splitting only where a piece may start.
 
@@ -239,9 +253,16 @@ class _RecordTracker(OffsetRestrictionTracker):  # type: ignore[misc]
         self._cuts = restriction.cuts
         self._tried: int | None = None
 
-    def try_claim(self, position: int) -> bool:
-        self._tried = position
-        claimed: bool = super().try_claim(position)
+    def try_claim(self, position: int | _Claim) -> bool:
+        if isinstance(position, _Claim):
+            # Under the runner's tracker lock: claim as much of [start, end) as the
+            # range still holds, in one step (claiming a position claims all below it).
+            stop = self.current_restriction().stop
+            at = max(position.start, min(position.end, stop) - 1)
+        else:
+            at = position
+        self._tried = at
+        claimed: bool = super().try_claim(at)
         return claimed
 
     def try_split(self, fraction_of_remainder: float) -> Any:
@@ -287,6 +308,11 @@ def _match(pattern: str) -> list[str]:
     if not paths:
         raise FileNotFoundError(f"no TFRecord file matches {pattern!r}")
     return paths
+
+
+def _match_all(patterns: Sequence[str]) -> list[str]:
+    """The distinct files ``patterns`` match, sorted; each pattern must match one."""
+    return sorted({path for pattern in patterns for path in _match(pattern)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,20 +390,20 @@ class _ReadPieces(beam.DoFn):  # type: ignore[misc]
                     for report in task.damage:
                         yield beam.pvalue.TaggedOutput(DAMAGE, report)
                 return
-            end = min(pos + step, task.count, tracker.current_restriction().stop)
-            # Claim record by record before reading: a split may land anywhere after the
-            # last claimed record, and what it hands away must not be read here.
-            claimed = 0
-            while pos + claimed < end and tracker.try_claim(pos + claimed):
-                claimed += 1
-            if claimed:
-                values, damage = self._read(task, np.arange(pos, pos + claimed, dtype=np.int64))
-                for report in damage:
-                    yield beam.pvalue.TaggedOutput(DAMAGE, report)
-                for value in values:
-                    yield (task.path, value) if o.with_filename else value
-            if pos + claimed < end:
+            end = min(pos + step, task.count)
+            # Claim before reading: a split may land anywhere after the last claimed
+            # record, and what it hands away must not be read here. One claim per chunk.
+            if not tracker.try_claim(_Claim(pos, end)):
                 return
+            end = min(end, tracker.current_restriction().stop)
+            values, damage = self._read(task, np.arange(pos, end, dtype=np.int64))
+            for report in damage:
+                yield beam.pvalue.TaggedOutput(DAMAGE, report)
+            if values:
+                # One element per chunk, flattened by the next (fused) step: an element
+                # that leaves a splittable DoFn costs a watermark observation and a
+                # timestamp object each, one that leaves a plain DoFn does not.
+                yield [(task.path, v) for v in values] if o.with_filename else values
             pos = end
 
     def _read(
@@ -476,14 +502,34 @@ class ReadTFRecords(beam.PTransform):  # type: ignore[misc]
         o = self._options
         read = (
             pbegin
-            | "Patterns" >> beam.Create(self._patterns)
-            | "Match" >> beam.FlatMap(_match)
-            | "Distinct" >> beam.Distinct()
+            # All patterns matched in one step: the distinct files without a Distinct
+            # (a shuffle of its own, a fixed cost that dominated reads of a few files).
+            | "Patterns" >> beam.Create([tuple(self._patterns)])
+            | "Match" >> beam.FlatMap(_match_all)
             | "Reshuffle" >> beam.Reshuffle()
             | "Index" >> beam.ParDo(_IndexFiles(o))
             | "Read" >> beam.ParDo(_ReadPieces(o)).with_outputs(DAMAGE, main=RECORDS)
         )
-        return read if o.on_damage == "skip" else read[RECORDS]
+        records = read[RECORDS] | "Unchunk" >> beam.FlatMap(_unchunk)
+        return _ReadOutputs(records, read[DAMAGE]) if o.on_damage == "skip" else records
+
+
+def _unchunk(chunk: list[Any]) -> list[Any]:
+    """The values of one chunk of the reading DoFn, as separate elements."""
+    return chunk
+
+
+class _ReadOutputs(NamedTuple):
+    """Both outputs of ``ReadTFRecords(..., on_damage="skip")``: ``records, damage =
+    result``, ``result.records``, ``result.damage`` or ``result["damage"]``."""
+
+    records: Any
+    damage: Any
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return getattr(self, key)
+        return tuple.__getitem__(self, key)
 
 
 # ---- writing ---------------------------------------------------------------------------

@@ -390,8 +390,12 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
     """A Ray Data sink writing indexed TFRecord shards, published only on success.
 
     Args:
-        path: the destination folder (created if missing). Shards already there under
-            the same names make the publish fail before anything is renamed.
+        path: the destination folder (created if missing), or a writable fsspec URL
+            (``s3://``, ``gs://``, ``memory://``, ...; HTTP(S) is refused here). Tasks
+            write into a hidden staging folder beneath it (``.tfe-staging-<id>``); on a
+            store the publish is one ``fs.mv`` per shard and per index (a server-side
+            copy on S3/GCS/Azure: each object appears whole). Shards already there
+            under the same names make the publish fail before anything is moved.
         compression: ``None``/``""``, ``"GZIP"`` or ``"ZLIB"``.
         index: write each shard's sidecar index beside it.
         num_rows_per_file: at most this many records per shard (Ray hands each write
@@ -415,9 +419,13 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
         file_prefix: str = "part",
         suffix: str | None = None,
     ) -> None:
-        self.path = os.path.abspath(os.fspath(path))
-        if remote.is_url(self.path):
-            raise InvalidArgumentError(f"{path}: write_tfrecords writes to local folders only")
+        where = os.fspath(path)
+        self._url = remote.is_url(where)
+        if self._url:
+            remote.check_writable(where)  # HTTP(S): refused here, not in every task
+            self.path = where.rstrip("/")
+        else:
+            self.path = os.path.abspath(remote.local_path(where))
         if num_rows_per_file is not None and (
             isinstance(num_rows_per_file, bool) or num_rows_per_file < 1
         ):
@@ -435,7 +443,7 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
         self.num_rows_per_file = num_rows_per_file
         self.file_prefix = file_prefix
         # Hidden: no glob of TensorFlow, Beam, Ray or a shell picks up a staged shard.
-        self.staging = os.path.join(self.path, f".tfe-staging-{uuid.uuid4().hex}")
+        self.staging = self._join(self.path, f".tfe-staging-{uuid.uuid4().hex}")
         self.paths: list[str] = []
 
     def get_name(self) -> str:
@@ -447,10 +455,42 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
         """Rows Ray bundles into each write task (``num_rows_per_file``)."""
         return self.num_rows_per_file
 
+    def _join(self, folder: str, name: str) -> str:
+        return f"{folder}/{name}" if self._url else os.path.join(folder, name)
+
+    def _exists(self, path: str) -> bool:
+        if self._url:
+            fs, inner = remote.filesystem(path)
+            return bool(fs.exists(inner))
+        return os.path.lexists(path)
+
+    def _move(self, src: str, dst: str) -> None:
+        """Renames a local file, or moves an object on the store (``fs.mv``: a server-side
+        copy and a delete on S3/GCS/Azure, the object appearing whole)."""
+        if self._url:
+            fs, inner = remote.filesystem(src)
+            fs.mv(inner, remote.filesystem(dst)[1])
+        else:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.replace(src, dst)
+
+    def _remove_staging(self) -> None:
+        if self._url:
+            fs, inner = remote.filesystem(self.staging)
+            with contextlib.suppress(FileNotFoundError):  # nothing was staged
+                fs.rm(inner, recursive=True)
+        else:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
     def on_write_start(self, schema: Any = None) -> None:
-        """Creates the destination and its staging folder (driver)."""
+        """Creates the destination and its staging folder (driver); on a store, where
+        folders need not exist, asks fsspec to make them (a no-op on object stores)."""
         del schema
-        os.makedirs(self.staging, exist_ok=True)
+        if self._url:
+            fs, inner = remote.filesystem(self.staging)
+            fs.makedirs(inner, exist_ok=True)
+        else:
+            os.makedirs(self.staging, exist_ok=True)
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> list[_Staged]:
         """One write task: its rows into staged shards ``<task>-<part>`` (worker)."""
@@ -464,7 +504,10 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
             nonlocal writer
             if writer is not None:
                 writer.close()
-                staged.append(_Staged(task, len(staged), os.path.basename(writer.path), in_file))
+                name = (
+                    writer.path.rsplit("/", 1)[-1] if self._url else os.path.basename(writer.path)
+                )
+                staged.append(_Staged(task, len(staged), name, in_file))
                 writer = None
 
         try:
@@ -474,7 +517,7 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
                     if writer is None:
                         name = f"{task:06d}-{len(staged):06d}.tfrecord"
                         writer = TFRecordWriter(
-                            os.path.join(self.staging, name), self.compression, index=self.index
+                            self._join(self.staging, name), self.compression, index=self.index
                         )
                         in_file = 0
                     room = len(records) if limit is None else limit - in_file
@@ -502,34 +545,34 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
         )
         n = len(staged)
         finals = [
-            os.path.join(self.path, f"{self.file_prefix}-{i:05d}-of-{n:05d}{self.suffix}")
+            self._join(self.path, f"{self.file_prefix}-{i:05d}-of-{n:05d}{self.suffix}")
             for i in range(n)
         ]
         try:
-            taken = [p for p in finals if os.path.lexists(p)]
+            taken = [p for p in finals if self._exists(p)]
             if taken:
                 raise FileExistsError(
                     f"{taken[0]} already exists ({len(taken)} of the {n} shard names are "
                     "taken): write to an empty folder"
                 )
             for s, final in zip(staged, finals, strict=True):
-                src = os.path.join(self.staging, s.name)
-                os.replace(src, final)
+                src = self._join(self.staging, s.name)
+                self._move(src, final)
                 if self.index:
                     # The index holds no path: moved to its data's hidden .tfeidx/
-                    # folder it stays valid.
-                    index = index_path_for(final)
-                    os.makedirs(os.path.dirname(index), exist_ok=True)
-                    os.replace(index_path_for(src), index)
-            _fsync_dir(self.path)
+                    # folder it stays valid (data first: an index never names a
+                    # missing file).
+                    self._move(index_path_for(src), index_path_for(final))
+            if not self._url:
+                _fsync_dir(self.path)
         finally:
-            shutil.rmtree(self.staging, ignore_errors=True)
+            self._remove_staging()
         self.paths = finals
 
     def on_write_failed(self, error: Exception) -> None:
         """Removes the staging folder: nothing of a failed write is published (driver)."""
         del error
-        shutil.rmtree(self.staging, ignore_errors=True)
+        self._remove_staging()
 
 
 def _fsync_dir(path: str) -> None:

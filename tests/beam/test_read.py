@@ -374,9 +374,10 @@ def test_a_split_while_the_dofn_reads_hands_the_rest_to_another_worker(
     def read(piece: Any, split_after: int | None = None) -> tuple[list[int], Any]:
         tracker = ThreadsafeRestrictionTracker(provider.create_tracker(piece))
         got, residual = [], None
-        for record in reader.process(task, tracker=RestrictionTrackerView(tracker)):
-            got.append(_number(record))
-            if len(got) == split_after:
+        # The DoFn yields chunks of records (one element each, flattened downstream).
+        for chunk in reader.process(task, tracker=RestrictionTrackerView(tracker)):
+            got += [_number(record) for record in chunk]
+            if split_after is not None and residual is None and len(got) >= split_after:
                 _primary, residual = tracker.try_split(0.5)
         tracker.check_done()
         return got, residual
@@ -388,3 +389,19 @@ def test_a_split_while_the_dofn_reads_hands_the_rest_to_another_worker(
     rest, _ = read(residual)
     assert first + rest == list(range(5000))
     assert len(first) < 5000
+
+
+def test_a_chunk_claim_takes_what_the_range_still_holds() -> None:
+    """One ``try_claim`` per chunk: it claims up to the range's end, and a split after
+    it cuts only after the claimed records, so the reader knows what it owns."""
+    from tfrecord_engine.beam import _Claim, _Piece, _RecordTracker
+
+    tracker = _RecordTracker(_Piece(0, 100, None))
+    assert tracker.try_claim(_Claim(0, 30))
+    primary, residual = tracker.try_split(0.5)
+    assert primary.stop == residual.start > 29
+    stop = tracker.current_restriction().stop
+    assert tracker.try_claim(_Claim(30, 1000))  # a chunk that runs past the split
+    assert tracker.current_restriction().stop == stop
+    assert not tracker.try_claim(_Claim(stop, stop + 10))
+    tracker.check_done()
