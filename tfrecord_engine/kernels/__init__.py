@@ -35,8 +35,10 @@ import numpy.typing as npt
 __all__ = [
     "available",
     "crc32c_spans",
+    "dense_examples",
     "enabled",
     "frame_records",
+    "key_hashes",
     "match_lengths",
     "match_words",
     "varint_runs",
@@ -95,6 +97,8 @@ def _compile() -> dict[str, Any] | None:
         "lengths": compiled.match_lengths,
         "walk": compiled.walk_records,
         "frame": compiled.frame_records,
+        "dense": compiled.dense_examples,
+        "hash": compiled.key_hash,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -145,7 +149,32 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
             np.array([9], np.uint32),
             framed_out,
         )
+        dense_out = np.zeros(3, np.int64)
+        dense_fallback = np.ones(2, np.bool_)
+        # Example {"x": [5]} (then an empty record, which takes the default 7); the
+        # table's one entry is x's hash, looked up by the kernel's own hash function.
+        example = np.frombuffer(b"\x0a\x0c\x0a\x0a\x0a\x01x\x12\x05\x1a\x03\x0a\x01\x05", np.uint8)
+        dense_out[2] = 7
+        h = kernels["hash"](np.frombuffer(b"x", np.uint8), 0, 1)
+        table_hash = np.zeros(2, np.uint64)
+        table = np.full(2, -1, np.int64)
+        table[int(h % np.uint64(2))] = 0
+        table_hash[int(h % np.uint64(2))] = h
+        kernels["dense"](
+            example,
+            np.array([0, 14]),
+            np.array([14, 14]),
+            (table, np.array([0, 1]), np.array([3], np.int8), np.array([1]), np.array([0])),
+            table_hash,
+            np.frombuffer(b"x", np.uint8),
+            np.array([2]),
+            dense_out,
+            np.zeros(0, np.uint32),
+            dense_fallback,
+        )
     except errors:
+        return False
+    if dense_out.tolist() != [5, 7, 7] or dense_fallback.tolist() != [False, False]:
         return False
     if framed_out.tolist() != [1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0x31, 9, 0, 0, 0]:
         return False
@@ -349,3 +378,55 @@ def frame_records(
         out,
     )
     return True
+
+
+def dense_examples(
+    buf: U8,
+    starts: I64,
+    ends: I64,
+    *,
+    plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64],
+    table_hash: npt.NDArray[np.uint64],
+    keys: U8,
+    defaults: I64,
+    ints: I64,
+    floats: npt.NDArray[np.uint32],
+) -> npt.NDArray[np.bool_] | None:
+    """Decodes fixed-size int64 / float32 features of the Examples at ``buf[starts:ends]``
+    into ``ints`` / ``floats`` (``tfrecord_engine.example.dense`` lays them out);
+    returns per record whether it was left to the exact path. None when the kernels
+    are disabled or a span lies outside ``buf``.
+    """
+    if not enabled():
+        return None
+    buf = np.ascontiguousarray(buf).reshape(-1)
+    if not _in_bounds(buf, starts, ends):
+        return None
+    kernel: Callable[..., None] = _load()["dense"]  # type: ignore[index]
+    fallback = np.empty(starts.shape[0], np.bool_)
+    kernel(
+        buf,
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(ends, np.int64),
+        plan,
+        table_hash,
+        keys,
+        defaults,
+        ints,
+        floats,
+        fallback,
+    )
+    return fallback
+
+
+def key_hashes(keys: list[bytes]) -> npt.NDArray[np.uint64] | None:
+    """The hash :func:`dense_examples` computes of each key, or None when the kernels
+    are disabled.
+    """
+    if not enabled():
+        return None
+    kernel: Callable[..., np.uint64] = _load()["hash"]  # type: ignore[index]
+    out = np.empty(len(keys), np.uint64)
+    for j, key in enumerate(keys):
+        out[j] = kernel(np.frombuffer(key, np.uint8), 0, len(key))
+    return out

@@ -246,3 +246,185 @@ def frame_records(data, starts, lengths, length_crcs, data_crcs, out):  # noqa: 
         for b in range(4):
             out[q + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
         p = q + 4
+
+
+_HASH_MUL1 = np.uint64(0x9E3779B97F4A7C15)
+_HASH_MUL2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+@njit(nogil=True, cache=True)
+def key_hash(buf, p, n):
+    """A feature key's hash from its length and its first and last 8 bytes (see
+    ``example.dense.key_hash``, which must give the same numbers).
+    """
+    w1 = np.uint64(0)
+    for b in range(min(n, 8)):
+        w1 |= np.uint64(buf[p + b]) << np.uint64(8 * b)
+    w2 = np.uint64(0)
+    if n > 8:
+        q = p + n - 8
+        for b in range(8):
+            w2 |= np.uint64(buf[q + b]) << np.uint64(8 * b)
+    h = (w1 ^ (w2 * _HASH_MUL2) ^ np.uint64(n)) * _HASH_MUL1
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(nogil=True, cache=True)
+def _varint(buf, i, e):
+    """``(value, position after it)`` of the varint at ``buf[i:e]``; position -1 when it
+    is torn or longer than 10 bytes.
+    """
+    value = np.uint64(0)
+    shift = 0
+    while i < e and shift < 70:
+        byte = buf[i]
+        i += 1
+        value |= np.uint64(byte & 0x7F) << np.uint64(shift)
+        if byte < 0x80:
+            return value, i
+        shift += 7
+    return value, -1
+
+
+@njit(nogil=True, cache=True)
+def _length(buf, i, e):
+    """A length prefix at ``buf[i:e]`` that fits in what is left: ``(end, start)`` of the
+    payload, or ``(-1, -1)``.
+    """
+    n, j = _varint(buf, i, e)
+    if j < 0 or n > np.uint64(e - j):
+        return -1, -1
+    return j + np.int64(n), j
+
+
+@njit(nogil=True, cache=True)
+def dense_examples(buf, starts, ends, plan, table_hash, keys, defaults, ints, floats, fallback):  # noqa: PLR0917
+    """Decodes fixed-size int64 / float32 features of Examples ``buf[starts[r]:ends[r]]``.
+
+    ``plan`` is ``(table, key_at, kinds, counts, cols)``: an open-addressing table of
+    slots by key hash (``table_hash`` holds each entry's hash, -1 marks empty), the
+    selected keys' bytes ``keys[key_at[s]:key_at[s + 1]]``, each slot's kind (2 float,
+    3 int64), values per record and first column. Slot ``s`` of record ``r`` goes to
+    ``out[cols[s] * n + r * counts[s]:][:counts[s]]`` of ``ints`` or ``floats`` (the
+    float32 bits as uint32). ``defaults[s]`` is the start of slot s's default in the
+    same array's tail region, or -1 for none (a missing feature is then the record's
+    fallback). ``fallback[r]`` is set for every record this loop did not take whole:
+    anything but one packed list per selected key, a duplicate selected key, a
+    malformed entry, a wrong kind or count, a missing feature with no default.
+
+    One flat loop: numba calls a helper that takes arrays at a cost of tens of
+    nanoseconds, more than an entry's whole walk, so the key lookup is written inline.
+    """
+    table, key_at, kinds, counts, cols = plan
+    n = starts.shape[0]
+    slots = kinds.shape[0]
+    mask = table.shape[0] - 1
+    seen = np.zeros(slots, np.uint8)
+    for r in range(n):
+        seen[:] = 0
+        i = starts[r]
+        e = ends[r]
+        ok = True
+        if i < e:  # else an empty Example: every feature missing
+            ok = buf[i] == 0x0A
+            if ok:
+                fe, i = _length(buf, i + 1, e)
+                ok = fe == e
+        while ok and i < e:
+            ok = False
+            if buf[i] != 0x0A:
+                break
+            ee, i = _length(buf, i + 1, e)
+            if ee < 0 or i >= ee or buf[i] != 0x0A:
+                break
+            ke, kp = _length(buf, i + 1, ee)
+            if ke < 0 or ke >= ee or buf[ke] != 0x12:
+                break
+            ve, i = _length(buf, ke + 1, ee)
+            if ve != ee:
+                break
+            # The key's slot: the first table entry of equal hash and equal bytes.
+            h = key_hash(buf, kp, ke - kp)
+            idx = np.int64(h & np.uint64(mask))
+            s = table[idx]
+            while s >= 0:
+                if table_hash[idx] == h and key_at[s + 1] - key_at[s] == ke - kp:
+                    a = key_at[s]
+                    q = 0
+                    while q < ke - kp and keys[a + q] == buf[kp + q]:
+                        q += 1
+                    if q == ke - kp:
+                        break
+                idx = (idx + 1) & mask
+                s = table[idx]
+            ok = True
+            if s < 0:
+                i = ee  # not asked for: skipped by its length, never decoded
+                continue
+            ok = False
+            if seen[s] != 0:
+                break  # a duplicate key: the exact path applies TensorFlow's rules
+            if i == ee:
+                seen[s] = 2  # an empty Feature counts as missing
+                ok = True
+                continue
+            kind = kinds[s]
+            if buf[i] != (0x12 if kind == 2 else 0x1A):
+                break  # another kind (an error) or an unknown tag: the exact path
+            le, i = _length(buf, i + 1, ee)
+            if le != ee:
+                break
+            k = counts[s]
+            base = cols[s] * n + r * k
+            got = 0
+            if i < ee:
+                if buf[i] != 0x0A:
+                    break  # unpacked values: the exact path
+                pe, i = _length(buf, i + 1, ee)
+                if pe != ee:
+                    break
+                if kind == 3:
+                    while i < ee:
+                        v, i = _varint(buf, i, ee)
+                        if i < 0:
+                            break
+                        if got < k:
+                            ints[base + got] = np.int64(v)
+                        got += 1
+                    if i < 0:
+                        break
+                else:
+                    size = ee - i
+                    if size % 4:
+                        break
+                    got = size // 4
+                    for j in range(min(got, k)):
+                        q = i + 4 * j
+                        floats[base + j] = (
+                            np.uint32(buf[q])
+                            | (np.uint32(buf[q + 1]) << np.uint32(8))
+                            | (np.uint32(buf[q + 2]) << np.uint32(16))
+                            | (np.uint32(buf[q + 3]) << np.uint32(24))
+                        )
+                    i = ee
+            if got != k:
+                break  # a wrong count (an error): the exact path raises it
+            seen[s] = 1
+            ok = True
+        if ok:
+            for s in range(slots):
+                if seen[s] == 1:
+                    continue
+                d = defaults[s]
+                if d < 0:
+                    ok = False
+                    break
+                k = counts[s]
+                base = cols[s] * n + r * k
+                if kinds[s] == 3:
+                    for j in range(k):
+                        ints[base + j] = ints[d + j]
+                else:
+                    for j in range(k):
+                        floats[base + j] = floats[d + j]
+        fallback[r] = not ok
