@@ -17,6 +17,7 @@ from hypothesis import given
 import tfrecord_engine as tfe
 from tfrecord_engine import kernels
 from tfrecord_engine.errors import TFRecordError
+from tfrecord_engine.example import dense
 from tfrecord_engine.example.batch import BatchDecoder, join_records
 from tfrecord_engine.example.dense import DensePlan, eligible
 from tfrecord_engine.example.parse import parse_example as parse_exact
@@ -65,6 +66,13 @@ def test_compiled_plan_equals_exact_path_and_kernels_off(case: ParseCase) -> Non
     compiled = _outcome(lambda: _compiled(case))
     assert compiled == _outcome(lambda: parse_exact(case.records, case.features))
     assert compiled == _outcome(lambda: tfe.parse_example(case.records, case.features))
+    # Records joined a few at a time (wide records of tens of KB are, in chunks of 1 MB).
+    chunk = dense.CHUNK_BYTES
+    dense.CHUNK_BYTES = 40
+    try:
+        assert compiled == _outcome(lambda: _compiled(case))
+    finally:
+        dense.CHUNK_BYTES = chunk
     with _kernels_off():
         assert compiled == _outcome(lambda: tfe.parse_example(case.records, case.features))
         assert compiled == _outcome(

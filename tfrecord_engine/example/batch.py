@@ -158,6 +158,18 @@ class BatchDecoder:
 
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
         """Decodes a list of serialized Examples (joined into one buffer first)."""
+        plan = self._compiled_plan() if self._dense_plan is not False else None
+        if plan is not None:
+            self.stats.records += len(records)
+            try:
+                done = plan.decode_records(records)
+            except dense.NeedsExact:
+                self.stats.exact_batches += 1
+                return self.decode_exact(records)
+            if done is not None:
+                self.stats.fallback_records += done[1]
+                return done[0]
+            self.stats.records -= len(records)
         buf, starts, ends = join_records(records)
         return self.decode(buf, starts, ends, records=records)
 

@@ -22,8 +22,9 @@ numpy paths.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,8 @@ from .wire import KIND_FLOAT, KIND_INT64, Duplicates, example_feature_map
 __all__ = ["DensePlan", "NeedsExact", "eligible"]
 
 I64 = npt.NDArray[np.int64]
+#: Bytes of records joined and walked at a time by :meth:`DensePlan.decode_records`.
+CHUNK_BYTES = 1 << 20
 
 
 class NeedsExact(Exception):
@@ -152,7 +155,39 @@ class DensePlan:
         self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
     ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
         """:meth:`decode`, with how many records the exact per-record path decoded."""
-        n = int(starts.shape[0])
+        mv = buf.data
+
+        def record(i: int) -> bytes:
+            return mv[int(starts[i]) : int(ends[i])].tobytes()
+
+        return self._run(int(starts.shape[0]), [(buf, starts, ends, 0)], record)
+
+    def decode_records(
+        self, records: Sequence[bytes]
+    ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
+        """:meth:`decode_counted` of a list of serialized Examples.
+
+        They are joined into buffers of about :data:`CHUNK_BYTES`, one at a time, so each
+        is walked while still in the CPU's cache (a wide record may be tens of KB).
+        """
+        n = len(records)
+        lengths = np.fromiter(map(len, records), np.int64, n)
+        cuts = np.flatnonzero(np.diff(np.cumsum(lengths) // CHUNK_BYTES)) + 1
+        bounds = [0, *cuts.tolist(), n]
+
+        def chunks() -> Iterator[tuple[npt.NDArray[np.uint8], I64, I64, int]]:
+            for a, b in itertools.pairwise(bounds):
+                ends = np.cumsum(lengths[a:b])
+                yield np.frombuffer(b"".join(records[a:b]), np.uint8), ends - lengths[a:b], ends, a
+
+        return self._run(n, chunks(), records.__getitem__)
+
+    def _run(
+        self,
+        n: int,
+        chunks: Iterable[tuple[npt.NDArray[np.uint8], I64, I64, int]],
+        record: Callable[[int], bytes],
+    ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
         n_int = n * self._cols[KIND_INT64]
         n_float = n * self._cols[KIND_FLOAT]
         ints = np.empty(n_int + self._int_defaults.shape[0], np.int64)
@@ -166,19 +201,24 @@ class DensePlan:
             ],
             np.int64,
         )
-        fallback = kernels.dense_examples(
-            buf,
-            starts,
-            ends,
-            plan=self._plan,
-            table_hash=self._table_hash,
-            keys=self._keys,
-            defaults=defaults,
-            ints=ints,
-            floats=floats,
-        )
-        if fallback is None:
-            return None
+        fallback = np.zeros(n, np.bool_)
+        for buf, starts, ends, first in chunks:
+            done = kernels.dense_examples(
+                buf,
+                starts,
+                ends,
+                first=first,
+                total=n,
+                plan=self._plan,
+                table_hash=self._table_hash,
+                keys=self._keys,
+                defaults=defaults,
+                ints=ints,
+                floats=floats,
+            )
+            if done is None:
+                return None
+            fallback[first : first + done.shape[0]] = done
         fvalues = floats.view(np.float32)
         out: dict[str, npt.NDArray[Any]] = {}
         for s in self._slots:
@@ -186,21 +226,18 @@ class DensePlan:
             out[s.name] = data[s.col * n : (s.col + s.count) * n].reshape((n, *s.shape))
         slow = np.flatnonzero(fallback)
         if slow.size:
-            self._exact_records(buf, starts, ends, slow, out)
+            self._exact_records(record, slow, out)
         return out, int(slow.size)
 
     def _exact_records(
         self,
-        buf: npt.NDArray[np.uint8],
-        starts: I64,
-        ends: I64,
+        record: Callable[[int], bytes],
         which: npt.NDArray[np.intp],
         out: dict[str, npt.NDArray[Any]],
     ) -> None:
         """Decodes records the kernel left, one by one, into their output rows."""
-        mv = buf.data
         for i in which.tolist():
-            data = mv[int(starts[i]) : int(ends[i])].tobytes()
+            data = record(i)
             dups = Duplicates()
             try:
                 fmap = example_feature_map(data, dups)

@@ -164,6 +164,8 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
             example,
             np.array([0, 14]),
             np.array([14, 14]),
+            0,
+            2,
             (table, np.array([0, 1]), np.array([3], np.int8), np.array([1]), np.array([0])),
             table_hash,
             np.frombuffer(b"x", np.uint8),
@@ -385,6 +387,8 @@ def dense_examples(
     starts: I64,
     ends: I64,
     *,
+    first: int,
+    total: int,
     plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64],
     table_hash: npt.NDArray[np.uint64],
     keys: U8,
@@ -393,12 +397,15 @@ def dense_examples(
     floats: npt.NDArray[np.uint32],
 ) -> npt.NDArray[np.bool_] | None:
     """Decodes fixed-size int64 / float32 features of the Examples at ``buf[starts:ends]``
-    into ``ints`` / ``floats`` (``tfrecord_engine.example.dense`` lays them out);
-    returns per record whether it was left to the exact path. None when the kernels
-    are disabled or a span lies outside ``buf``.
+    (records ``first``.. of a batch of ``total``) into ``ints`` / ``floats``
+    (``tfrecord_engine.example.dense`` lays them out); returns per record whether it
+    was left to the exact path. None when the kernels are disabled or a span lies
+    outside ``buf``.
     """
     if not enabled():
         return None
+    if first < 0 or first + starts.shape[0] > total:
+        raise ValueError(f"dense_examples: records {first}.. of {total} do not fit")
     buf = np.ascontiguousarray(buf).reshape(-1)
     if not _in_bounds(buf, starts, ends):
         return None
@@ -408,6 +415,8 @@ def dense_examples(
         buf,
         np.ascontiguousarray(starts, np.int64),
         np.ascontiguousarray(ends, np.int64),
+        first,
+        total,
         plan,
         table_hash,
         keys,

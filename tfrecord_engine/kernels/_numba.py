@@ -298,7 +298,9 @@ def _length(buf, i, e):
 
 
 @njit(nogil=True, cache=True)
-def dense_examples(buf, starts, ends, plan, table_hash, keys, defaults, ints, floats, fallback):  # noqa: PLR0917
+def dense_examples(  # noqa: PLR0917
+    buf, starts, ends, first, total, plan, table_hash, keys, defaults, ints, floats, fallback
+):
     """Decodes fixed-size int64 / float32 features of Examples ``buf[starts[r]:ends[r]]``.
 
     ``plan`` is ``(table, key_at, kinds, counts, cols)``: an open-addressing table of
@@ -311,19 +313,22 @@ def dense_examples(buf, starts, ends, plan, table_hash, keys, defaults, ints, fl
     fallback). ``fallback[r]`` is set for every record this loop did not take whole:
     anything but one packed list per selected key, a duplicate selected key, a
     malformed entry, a wrong kind or count, a missing feature with no default.
+    The records are records ``first``.. of a batch of ``total`` (the ``n`` above), so a
+    batch can be decoded in chunks that stay in the CPU's cache.
 
     One flat loop: numba calls a helper that takes arrays at a cost of tens of
     nanoseconds, more than an entry's whole walk, so the key lookup is written inline.
     """
     table, key_at, kinds, counts, cols = plan
-    n = starts.shape[0]
+    n = total
     slots = kinds.shape[0]
     mask = table.shape[0] - 1
     seen = np.zeros(slots, np.uint8)
-    for r in range(n):
+    for j in range(starts.shape[0]):
         seen[:] = 0
-        i = starts[r]
-        e = ends[r]
+        r = first + j
+        i = starts[j]
+        e = ends[j]
         ok = True
         if i < e:  # else an empty Example: every feature missing
             ok = buf[i] == 0x0A
@@ -398,9 +403,9 @@ def dense_examples(buf, starts, ends, plan, table_hash, keys, defaults, ints, fl
                     if size % 4:
                         break
                     got = size // 4
-                    for j in range(min(got, k)):
-                        q = i + 4 * j
-                        floats[base + j] = (
+                    for v in range(min(got, k)):
+                        q = i + 4 * v
+                        floats[base + v] = (
                             np.uint32(buf[q])
                             | (np.uint32(buf[q + 1]) << np.uint32(8))
                             | (np.uint32(buf[q + 2]) << np.uint32(16))
@@ -422,9 +427,9 @@ def dense_examples(buf, starts, ends, plan, table_hash, keys, defaults, ints, fl
                 k = counts[s]
                 base = cols[s] * n + r * k
                 if kinds[s] == 3:
-                    for j in range(k):
-                        ints[base + j] = ints[d + j]
+                    for v in range(k):
+                        ints[base + v] = ints[d + v]
                 else:
-                    for j in range(k):
-                        floats[base + j] = floats[d + j]
-        fallback[r] = not ok
+                    for v in range(k):
+                        floats[base + v] = floats[d + v]
+        fallback[j] = not ok
