@@ -101,8 +101,11 @@ class DensePlan:
         self._int_defaults = np.array(int_defaults, np.int64)
         self._float_defaults = np.array(float_defaults, np.float32).view(np.uint32)
         keys = [name.encode("utf-8") for name in features]
-        hashes = kernels.key_hashes(keys)
-        assert hashes is not None
+        hashed = kernels.key_hashes(keys)
+        assert hashed is not None
+        hashes, key_marks = hashed
+        marks = np.zeros(4096, np.uint8)
+        marks[key_marks] = 1
         size = 8
         while size < 2 * len(keys):
             size *= 2
@@ -122,6 +125,7 @@ class DensePlan:
             np.array([s.kind for s in slots], np.int8),
             np.array([s.count for s in slots], np.int64),
             np.array([s.col for s in slots], np.int64),
+            marks,
         )
 
     @classmethod

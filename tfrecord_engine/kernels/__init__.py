@@ -99,6 +99,7 @@ def _compile() -> dict[str, Any] | None:
         "frame": compiled.frame_records,
         "dense": compiled.dense_examples,
         "hash": compiled.key_hash,
+        "filter": compiled.key_filter,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -156,6 +157,8 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
         example = np.frombuffer(b"\x0a\x0c\x0a\x0a\x0a\x01x\x12\x05\x1a\x03\x0a\x01\x05", np.uint8)
         dense_out[2] = 7
         h = kernels["hash"](np.frombuffer(b"x", np.uint8), 0, 1)
+        marks = np.zeros(4096, np.uint8)
+        marks[kernels["filter"](np.frombuffer(b"x", np.uint8), 0, 1)] = 1
         table_hash = np.zeros(2, np.uint64)
         table = np.full(2, -1, np.int64)
         table[int(h % np.uint64(2))] = 0
@@ -166,7 +169,14 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
             np.array([14, 14]),
             0,
             2,
-            (table, np.array([0, 1]), np.array([3], np.int8), np.array([1]), np.array([0])),
+            (
+                table,
+                np.array([0, 1]),
+                np.array([3], np.int8),
+                np.array([1]),
+                np.array([0]),
+                marks,
+            ),
             table_hash,
             np.frombuffer(b"x", np.uint8),
             np.array([2]),
@@ -389,7 +399,7 @@ def dense_examples(
     *,
     first: int,
     total: int,
-    plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64],
+    plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64, U8],
     table_hash: npt.NDArray[np.uint64],
     keys: U8,
     defaults: I64,
@@ -428,14 +438,18 @@ def dense_examples(
     return fallback
 
 
-def key_hashes(keys: list[bytes]) -> npt.NDArray[np.uint64] | None:
-    """The hash :func:`dense_examples` computes of each key, or None when the kernels
-    are disabled.
+def key_hashes(keys: list[bytes]) -> tuple[npt.NDArray[np.uint64], I64] | None:
+    """The hash and the filter mark :func:`dense_examples` computes of each key, or None
+    when the kernels are disabled.
     """
     if not enabled():
         return None
-    kernel: Callable[..., np.uint64] = _load()["hash"]  # type: ignore[index]
-    out = np.empty(len(keys), np.uint64)
+    kernels = _load()
+    assert kernels is not None
+    hashes = np.empty(len(keys), np.uint64)
+    marks = np.empty(len(keys), np.int64)
     for j, key in enumerate(keys):
-        out[j] = kernel(np.frombuffer(key, np.uint8), 0, len(key))
-    return out
+        raw = np.frombuffer(key, np.uint8)
+        hashes[j] = kernels["hash"](raw, 0, len(key))
+        marks[j] = kernels["filter"](raw, 0, len(key))
+    return hashes, marks
