@@ -638,7 +638,7 @@ def parse_example(serialized: Any, features: Mapping[str, FeatureSpec]) -> dict[
         return parse_single_example(serialized, features)
     records = to_records(serialized)
     n = len(records)
-    if n and dense.eligible(features) and kernels.enabled():
+    if n and kernels.enabled() and dense.eligible(features):
         # Compiled wide-record decoding (:mod:`.dense`) pays no per-feature numpy call.
         decoder = _cached_decoder(features)
         if decoder is not None:

@@ -22,8 +22,11 @@ numpy paths.
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import math
+import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +45,8 @@ __all__ = ["DensePlan", "NeedsExact", "eligible"]
 I64 = npt.NDArray[np.int64]
 #: Bytes of records joined and walked at a time by :meth:`DensePlan.decode_records`.
 CHUNK_BYTES = 1 << 20
+#: Threads that decode the chunks of one big batch at once (at most the usable cores).
+MAX_THREADS = 4
 
 
 class NeedsExact(Exception):
@@ -164,7 +169,9 @@ class DensePlan:
         def record(i: int) -> bytes:
             return mv[int(starts[i]) : int(ends[i])].tobytes()
 
-        return self._run(int(starts.shape[0]), [(buf, starts, ends, 0)], record)
+        bounds = _chunk_bounds(ends - starts)
+        chunks = [(buf, starts[a:b], ends[a:b], a) for a, b in itertools.pairwise(bounds)]
+        return self._run(int(starts.shape[0]), chunks, record, parallel=len(chunks) > 1)
 
     def decode_records(
         self, records: Sequence[bytes]
@@ -176,22 +183,24 @@ class DensePlan:
         """
         n = len(records)
         lengths = np.fromiter(map(len, records), np.int64, n)
-        cuts = np.flatnonzero(np.diff(np.cumsum(lengths) // CHUNK_BYTES)) + 1
-        bounds = [0, *cuts.tolist(), n]
+        bounds = _chunk_bounds(lengths)
 
         def chunks() -> Iterator[tuple[npt.NDArray[np.uint8], I64, I64, int]]:
             for a, b in itertools.pairwise(bounds):
                 ends = np.cumsum(lengths[a:b])
                 yield np.frombuffer(b"".join(records[a:b]), np.uint8), ends - lengths[a:b], ends, a
 
-        return self._run(n, chunks(), records.__getitem__)
+        return self._run(n, chunks(), records.__getitem__, parallel=len(bounds) > 2)
 
     def _run(
         self,
         n: int,
         chunks: Iterable[tuple[npt.NDArray[np.uint8], I64, I64, int]],
         record: Callable[[int], bytes],
+        *,
+        parallel: bool,
     ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
+        """Runs the kernel over ``chunks`` (on the thread pool when ``parallel``)."""
         n_int = n * self._cols[KIND_INT64]
         n_float = n * self._cols[KIND_FLOAT]
         ints = np.empty(n_int + self._int_defaults.shape[0], np.int64)
@@ -206,7 +215,9 @@ class DensePlan:
             np.int64,
         )
         fallback = np.zeros(n, np.bool_)
-        for buf, starts, ends, first in chunks:
+
+        def walk(chunk: tuple[npt.NDArray[np.uint8], I64, I64, int]) -> bool:
+            buf, starts, ends, first = chunk
             done = kernels.dense_examples(
                 buf,
                 starts,
@@ -221,8 +232,15 @@ class DensePlan:
                 floats=floats,
             )
             if done is None:
-                return None
+                return False
             fallback[first : first + done.shape[0]] = done
+            return True
+
+        # The kernel releases the GIL, and chunks write disjoint rows: big batches use
+        # every core, as TensorFlow's parse_example does.
+        pool = _pool() if parallel else None
+        if not all(map(walk, chunks) if pool is None else pool.map(walk, chunks)):
+            return None
         fvalues = floats.view(np.float32)
         out: dict[str, npt.NDArray[Any]] = {}
         for s in self._slots:
@@ -269,6 +287,35 @@ class DensePlan:
                     raise NeedsExact  # a wrong number of values
                 else:
                     target[i] = values
+
+
+def _chunk_bounds(lengths: I64) -> list[int]:
+    """Record boundaries of chunks of about :data:`CHUNK_BYTES` (at least one record each)."""
+    n = int(lengths.shape[0])
+    cuts = np.flatnonzero(np.diff(np.cumsum(lengths) // CHUNK_BYTES)) + 1
+    return [0, *cuts.tolist(), n]
+
+
+_POOL: list[concurrent.futures.ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor | None:
+    """The threads that walk chunks of one batch at once (None on a single core)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    if cores < 2:
+        return None
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(
+                concurrent.futures.ThreadPoolExecutor(
+                    min(cores, MAX_THREADS), thread_name_prefix="tfe-dense"
+                )
+            )
+        return _POOL[0]
 
 
 def _kind(spec: FeatureSpec) -> int:
