@@ -176,3 +176,18 @@ def test_outputs_are_contiguous_views_of_the_right_shape() -> None:
     assert out["m"][3].tolist() == [[3, 4, 5], [6, 7, 8]]
     assert out["z"].shape == (4, 0)
     assert out["z"].dtype == np.int64
+
+
+def test_keys_in_another_order_than_the_previous_record() -> None:
+    # The kernel first tries the slot an entry position had in the previous record.
+    spec = {k: tfe.FixedLenFeature([], "int64") for k in ("ab", "ba", "abc")}
+    orders = [("ab", "ba", "abc"), ("ba", "ab", "abc"), ("abc", "zz", "ba", "ab")]
+    records = [
+        serialize_example([(k, ("int64", [10 * i + j])) for j, k in enumerate(order)])
+        for i, order in enumerate(orders * 3)
+    ]
+    decoder = BatchDecoder(spec)
+    assert _outcome(lambda: decoder.decode_records(records)) == _outcome(
+        lambda: parse_exact(records, spec)
+    )
+    assert decoder.stats.fallback_records == 0

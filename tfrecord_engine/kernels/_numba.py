@@ -362,8 +362,10 @@ def dense_examples(  # noqa: PLR0917
     slots = kinds.shape[0]
     mask = table.shape[0] - 1
     seen = np.zeros(slots, np.uint8)
+    guess = np.full(4096, -1, np.int64)  # slot of each entry position, last record
     for j in range(starts.shape[0]):
         seen[:] = 0
+        m = 0  # entry position within the record
         r = first + j
         i = starts[j]
         e = ends[j]
@@ -386,24 +388,37 @@ def dense_examples(  # noqa: PLR0917
             ve, i = _length(buf, ke + 1, ee)
             if ve != ee:
                 break
-            if marks[key_filter(buf, kp, ke - kp)] == 0:
-                ok = True
-                i = ee  # not asked for: skipped by its length, never decoded
-                continue
-            # The key's slot: the first table entry of equal hash and equal bytes.
-            h = key_hash(buf, kp, ke - kp)
-            idx = np.int64(h & np.uint64(mask))
-            s = table[idx]
-            while s >= 0:
-                if table_hash[idx] == h and key_at[s + 1] - key_at[s] == ke - kp:
-                    a = key_at[s]
+            # Records written by one program list their keys in one order: the slot
+            # this entry had in the previous record, if the bytes agree.
+            kl = ke - kp
+            s = -1
+            if m < guess.shape[0]:
+                g = guess[m]
+                if g >= 0 and key_at[g + 1] - key_at[g] == kl:
+                    a = key_at[g]
                     q = 0
-                    while q < ke - kp and keys[a + q] == buf[kp + q]:
+                    while q < kl and keys[a + q] == buf[kp + q]:
                         q += 1
-                    if q == ke - kp:
-                        break
-                idx = (idx + 1) & mask
+                    if q == kl:
+                        s = g
+            if s < 0 and marks[key_filter(buf, kp, kl)] != 0:
+                # The key's slot: the first table entry of equal hash and equal bytes.
+                h = key_hash(buf, kp, kl)
+                idx = np.int64(h & np.uint64(mask))
                 s = table[idx]
+                while s >= 0:
+                    if table_hash[idx] == h and key_at[s + 1] - key_at[s] == kl:
+                        a = key_at[s]
+                        q = 0
+                        while q < kl and keys[a + q] == buf[kp + q]:
+                            q += 1
+                        if q == kl:
+                            break
+                    idx = (idx + 1) & mask
+                    s = table[idx]
+            if m < guess.shape[0]:
+                guess[m] = s
+            m += 1
             ok = True
             if s < 0:
                 i = ee  # not asked for: skipped by its length, never decoded
