@@ -392,15 +392,14 @@ def dense_examples(  # noqa: PLR0917
             # this entry had in the previous record, if the bytes agree.
             kl = ke - kp
             s = -1
-            if m < guess.shape[0]:
-                g = guess[m]
-                if g >= 0 and key_at[g + 1] - key_at[g] == kl:
-                    a = key_at[g]
-                    q = 0
-                    while q < kl and keys[a + q] == buf[kp + q]:
-                        q += 1
-                    if q == kl:
-                        s = g
+            g = guess[m] if m < guess.shape[0] else -1
+            if g >= 0 and key_at[g + 1] - key_at[g] == kl:
+                a = key_at[g]
+                q = 0
+                while q < kl and keys[a + q] == buf[kp + q]:
+                    q += 1
+                if q == kl:
+                    s = g
             if s < 0 and marks[key_filter(buf, kp, kl)] != 0:
                 # The key's slot: the first table entry of equal hash and equal bytes.
                 h = key_hash(buf, kp, kl)
@@ -416,7 +415,7 @@ def dense_examples(  # noqa: PLR0917
                             break
                     idx = (idx + 1) & mask
                     s = table[idx]
-            if m < guess.shape[0]:
+            if s != g and m < guess.shape[0]:
                 guess[m] = s
             m += 1
             ok = True
