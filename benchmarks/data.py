@@ -159,3 +159,51 @@ def dali_index(path: str) -> str:
             stdout=subprocess.DEVNULL,
         )
     return out
+
+
+#: The wide-record files: feature names and kinds (a spec can be built from these).
+WIDE_SCALARS = 200
+WIDE_SELECT_FROM = 1000
+
+
+def wide_kinds(count: int, seed: int) -> list[str]:
+    """The kind of each feature ``f0000``.. of a wide file: "int64", "float32" or "string"."""
+    rng = np.random.default_rng(seed)
+    kinds = ["int64", "float32"] if count == WIDE_SCALARS else ["int64", "float32", "string"]
+    return [kinds[k] for k in rng.integers(0, len(kinds), size=count)]
+
+
+def _wide_file(name: str, n: int, count: int, seed: int) -> str:
+    """``n`` Examples of ``count`` scalar features; int64 values of varied varint widths."""
+    kinds = wide_kinds(count, seed)
+    rng = np.random.default_rng(seed + 1)
+    # Widths 1..10 bytes: magnitudes up to 2**bits for random bits, and some negatives.
+    bits = rng.integers(1, 63, size=(n, count))
+    ints = rng.integers(0, 2**62, size=(n, count)) % (np.int64(1) << bits)
+    ints[rng.random((n, count)) < 0.05] *= -1
+    floats = rng.standard_normal((n, count)).astype(np.float32)
+
+    def make(tf: object, i: int) -> object:
+        t = tf.train  # type: ignore[attr-defined]
+        feature = {}
+        for j, kind in enumerate(kinds):
+            if kind == "int64":
+                f = t.Feature(int64_list=t.Int64List(value=[int(ints[i, j])]))
+            elif kind == "float32":
+                f = t.Feature(float_list=t.FloatList(value=[float(floats[i, j])]))
+            else:
+                f = t.Feature(bytes_list=t.BytesList(value=[b"v%d" % ints[i, j]]))
+            feature[f"f{j:04d}"] = f
+        return t.Example(features=t.Features(feature=feature))
+
+    return _examples_file(name, n, make)
+
+
+def wide_scalars(n: int = 16_384) -> str:
+    """Examples of 200 scalar features ``f0000``..``f0199``, int64 and float32 mixed."""
+    return _wide_file("wide200", n, WIDE_SCALARS, 17)
+
+
+def wide_select(n: int = 8_192) -> str:
+    """Examples of 1,000 scalar features (int64, float32, short strings) for a 1-key spec."""
+    return _wide_file("wide1000", n, WIDE_SELECT_FROM, 19)

@@ -16,6 +16,7 @@ MODULES = [
     "benchmarks.bench_framing",
     "benchmarks.bench_pipeline",
     "benchmarks.bench_parse",
+    "benchmarks.bench_wide",
     "benchmarks.bench_index",
     "benchmarks.bench_bridge",
     "benchmarks.bench_percall",

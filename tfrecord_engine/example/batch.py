@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..errors import TFRecordError
 from ..kernels.words import read_rows
-from . import lockstep, raw, template
+from . import dense, lockstep, raw, template
 from .assemble import assemble
 from .columns import Column, empty_values, from_rows, object_array
 from .names import example_name_list, named_errors
@@ -84,6 +85,9 @@ class BatchDecoder:
 
     Args:
         features: feature key -> spec, as for :func:`parse_example`.
+        compiled_plan: when every spec is an int64 / float32 ``FixedLenFeature`` and the
+            compiled kernels are enabled, decode with one compiled pass per batch
+            (:mod:`.dense`); False keeps the template and lockstep paths.
 
     Example:
         >>> from tfrecord_engine.example.encode import encode_example
@@ -94,7 +98,7 @@ class BatchDecoder:
                [3, 4]])
     """
 
-    def __init__(self, features: Mapping[str, FeatureSpec]) -> None:
+    def __init__(self, features: Mapping[str, FeatureSpec], *, compiled_plan: bool = True) -> None:
         self.features = dict(as_feature_specs(features))
         self._requests: dict[str, Request] = _plan(self.features)
         self._order = list(self._requests.values())
@@ -120,9 +124,55 @@ class BatchDecoder:
             if type(f) is FixedLenFeature and f.dtype == "string"
         }
         self.stats = DecodeStats()
+        # The compiled plan of an all-int64/float32 FixedLenFeature spec (None without
+        # numba, or for other specs): built on first use.
+        self._dense_plan: dense.DensePlan | bool | None = compiled_plan and dense.eligible(
+            self.features
+        )
+
+    def _compiled_plan(self) -> dense.DensePlan | None:
+        plan = self._dense_plan
+        if plan is True:
+            if not kernels.ready():  # (loading in the background: the other paths serve)
+                return None
+            plan = self._dense_plan = dense.DensePlan.of(self.features, self._requests)
+        return plan or None
+
+    def _decode_dense(
+        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
+    ) -> dict[str, Any] | None:
+        """Outputs by the compiled plan (:mod:`.dense`), or None where it does not apply.
+
+        Raises:
+            _Delegate: the batch holds an error (the exact path raises it).
+        """
+        plan = self._compiled_plan()
+        if plan is None:
+            return None
+        try:
+            done = plan.decode_counted(buf, starts, ends)
+        except dense.NeedsExact:
+            raise _Delegate from None
+        if done is None:
+            return None
+        out, slow = done
+        self.stats.fallback_records += slow
+        return out
 
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
         """Decodes a list of serialized Examples (joined into one buffer first)."""
+        plan = self._compiled_plan() if self._dense_plan is not False else None
+        if plan is not None:
+            self.stats.records += len(records)
+            try:
+                done = plan.decode_records(records)
+            except dense.NeedsExact:
+                self.stats.exact_batches += 1
+                return self.decode_exact(records)
+            if done is not None:
+                self.stats.fallback_records += done[1]
+                return done[0]
+            self.stats.records -= len(records)
         buf, starts, ends = join_records(records)
         return self.decode(buf, starts, ends, records=records)
 
@@ -144,6 +194,16 @@ class BatchDecoder:
         Raises:
             ExampleParseError / MalformedExampleError: exactly as :func:`parse_example`.
         """
+        if self._dense_plan is not False:
+            self.stats.records += int(starts.shape[0])
+            try:
+                out = self._decode_dense(buf, starts, ends)
+            except _Delegate:
+                self.stats.exact_batches += 1
+                return self.decode_exact(_records_of(buf, starts, ends, records))
+            if out is not None:
+                return out
+            self.stats.records -= int(starts.shape[0])
         columns = self.columns(buf, starts, ends)
         if columns is None:
             return self.decode_exact(_records_of(buf, starts, ends, records))
@@ -158,6 +218,10 @@ class BatchDecoder:
         """
         self.stats.records += int(starts.shape[0])
         try:
+            if self._dense_plan is not False:
+                out = self._decode_dense(buf, starts, ends)
+                if out is not None:
+                    return _dense_columns(out)
             return self._columns(buf, starts, ends)
         except _Delegate:
             self.stats.exact_batches += 1
@@ -468,6 +532,20 @@ def _merge_groups(
     return Column(values, counts, present)
 
 
+def _dense_columns(out: dict[str, npt.NDArray[Any]]) -> Columns:
+    """Columns of the compiled plan's outputs (every record holds each feature's values)."""
+    columns: Columns = {}
+    shared: dict[int, tuple[I64, npt.NDArray[np.bool_]]] = {}
+    for key, values in out.items():
+        n = values.shape[0]
+        count = values.size // n if n else 0
+        if count not in shared:
+            shared[count] = (np.full(n, count, np.int64), np.ones(n, np.bool_))
+        counts, present = shared[count]
+        columns[key] = Column(values.reshape(-1), counts, present)
+    return columns
+
+
 def _raw_rows(
     buf: npt.NDArray[np.uint8], lists: tuple[I64, I64, I64, npt.NDArray[np.bool_]], width: int
 ) -> tuple[npt.NDArray[np.uint8], I64, npt.NDArray[np.bool_]]:
@@ -583,6 +661,11 @@ def parse_example(
 
 def _parse_records(records: Sequence[bytes], features: Mapping[str, FeatureSpec]) -> dict[str, Any]:
     n = len(records)
+    if n and dense.eligible(features) and kernels.ready():
+        # Compiled wide-record decoding (:mod:`.dense`) pays no per-feature numpy call.
+        decoder = _cached_decoder(features)
+        if decoder is not None:
+            return decoder.decode_records(records)
     if n < TEMPLATE_MIN_RECORDS:
         # numpy's per-call overhead outweighs batch decoding on small batches.
         return parse_example_exact(records, features)

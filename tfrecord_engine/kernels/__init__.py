@@ -40,9 +40,11 @@ __all__ = [
     "available",
     "can_fill_frames",
     "crc32c_spans",
+    "dense_examples",
     "enabled",
     "fill_frames",
     "frame_records",
+    "key_hashes",
     "match_lengths",
     "match_words",
     "ready",
@@ -189,6 +191,9 @@ def _compile() -> dict[str, Any] | None:
         "lengths": compiled.match_lengths,
         "walk": compiled.walk_records,
         "frame": compiled.frame_records,
+        "dense": compiled.dense_examples,
+        "hash": compiled.key_hash,
+        "filter": compiled.key_filter,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -243,11 +248,47 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
         if kernels["fill"] is not None:
             base, words = _aligned_words(filled)
             kernels["fill"](filled, words, base, np.array([5]))
+        dense_out = np.zeros(3, np.int64)
+        dense_fallback = np.ones(2, np.bool_)
+        # Example {"x": [5]} (then an empty record, which takes the default 7); the
+        # table's one entry is x's hash, looked up by the kernel's own hash function.
+        example = np.frombuffer(b"\x0a\x0c\x0a\x0a\x0a\x01x\x12\x05\x1a\x03\x0a\x01\x05", np.uint8)
+        dense_out[2] = 7
+        h = kernels["hash"](np.frombuffer(b"x", np.uint8), 0, 1)
+        marks = np.zeros(4096, np.uint8)
+        marks[kernels["filter"](np.frombuffer(b"x", np.uint8), 0, 1)] = 1
+        table_hash = np.zeros(2, np.uint64)
+        table = np.full(2, -1, np.int64)
+        table[int(h % np.uint64(2))] = 0
+        table_hash[int(h % np.uint64(2))] = h
+        kernels["dense"](
+            example,
+            np.array([0, 14]),
+            np.array([14, 14]),
+            0,
+            2,
+            (
+                table,
+                np.array([0, 1]),
+                np.array([3], np.int8),
+                np.array([1]),
+                np.array([0]),
+                marks,
+            ),
+            table_hash,
+            np.frombuffer(b"x", np.uint8),
+            np.array([2]),
+            dense_out,
+            np.zeros(0, np.uint32),
+            dense_fallback,
+        )
     except errors:
         return False
     if kernels["fill"] is not None and filled.tobytes().hex() != (
         "0500000000000000eab2043e68656c6c6fbb1f1c19"  # framing.frame(b"hello")
     ):
+        return False
+    if dense_out.tolist() != [5, 7, 7] or dense_fallback.tolist() != [False, False]:
         return False
     if framed_out.tolist() != [1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0x31, 9, 0, 0, 0]:
         return False
@@ -496,3 +537,66 @@ def fill_frames(buf: U8, lengths: I64) -> bool:
     base, words = _aligned_words(buf)
     kernel(buf, words, base, np.ascontiguousarray(lengths, np.int64))
     return True
+
+
+def dense_examples(
+    buf: U8,
+    starts: I64,
+    ends: I64,
+    *,
+    first: int,
+    total: int,
+    plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64, U8],
+    table_hash: npt.NDArray[np.uint64],
+    keys: U8,
+    defaults: I64,
+    ints: I64,
+    floats: npt.NDArray[np.uint32],
+) -> npt.NDArray[np.bool_] | None:
+    """Decodes fixed-size int64 / float32 features of the Examples at ``buf[starts:ends]``
+    (records ``first``.. of a batch of ``total``) into ``ints`` / ``floats``
+    (``tfrecord_engine.example.dense`` lays them out); returns per record whether it
+    was left to the exact path. None when the kernels are disabled or a span lies
+    outside ``buf``.
+    """
+    kernels = _kernels()
+    if kernels is None:
+        return None
+    if first < 0 or first + starts.shape[0] > total:
+        raise ValueError(f"dense_examples: records {first}.. of {total} do not fit")
+    buf = np.ascontiguousarray(buf).reshape(-1)
+    if not _in_bounds(buf, starts, ends):
+        return None
+    kernel: Callable[..., None] = kernels["dense"]
+    fallback = np.empty(starts.shape[0], np.bool_)
+    kernel(
+        buf,
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(ends, np.int64),
+        first,
+        total,
+        plan,
+        table_hash,
+        keys,
+        defaults,
+        ints,
+        floats,
+        fallback,
+    )
+    return fallback
+
+
+def key_hashes(keys: list[bytes]) -> tuple[npt.NDArray[np.uint64], I64] | None:
+    """The hash and the filter mark :func:`dense_examples` computes of each key, or None
+    when the kernels are disabled.
+    """
+    kernels = _kernels()
+    if kernels is None:
+        return None
+    hashes = np.empty(len(keys), np.uint64)
+    marks = np.empty(len(keys), np.int64)
+    for j, key in enumerate(keys):
+        raw = np.frombuffer(key, np.uint8)
+        hashes[j] = kernels["hash"](raw, 0, len(key))
+        marks[j] = kernels["filter"](raw, 0, len(key))
+    return hashes, marks

@@ -284,3 +284,246 @@ def fill_frames(buf, words, base, lengths):
         for b in range(4):
             buf[q + b] = (c >> np.uint32(8 * b)) & np.uint32(0xFF)
         p = q + 4
+
+
+_HASH_MUL1 = np.uint64(0x9E3779B97F4A7C15)
+_HASH_MUL2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+@intrinsic
+def _load8(typingctx: Any, buf: Any, at: Any) -> Any:
+    """The 8 bytes at ``buf[at]`` as a little-endian uint64, in one unaligned load (x86 and
+    ARM64 are little-endian); the caller checks that ``at + 8 <= len(buf)``.
+    """
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        a = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(a.data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+
+    return types.uint64(buf, types.int64), codegen
+
+
+_LOW_BYTES = np.array([(1 << (8 * w)) - 1 for w in range(8)] + [2**64 - 1], np.uint64)
+
+
+@njit(nogil=True, cache=True)
+def key_hash(buf, p, n):
+    """A feature key's hash from its length and its first and last 8 bytes (bytes past
+    the key read as 0). ``example.dense`` builds its table with this same function.
+    """
+    size = buf.shape[0]
+    if n <= 8 and p + 8 <= size:
+        w1 = _load8(buf, p) & _LOW_BYTES[n]
+    else:
+        w1 = np.uint64(0)
+        for b in range(min(n, 8)):
+            w1 |= np.uint64(buf[p + b]) << np.uint64(8 * b)
+    w2 = np.uint64(0)
+    if n > 8:
+        w2 = _load8(buf, p + n - 8)
+    h = (w1 ^ (w2 * _HASH_MUL2) ^ np.uint64(n)) * _HASH_MUL1
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(nogil=True, cache=True)
+def key_filter(buf, p, n):
+    """A 12-bit mark of a key from its length and last two bytes: keys whose mark is not
+    among the selected keys' marks are skipped without hashing (most unselected keys).
+    """
+    v = np.uint32(n) * np.uint32(0x9E3779B1)
+    if n >= 1:
+        v ^= np.uint32(buf[p + n - 1]) * np.uint32(0x85EBCA77)
+    if n >= 2:
+        v ^= np.uint32(buf[p + n - 2]) * np.uint32(0xC2B2AE3D)
+    return np.int64((v ^ (v >> np.uint32(15))) & np.uint32(0xFFF))
+
+
+@njit(nogil=True, cache=True)
+def _varint(buf, i, e):
+    """``(value, position after it)`` of the varint at ``buf[i:e]``; position -1 when it
+    is torn or longer than 10 bytes.
+    """
+    value = np.uint64(0)
+    shift = 0
+    while i < e and shift < 70:
+        byte = buf[i]
+        i += 1
+        value |= np.uint64(byte & 0x7F) << np.uint64(shift)
+        if byte < 0x80:
+            return value, i
+        shift += 7
+    return value, -1
+
+
+@njit(nogil=True, cache=True)
+def _length(buf, i, e):
+    """A length prefix at ``buf[i:e]`` that fits in what is left: ``(end, start)`` of the
+    payload, or ``(-1, -1)``.
+    """
+    if i < e and buf[i] < 0x80:  # the common one-byte length
+        end = i + 1 + np.int64(buf[i])
+        if end > e:
+            return -1, -1
+        return end, i + 1
+    n, j = _varint(buf, i, e)
+    if j < 0 or n > np.uint64(e - j):
+        return -1, -1
+    return j + np.int64(n), j
+
+
+@njit(nogil=True, cache=True)
+def dense_examples(  # noqa: PLR0917
+    buf, starts, ends, first, total, plan, table_hash, keys, defaults, ints, floats, fallback
+):
+    """Decodes fixed-size int64 / float32 features of Examples ``buf[starts[r]:ends[r]]``.
+
+    ``plan`` is ``(table, key_at, kinds, counts, cols, marks)``: an open-addressing
+    table of slots by key hash (``table_hash`` holds each entry's hash, -1 marks empty),
+    the selected keys' bytes ``keys[key_at[s]:key_at[s + 1]]``, each slot's kind (2
+    float, 3 int64), values per record and first column, and which
+    :func:`key_filter` marks (4096) selected keys have. Slot ``s`` of record ``r`` goes to
+    ``out[cols[s] * n + r * counts[s]:][:counts[s]]`` of ``ints`` or ``floats`` (the
+    float32 bits as uint32). ``defaults[s]`` is the start of slot s's default in the
+    same array's tail region, or -1 for none (a missing feature is then the record's
+    fallback). ``fallback[r]`` is set for every record this loop did not take whole:
+    anything but one packed list per selected key, a duplicate selected key, a
+    malformed entry, a wrong kind or count, a missing feature with no default.
+    The records are records ``first``.. of a batch of ``total`` (the ``n`` above), so a
+    batch can be decoded in chunks that stay in the CPU's cache.
+
+    One flat loop: numba calls a helper that takes arrays at a cost of tens of
+    nanoseconds, more than an entry's whole walk, so the key lookup is written inline.
+    """
+    table, key_at, kinds, counts, cols, marks = plan
+    n = total
+    slots = kinds.shape[0]
+    mask = table.shape[0] - 1
+    seen = np.zeros(slots, np.uint8)
+    guess = np.full(4096, -1, np.int64)  # slot of each entry position, last record
+    for j in range(starts.shape[0]):
+        seen[:] = 0
+        m = 0  # entry position within the record
+        r = first + j
+        i = starts[j]
+        e = ends[j]
+        ok = True
+        if i < e:  # else an empty Example: every feature missing
+            ok = buf[i] == 0x0A
+            if ok:
+                fe, i = _length(buf, i + 1, e)
+                ok = fe == e
+        while ok and i < e:
+            ok = False
+            if buf[i] != 0x0A:
+                break
+            ee, i = _length(buf, i + 1, e)
+            if ee < 0 or i >= ee or buf[i] != 0x0A:
+                break
+            ke, kp = _length(buf, i + 1, ee)
+            if ke < 0 or ke >= ee or buf[ke] != 0x12:
+                break
+            ve, i = _length(buf, ke + 1, ee)
+            if ve != ee:
+                break
+            # Records written by one program list their keys in one order: the slot
+            # this entry had in the previous record, if the bytes agree.
+            kl = ke - kp
+            s = -1
+            g = guess[m] if m < guess.shape[0] else -1
+            if g >= 0 and key_at[g + 1] - key_at[g] == kl:
+                a = key_at[g]
+                q = 0
+                while q < kl and keys[a + q] == buf[kp + q]:
+                    q += 1
+                if q == kl:
+                    s = g
+            if s < 0 and marks[key_filter(buf, kp, kl)] != 0:
+                # The key's slot: the first table entry of equal hash and equal bytes.
+                h = key_hash(buf, kp, kl)
+                idx = np.int64(h & np.uint64(mask))
+                s = table[idx]
+                while s >= 0:
+                    if table_hash[idx] == h and key_at[s + 1] - key_at[s] == kl:
+                        a = key_at[s]
+                        q = 0
+                        while q < kl and keys[a + q] == buf[kp + q]:
+                            q += 1
+                        if q == kl:
+                            break
+                    idx = (idx + 1) & mask
+                    s = table[idx]
+            if s != g and m < guess.shape[0]:
+                guess[m] = s
+            m += 1
+            ok = True
+            if s < 0:
+                i = ee  # not asked for: skipped by its length, never decoded
+                continue
+            ok = False
+            if seen[s] != 0:
+                break  # a duplicate key: the exact path applies TensorFlow's rules
+            if i == ee:
+                seen[s] = 2  # an empty Feature counts as missing
+                ok = True
+                continue
+            kind = kinds[s]
+            if buf[i] != (0x12 if kind == 2 else 0x1A):
+                break  # another kind (an error) or an unknown tag: the exact path
+            le, i = _length(buf, i + 1, ee)
+            if le != ee:
+                break
+            k = counts[s]
+            base = cols[s] * n + r * k
+            got = 0
+            if i < ee:
+                if buf[i] != 0x0A:
+                    break  # unpacked values: the exact path
+                pe, i = _length(buf, i + 1, ee)
+                if pe != ee:
+                    break
+                if kind == 3:
+                    while i < ee:
+                        v, i = _varint(buf, i, ee)
+                        if i < 0:
+                            break
+                        if got < k:
+                            ints[base + got] = np.int64(v)
+                        got += 1
+                    if i < 0:
+                        break
+                else:
+                    size = ee - i
+                    if size % 4:
+                        break
+                    got = size // 4
+                    for v in range(min(got, k)):
+                        q = i + 4 * v
+                        floats[base + v] = (
+                            np.uint32(buf[q])
+                            | (np.uint32(buf[q + 1]) << np.uint32(8))
+                            | (np.uint32(buf[q + 2]) << np.uint32(16))
+                            | (np.uint32(buf[q + 3]) << np.uint32(24))
+                        )
+                    i = ee
+            if got != k:
+                break  # a wrong count (an error): the exact path raises it
+            seen[s] = 1
+            ok = True
+        if ok:
+            for s in range(slots):
+                if seen[s] == 1:
+                    continue
+                d = defaults[s]
+                if d < 0:
+                    ok = False
+                    break
+                k = counts[s]
+                base = cols[s] * n + r * k
+                if kinds[s] == 3:
+                    for v in range(k):
+                        ints[base + v] = ints[d + v]
+                else:
+                    for v in range(k):
+                        floats[base + v] = floats[d + v]
+        fallback[j] = not ok

@@ -1,0 +1,193 @@
+"""The compiled plan for int64/float32 FixedLenFeature specs (example.dense) against the
+exact per-record path and against the numpy paths (kernels off): identical outputs,
+identical errors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+import tfrecord_engine as tfe
+from tfrecord_engine import kernels
+from tfrecord_engine.errors import TFRecordError
+from tfrecord_engine.example import dense
+from tfrecord_engine.example.batch import BatchDecoder, join_records
+from tfrecord_engine.example.dense import DensePlan, eligible
+from tfrecord_engine.example.parse import parse_example as parse_exact
+from tfrecord_engine.testing.examples import ParseCase, serialize_example
+from tfrecord_engine.testing.wide import wide_cases
+
+pytest.importorskip("numba")
+
+
+@contextmanager
+def _kernels_off() -> Iterator[None]:
+    old = os.environ.get("TFE_KERNELS")
+    os.environ["TFE_KERNELS"] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TFE_KERNELS"]
+        else:
+            os.environ["TFE_KERNELS"] = old
+
+
+def _outcome(fn: Callable[[], dict[str, Any]]) -> Any:
+    """Outputs as (dtype, shape, bytes) per key, or the error's type, text, key and index."""
+    try:
+        out = fn()
+    except TFRecordError as exc:
+        return ("error", type(exc).__name__, str(exc), exc.key, exc.index)  # type: ignore[attr-defined]
+    return ("ok", {k: (v.dtype.str, v.shape, v.tobytes()) for k, v in out.items()}, list(out))
+
+
+def _compiled(case: ParseCase) -> dict[str, Any]:
+    decoder = BatchDecoder(case.features)
+    out = decoder.decode_records(case.records)
+    assert decoder._compiled_plan() is not None
+    return out
+
+
+def test_kernels_are_on() -> None:
+    # The test extra installs numba: these tests must exercise the compiled plan.
+    assert kernels.enabled()
+
+
+@given(wide_cases())
+def test_compiled_plan_equals_exact_path_and_kernels_off(case: ParseCase) -> None:
+    compiled = _outcome(lambda: _compiled(case))
+    assert compiled == _outcome(lambda: parse_exact(case.records, case.features))
+    assert compiled == _outcome(lambda: tfe.parse_example(case.records, case.features))
+    # Records joined a few at a time (wide records of tens of KB are, in chunks of 1 MB).
+    chunk = dense.CHUNK_BYTES
+    dense.CHUNK_BYTES = 40
+    try:
+        assert compiled == _outcome(lambda: _compiled(case))
+    finally:
+        dense.CHUNK_BYTES = chunk
+    with _kernels_off():
+        assert compiled == _outcome(lambda: tfe.parse_example(case.records, case.features))
+        assert compiled == _outcome(
+            lambda: BatchDecoder(case.features).decode_records(case.records)
+        )
+
+
+@given(wide_cases(max_batch=3))
+def test_dataset_columns_equal_decode(case: ParseCase) -> None:
+    # RecordDataset decodes through columns() and assemble(): the same outputs.
+    decoder = BatchDecoder(case.features)
+    buf, starts, ends = join_records(case.records)
+    columns = decoder.columns(buf, starts, ends)
+    want = _outcome(lambda: parse_exact(case.records, case.features))
+    if columns is None:
+        assert want[0] == "error"
+        return
+    got = _outcome(lambda: decoder.assemble(columns, 0, len(case.records)))
+    assert got == want
+
+
+def test_plain_records_take_no_fallback_and_skip_unselected() -> None:
+    spec = {
+        "a": tfe.FixedLenFeature([], "int64"),
+        "long_feature_name_b": tfe.FixedLenFeature([2], "float32"),
+        "c": tfe.FixedLenFeature([], "int64", default_value=-5),
+    }
+    values = [0, 1, 127, 128, 2**14, 2**35, 2**56, 2**63 - 1, -1, -(2**63)]
+    records = [
+        tfe.encode_example(
+            {
+                "noise": [b"x" * i],
+                "a": v,
+                "more_noise": [1.5] * (i + 1),
+                "long_feature_name_b": [i, -i / 2],
+                **({"c": v} if i % 2 else {}),
+            }
+        )
+        for i, v in enumerate(values)
+    ]
+    decoder = BatchDecoder(spec)
+    out = decoder.decode_records(records)
+    assert out["a"].tolist() == values
+    assert out["c"].tolist() == [v if i % 2 else -5 for i, v in enumerate(values)]
+    assert out["long_feature_name_b"].tolist() == [[i, -i / 2] for i in range(len(values))]
+    assert decoder.stats.fallback_records == 0
+    # An unselected entry's value is never decoded: a torn varint there is no error.
+    torn = serialize_example([("a", ("int64", [3])), ("x", b"\x1a\x02\x0a\xff")])
+    assert tfe.parse_example([torn], {"a": spec["a"]})["a"].tolist() == [3]
+
+
+def test_duplicates_unpacked_and_concatenated_records_take_the_exact_path() -> None:
+    spec = {"a": tfe.FixedLenFeature([], "int64"), "b": tfe.FixedLenFeature([], "float32")}
+    records = [
+        serialize_example(
+            [("a", ("int64", [1])), ("b", ("float32", [2.0])), ("a", ("int64", [3]))]
+        ),
+        serialize_example([("a", ("int64", [4])), ("b", ("float32", [5.0]))], packed=False),
+        serialize_example([("a", ("int64", [6])), ("b", ("float32", [7.0]))], split_at=1),
+        serialize_example([("a", ("int64", [8])), ("b", ("float32", [9.0]))]),
+    ]
+    decoder = BatchDecoder(spec)
+    out = decoder.decode_records(records)
+    assert out["a"].tolist() == [3, 4, 6, 8]  # the last duplicate wins
+    assert out["b"].tolist() == [2.0, 5.0, 7.0, 9.0]
+    assert decoder.stats.fallback_records == 3
+
+
+def test_errors_are_the_exact_paths() -> None:
+    spec = {"a": tfe.FixedLenFeature([], "int64")}
+    good = tfe.encode_example({"a": 1})
+    for bad in (tfe.encode_example({"a": [1.0]}), tfe.encode_example({"a": [1, 2]}), b""):
+        records = [good, bad, good]
+        want = _outcome(lambda r=records: parse_exact(r, spec))  # type: ignore[misc]
+        assert want[0] == "error"
+        assert _outcome(lambda r=records: tfe.parse_example(r, spec)) == want  # type: ignore[misc]
+
+
+def test_eligibility() -> None:
+    assert eligible({"a": tfe.FixedLenFeature([], "float32")})
+    assert not eligible({})
+    assert not eligible({"a": tfe.FixedLenFeature([], "string")})
+    assert not eligible({"a": tfe.VarLenFeature("int64")})
+    assert DensePlan.of({"a": tfe.VarLenFeature("int64")}) is None
+    with _kernels_off():
+        assert DensePlan.of({"a": tfe.FixedLenFeature([], "int64")}) is None
+
+
+def test_outputs_are_contiguous_views_of_the_right_shape() -> None:
+    spec = {
+        "m": tfe.FixedLenFeature([2, 3], "float32"),
+        "z": tfe.FixedLenFeature([0], "int64"),
+    }
+    records = [
+        tfe.encode_example({"m": np.arange(6, dtype=np.float32) + i, "z": np.zeros(0, np.int64)})
+        for i in range(4)
+    ]
+    out = tfe.parse_example(records, spec)
+    assert out["m"].shape == (4, 2, 3)
+    assert out["m"].flags.c_contiguous
+    assert out["m"][3].tolist() == [[3, 4, 5], [6, 7, 8]]
+    assert out["z"].shape == (4, 0)
+    assert out["z"].dtype == np.int64
+
+
+def test_keys_in_another_order_than_the_previous_record() -> None:
+    # The kernel first tries the slot an entry position had in the previous record.
+    spec = {k: tfe.FixedLenFeature([], "int64") for k in ("ab", "ba", "abc")}
+    orders = [("ab", "ba", "abc"), ("ba", "ab", "abc"), ("abc", "zz", "ba", "ab")]
+    records = [
+        serialize_example([(k, ("int64", [10 * i + j])) for j, k in enumerate(order)])
+        for i, order in enumerate(orders * 3)
+    ]
+    decoder = BatchDecoder(spec)
+    assert _outcome(lambda: decoder.decode_records(records)) == _outcome(
+        lambda: parse_exact(records, spec)
+    )
+    assert decoder.stats.fallback_records == 0

@@ -1,0 +1,323 @@
+"""Compiled decoding of wide Examples whose spec holds only int64 / float32 FixedLenFeatures.
+
+Feature-store and recommender exports carry hundreds of scalar features per record, and
+a spec may select any number of them. The template decoder (:mod:`.template`) needs
+records that share a layout, which varints of varying widths break, and the lockstep
+walk (:mod:`.lockstep`) pays numpy calls per feature; both cost far more than the bytes.
+Here one compiled loop (:func:`tfrecord_engine.kernels.dense_examples`) walks each
+record's feature map once: it looks every key up in an open-addressing table of the
+selected keys (hashed from the key's length and first and last 8 bytes, then compared
+byte for byte), skips unselected entries by their length without decoding them, and
+decodes the selected ones' packed values straight into their output rows; a missing
+feature takes its default. One buffer per dtype holds every feature's output, each a
+contiguous ``[n, *shape]`` view.
+
+Records the loop does not take whole (unpacked or concatenated lists, duplicate keys,
+unusual layouts, or anything that is an error) are decoded by the exact per-record
+path (:mod:`.records`); where that finds an error, :class:`NeedsExact` tells the caller
+to parse the batch with :func:`~.parse.parse_example`, which raises TensorFlow's error.
+Without numba (or with ``TFE_KERNELS=0``) there is no plan and the callers keep their
+numpy paths.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import math
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import kernels
+from ..errors import TFRecordError
+from .records import Request, decode_requests
+from .specs import FeatureSpec, FixedLenFeature
+from .wire import KIND_FLOAT, KIND_INT64, Duplicates, example_feature_map
+
+__all__ = ["DensePlan", "NeedsExact", "eligible"]
+
+I64 = npt.NDArray[np.int64]
+#: Bytes of records joined and walked at a time by :meth:`DensePlan.decode_records`.
+CHUNK_BYTES = 1 << 20
+#: Threads that decode the chunks of one big batch at once (at most the usable cores).
+MAX_THREADS = 4
+
+
+class NeedsExact(Exception):
+    """The batch holds an error (or a record the plan cannot place): parse it exactly."""
+
+
+def eligible(features: Mapping[str, FeatureSpec]) -> bool:
+    """Whether every spec is an int64 / float32 :class:`FixedLenFeature` (and some exist)."""
+    return bool(features) and all(
+        type(f) is FixedLenFeature and f.dtype != "string" for f in features.values()
+    )
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str
+    kind: int
+    count: int
+    shape: tuple[int, ...]
+    col: int  # first column in its dtype's buffer
+    default: int  # start of the default in the buffer's tail (relative), or -1
+
+
+class DensePlan:
+    """The compiled plan of one spec (build with :meth:`of`; cache it with the spec).
+
+    Example:
+        >>> from tfrecord_engine.example.encode import encode_example
+        >>> from tfrecord_engine.example.batch import join_records
+        >>> plan = DensePlan.of({"x": FixedLenFeature([], "int64", default_value=0)})
+        >>> out = plan.decode(*join_records([encode_example({"x": 3}), b""])) if plan else None
+        >>> out is None or out["x"].tolist() == [3, 0]
+        True
+    """
+
+    def __init__(self, features: Mapping[str, FeatureSpec], requests: Mapping[str, Request]):
+        self._requests = dict(requests)
+        slots: list[_Slot] = []
+        cols = {KIND_INT64: 0, KIND_FLOAT: 0}
+        tails = {KIND_INT64: 0, KIND_FLOAT: 0}
+        int_defaults: list[int] = []
+        float_defaults: list[float] = []
+        for name, spec in features.items():
+            assert isinstance(spec, FixedLenFeature)
+            kind = KIND_INT64 if spec.dtype == "int64" else KIND_FLOAT
+            count = math.prod(spec.shape)
+            default = -1
+            # TensorFlow treats a default with no elements as no default.
+            if spec.default_value:
+                default = tails[kind]
+                tails[kind] += count
+                (int_defaults if kind == KIND_INT64 else float_defaults).extend(spec.default_value)
+            slots.append(_Slot(name, kind, count, spec.shape, cols[kind], default))
+            cols[kind] += count
+        self._slots = slots
+        self._cols = cols
+        self._int_defaults = np.array(int_defaults, np.int64)
+        self._float_defaults = np.array(float_defaults, np.float32).view(np.uint32)
+        keys = [name.encode("utf-8") for name in features]
+        hashed = kernels.key_hashes(keys)
+        assert hashed is not None
+        hashes, key_marks = hashed
+        marks = np.zeros(4096, np.uint8)
+        marks[key_marks] = 1
+        size = 8
+        while size < 2 * len(keys):
+            size *= 2
+        table = np.full(size, -1, np.int64)
+        table_hash = np.zeros(size, np.uint64)
+        for s, h in enumerate(hashes.tolist()):
+            idx = h & (size - 1)
+            while table[idx] >= 0:
+                idx = (idx + 1) & (size - 1)
+            table[idx] = s
+            table_hash[idx] = h
+        self._table_hash = table_hash
+        self._keys = np.frombuffer(b"".join(keys), np.uint8)
+        self._plan = (
+            table,
+            np.cumsum([0] + [len(k) for k in keys], dtype=np.int64),
+            np.array([s.kind for s in slots], np.int8),
+            np.array([s.count for s in slots], np.int64),
+            np.array([s.col for s in slots], np.int64),
+            marks,
+        )
+
+    @classmethod
+    def of(
+        cls, features: Mapping[str, FeatureSpec], requests: Mapping[str, Request] | None = None
+    ) -> DensePlan | None:
+        """The plan of ``features``, or None if not :func:`eligible` or kernels are off."""
+        if not eligible(features) or not kernels.ready():
+            return None
+        if requests is None:
+            requests = {
+                name: Request(name, name.encode("utf-8"), _kind(spec), "dense", counted=False)
+                for name, spec in features.items()
+            }
+        return cls(features, requests)
+
+    def decode(
+        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
+    ) -> dict[str, npt.NDArray[Any]] | None:
+        """Outputs of the Examples ``buf[starts[i]:ends[i]]``, as ``parse_example`` gives.
+
+        Returns None when the kernel cannot run (kernels disabled, spans outside ``buf``).
+
+        Raises:
+            NeedsExact: the batch holds an error; the exact path raises it.
+        """
+        out = self.decode_counted(buf, starts, ends)
+        return None if out is None else out[0]
+
+    def decode_counted(
+        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
+    ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
+        """:meth:`decode`, with how many records the exact per-record path decoded."""
+        mv = buf.data
+
+        def record(i: int) -> bytes:
+            return mv[int(starts[i]) : int(ends[i])].tobytes()
+
+        bounds = _chunk_bounds(ends - starts)
+        chunks = [(buf, starts[a:b], ends[a:b], a) for a, b in itertools.pairwise(bounds)]
+        return self._run(int(starts.shape[0]), chunks, record, parallel=len(chunks) > 1)
+
+    def decode_records(
+        self, records: Sequence[bytes]
+    ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
+        """:meth:`decode_counted` of a list of serialized Examples.
+
+        They are joined into buffers of about :data:`CHUNK_BYTES`, one at a time, so each
+        is walked while still in the CPU's cache (a wide record may be tens of KB).
+        """
+        n = len(records)
+        lengths = np.fromiter(map(len, records), np.int64, n)
+        bounds = _chunk_bounds(lengths)
+
+        def chunks() -> Iterator[tuple[npt.NDArray[np.uint8], I64, I64, int]]:
+            for a, b in itertools.pairwise(bounds):
+                ends = np.cumsum(lengths[a:b])
+                yield np.frombuffer(b"".join(records[a:b]), np.uint8), ends - lengths[a:b], ends, a
+
+        return self._run(n, chunks(), records.__getitem__, parallel=len(bounds) > 2)
+
+    def _run(
+        self,
+        n: int,
+        chunks: Iterable[tuple[npt.NDArray[np.uint8], I64, I64, int]],
+        record: Callable[[int], bytes],
+        *,
+        parallel: bool,
+    ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
+        """Runs the kernel over ``chunks`` (on the thread pool when ``parallel``)."""
+        n_int = n * self._cols[KIND_INT64]
+        n_float = n * self._cols[KIND_FLOAT]
+        ints = np.empty(n_int + self._int_defaults.shape[0], np.int64)
+        ints[n_int:] = self._int_defaults
+        floats = np.empty(n_float + self._float_defaults.shape[0], np.uint32)
+        floats[n_float:] = self._float_defaults
+        defaults = np.array(
+            [
+                -1 if s.default < 0 else s.default + (n_int if s.kind == KIND_INT64 else n_float)
+                for s in self._slots
+            ],
+            np.int64,
+        )
+        fallback = np.zeros(n, np.bool_)
+
+        def walk(chunk: tuple[npt.NDArray[np.uint8], I64, I64, int]) -> bool:
+            buf, starts, ends, first = chunk
+            done = kernels.dense_examples(
+                buf,
+                starts,
+                ends,
+                first=first,
+                total=n,
+                plan=self._plan,
+                table_hash=self._table_hash,
+                keys=self._keys,
+                defaults=defaults,
+                ints=ints,
+                floats=floats,
+            )
+            if done is None:
+                return False
+            fallback[first : first + done.shape[0]] = done
+            return True
+
+        # The kernel releases the GIL, and chunks write disjoint rows: big batches use
+        # every core, as TensorFlow's parse_example does.
+        pool = _pool() if parallel else None
+        if not all(map(walk, chunks) if pool is None else pool.map(walk, chunks)):
+            return None
+        fvalues = floats.view(np.float32)
+        out: dict[str, npt.NDArray[Any]] = {}
+        for s in self._slots:
+            data = ints if s.kind == KIND_INT64 else fvalues
+            out[s.name] = data[s.col * n : (s.col + s.count) * n].reshape((n, *s.shape))
+        slow = np.flatnonzero(fallback)
+        if slow.size:
+            self._exact_records(record, slow, out)
+        return out, int(slow.size)
+
+    def _exact_records(
+        self,
+        record: Callable[[int], bytes],
+        which: npt.NDArray[np.intp],
+        out: dict[str, npt.NDArray[Any]],
+    ) -> None:
+        """Decodes records the kernel left, one by one, into their output rows."""
+        for i in which.tolist():
+            data = record(i)
+            dups = Duplicates()
+            try:
+                fmap = example_feature_map(data, dups)
+                row = decode_requests(data, fmap, dups, self._requests, i)
+            except (TFRecordError, ValueError) as exc:
+                raise NeedsExact from exc
+            for s in self._slots:
+                values = row[s.name]
+                if s.count == 0:
+                    if values is None and s.default < 0:
+                        raise NeedsExact  # required but missing
+                    if values is not None and len(values):
+                        raise NeedsExact  # a wrong number of values
+                    continue
+                target = out[s.name].reshape(-1, s.count)
+                if values is None:
+                    spec_default = (
+                        self._int_defaults if s.kind == KIND_INT64 else self._float_defaults
+                    )
+                    if s.default < 0:
+                        raise NeedsExact  # required but missing
+                    default = spec_default[s.default : s.default + s.count]
+                    target[i] = default if s.kind == KIND_INT64 else default.view(np.float32)
+                elif len(values) != s.count:
+                    raise NeedsExact  # a wrong number of values
+                else:
+                    target[i] = values
+
+
+def _chunk_bounds(lengths: I64) -> list[int]:
+    """Record boundaries of chunks of about :data:`CHUNK_BYTES` (at least one record each)."""
+    n = int(lengths.shape[0])
+    cuts = np.flatnonzero(np.diff(np.cumsum(lengths) // CHUNK_BYTES)) + 1
+    return [0, *cuts.tolist(), n]
+
+
+_POOL: list[concurrent.futures.ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor | None:
+    """The threads that walk chunks of one batch at once (None on a single core)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    if cores < 2:
+        return None
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(
+                concurrent.futures.ThreadPoolExecutor(
+                    min(cores, MAX_THREADS), thread_name_prefix="tfe-dense"
+                )
+            )
+        return _POOL[0]
+
+
+def _kind(spec: FeatureSpec) -> int:
+    assert isinstance(spec, FixedLenFeature)
+    return KIND_INT64 if spec.dtype == "int64" else KIND_FLOAT
