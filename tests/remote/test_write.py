@@ -93,10 +93,14 @@ class _FailingOps(RemoteFileOps):
 def test_a_failed_remote_write_publishes_nothing(mem: str) -> None:
     url = f"{mem}/a.tfrecord"
     w = writer_with_ops(_FailingOps(url, fail_write=3), url)
+    # (Small records are held and framed in bulk: each flush() writes what is held.)
     w.write(b"1")
+    w.flush()
     w.write(b"2")
+    w.flush()
+    w.write(b"3")
     with pytest.raises(OSError, match="connection reset"):
-        w.write(b"3")
+        w.flush()
     with pytest.raises(tfe.WriterFailedError):
         w.write(b"4")
     with pytest.raises(tfe.WriterFailedError, match="nothing was published"):
