@@ -51,8 +51,8 @@ def test_the_bench_extra_adds_only_peers() -> None:
     found = re.search(r"^bench = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S)
     assert found is not None
     bench = found.group(1).lower()
-    assert '"tfrecord-engine[tf,torch,grain]"' in bench
-    for peer in ("tfrecord>=", "array-record>=", "nvidia-dali-cuda120>="):
+    assert '"tfrecord-engine[tf,torch,grain,beam,ray]"' in bench
+    for peer in ("tfrecord>=", "array-record>=", "nvidia-dali-cuda120>=", "google-crc32c>="):
         assert peer in bench
     assert "fast" not in bench
     assert "numba" not in bench

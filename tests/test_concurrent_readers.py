@@ -7,14 +7,17 @@ the records it asked for.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
+from tfrecord_engine.data.source import LocalFileRecords
 
 N = 6_000
 SPEC = {"i": tfe.FixedLenFeature([], "int64"), "pad": tfe.FixedLenFeature([], "string")}
@@ -81,3 +84,43 @@ def test_threads_reading_one_dataset_get_exactly_their_records(tmp_path: Path, s
         return job
 
     _run_all([random_access(s) for s in range(4)] + [epoch(s) for s in range(4)])
+
+
+# The interleavings the threads above hit only sometimes, made to happen: a gather maps
+# the file (closing the descriptor the reader used for pread) while another read is
+# between taking that descriptor and reading through it.
+
+
+def _reader(tmp_path: Path) -> tuple[tfe.RecordDataset, LocalFileRecords]:
+    ds = tfe.RecordDataset(_write(tmp_path, 1))
+    assert ds[0] == ds[0]  # opens the descriptor (pread), not mapped yet
+    return ds, cast("LocalFileRecords", ds._readers[0])  # type: ignore[index]
+
+
+def test_a_map_taken_during_a_single_read_does_not_break_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds, reader = _reader(tmp_path)
+    expected = tfe.RecordDataset(ds.paths)[1234]
+    real = os.pread
+    mapped: list[int | None] = []
+
+    def pread_after_a_map(fd: int, n: int, at: int) -> bytes:
+        if not mapped:  # another thread maps the file just now
+            mapped.append(reader.base_address(np.array([0])))
+        return real(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", pread_after_a_map)
+    assert ds[1234] == expected
+    assert mapped == [reader._base]
+    assert mapped[0] is not None
+
+
+def test_a_descriptor_in_use_outlives_the_map_that_retires_it(tmp_path: Path) -> None:
+    _, reader = _reader(tmp_path)
+    fd = reader.acquire()
+    assert reader.base_address(np.array([0])) is not None
+    assert os.pread(fd, 4, 0) == Path(reader.path).read_bytes()[:4]
+    reader.unacquire()
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(fd)

@@ -9,6 +9,7 @@ with numpy, one ``crc32c`` call per record is the only per-record work besides s
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import threading
@@ -127,30 +128,58 @@ class LocalFileRecords:
         # The whole file in memory while a shuffled epoch holds it (see hold()).
         self._held: bytes | None = None
         self._holders = 0
+        # Reads under way through ``_fd`` (acquire/release): a map taking the
+        # descriptor's place closes it only when none is (``_retired`` until then), so a
+        # thread never reads through a closed or reused descriptor number.
+        self._users = 0
+        self._retired: int | None = None
+        self._gen = 0  # counts descriptors retired by a map (see read_one)
         # Payload spans as int64, computed once: a batch then costs two gathers.
         self._start = index.offsets.astype(np.int64) + _H
         self._end = self._start + index.lengths.astype(np.int64)
 
     def fileno(self, local: IntArray | None = None) -> int:
         """The open file's descriptor (opened on first use, when its size is checked;
-        ``local``, the records about to be read, locates the error if it changed)."""
+        ``local``, the records about to be read, locates the error if it changed).
+
+        A thread that reads through it while others may map the file (which closes the
+        descriptor) takes it with :meth:`acquire` instead.
+        """
         fd = self._fd
         if fd is None:
             with self._lock:
-                fd = self._fd
-                if fd is None:
-                    fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                    size = os.fstat(fd).st_size
-                    if size != self.index.data_size:
-                        os.close(fd)
-                        raise _stale(
-                            self.index,
-                            local,
-                            f"the file has {size} bytes, it had {self.index.data_size} "
-                            "when indexed",
-                        )
-                    self._fd = fd
+                fd = self._open_locked(local)
         return fd
+
+    def _open_locked(self, local: IntArray | None) -> int:
+        fd = self._fd
+        if fd is None:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            size = os.fstat(fd).st_size
+            if size != self.index.data_size:
+                os.close(fd)
+                raise _stale(
+                    self.index,
+                    local,
+                    f"the file has {size} bytes, it had {self.index.data_size} when indexed",
+                )
+            self._fd = fd
+        return fd
+
+    def acquire(self, local: IntArray | None = None) -> int:
+        """:meth:`fileno`, kept open until the matching :meth:`unacquire`."""
+        with self._lock:
+            fd = self._open_locked(local)
+            self._users += 1
+            return fd
+
+    def unacquire(self) -> None:
+        """Ends one :meth:`acquire` (closing a descriptor a map retired meanwhile)."""
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._retired is not None:
+                os.close(self._retired)
+                self._retired = None
 
     def base_address(self, local: IntArray | None = None) -> int | None:
         """The address of the file's map for :func:`safecopy.gather` (mapped on first
@@ -158,16 +187,21 @@ class LocalFileRecords:
         if self._base is None:
             if not safecopy.available() or self.index.data_size == 0:
                 return None
-            fd = self.fileno(local)
             with self._lock:
                 if self._raw is None:
+                    fd = self._open_locked(local)
                     self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
                     self._raw = np.frombuffer(self._map, np.uint8)
                     self._base = int(self._raw.ctypes.data)
                     # The map holds a descriptor of its own: one per file is enough
-                    # (datasets of 1,000 shards meet the usual limit of 1,024).
-                    os.close(fd)
+                    # (datasets of 1,000 shards meet the usual limit of 1,024). Reads
+                    # under way through this one keep it open until they end.
                     self._fd = None
+                    self._gen += 1  # before the close: read_one's check sees it after
+                    if self._users:
+                        self._retired = fd
+                    else:
+                        os.close(fd)
         return self._base
 
     def hold(self) -> None:
@@ -202,15 +236,25 @@ class LocalFileRecords:
                 self._held = None
 
     def _read_all(self) -> bytes:
+        # A descriptor of its own: a concurrent gather may map the file and close the
+        # shared one while this long read is under way.
         size = self.index.data_size
         where = np.zeros(1, np.int64)
-        fd = self.fileno(where)  # (reopened if a map took the descriptor's place)
-        step = 1 << 30  # one pread returns at most ~2 GiB on Linux
-        if size <= step:
-            return self._pread(fd, size, 0, where)
-        return b"".join(
-            self._pread(fd, min(step, size - at), at, where) for at in range(0, size, step)
-        )
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            have = os.fstat(fd).st_size
+            if have != size:
+                raise _stale(
+                    self.index, where, f"the file has {have} bytes, it had {size} when indexed"
+                )
+            step = 1 << 30  # one pread returns at most ~2 GiB on Linux
+            if size <= step:
+                return self._pread(fd, size, 0, where)
+            return b"".join(
+                self._pread(fd, min(step, size - at), at, where) for at in range(0, size, step)
+            )
+        finally:
+            os.close(fd)
 
     def _pread(self, fd: int, want: int, at: int, local: IntArray) -> bytes:
         """Exactly ``want`` bytes at ``at``; a short read is the file cut under us."""
@@ -239,14 +283,17 @@ class LocalFileRecords:
             spans[:, 1] = run_size
             copied = safecopy.gather(out, spans)
         if copied is None:
-            fd = self.fileno(local)
-            view = memoryview(out.data)
-            copied = 0
-            for a, n in zip(run_start.tolist(), run_size.tolist(), strict=True):
-                got = os.preadv(fd, [view[copied : copied + n]], a)
-                copied += got
-                if got != n:
-                    break
+            fd = self.acquire(local)
+            try:
+                view = memoryview(out.data)
+                copied = 0
+                for a, n in zip(run_start.tolist(), run_size.tolist(), strict=True):
+                    got = os.preadv(fd, [view[copied : copied + n]], a)
+                    copied += got
+                    if got != n:
+                        break
+            finally:
+                self.unacquire()
         if copied != total:
             # The run the copy stopped in: its records are no longer all in the file.
             r = int(np.searchsorted(np.cumsum(run_size), copied, "right"))
@@ -275,9 +322,27 @@ class LocalFileRecords:
         elif base is not None:  # mapped for gathers: its one descriptor is the map's
             buf = safecopy.copy_span(base + a, size + _F)
         if buf is None:
-            where = np.array([local], np.int64)
-            fd = self._fd if self._fd is not None else self.fileno(where)
-            buf = self._pread(fd, size + _F, a, where)
+            # Optimistic and lock-free (the per-call path): a map retiring the descriptor
+            # meanwhile bumps _gen first, so a read through a closed or reused number
+            # is noticed and done again through acquire().
+            gen = self._gen
+            fd = self._fd
+            if fd is not None:
+                try:
+                    buf = os.pread(fd, size + _F, a)
+                except OSError as exc:
+                    if exc.errno != errno.EBADF:
+                        raise
+                    buf = None
+                if self._gen != gen:
+                    buf = None
+            if buf is None:
+                where = np.array([local], np.int64)
+                fd = self.acquire(where)
+                try:
+                    buf = self._pread(fd, size + _F, a, where)
+                finally:
+                    self.unacquire()
         if len(buf) != size + _F:  # a short copy out of the map
             raise _short(self.index, np.array([local], np.int64), len(buf), size + _F, a)
         record = buf[:size]
@@ -311,7 +376,11 @@ class LocalFileRecords:
             # Back to back (a sequential chunk, or one record), file not mapped: one
             # read straight into bytes.
             a = int(starts[0])
-            buf = self._pread(self.fileno(local), int(ends[-1]) + _F - a, a, local)
+            fd = self.acquire(local)
+            try:
+                buf = self._pread(fd, int(ends[-1]) + _F - a, a, local)
+            finally:
+                self.unacquire()
             starts = starts - a
             ends = ends - a
         else:
@@ -345,12 +414,15 @@ class LocalFileRecords:
     def _read_big(self, local: IntArray, verify: bool) -> list[bytes]:
         # Large records: each read straight into its own bytes (one copy, where slicing
         # a joined buffer would make two); the footers take a small read each.
-        fd = self.fileno(local)
         pread = os.pread
         starts = self._start[local].tolist()
         ends = self._end[local].tolist()
-        records = [pread(fd, b - a, a) for a, b in zip(starts, ends, strict=True)]
-        footers = [pread(fd, _F, b) for b in ends]
+        fd = self.acquire(local)
+        try:
+            records = [pread(fd, b - a, a) for a, b in zip(starts, ends, strict=True)]
+            footers = [pread(fd, _F, b) for b in ends]
+        finally:
+            self.unacquire()
         for j, (r, f) in enumerate(zip(records, footers, strict=True)):
             if len(r) != ends[j] - starts[j] or len(f) != _F:
                 raise _short(self.index, local[j:], len(r), ends[j] - starts[j], starts[j])
@@ -397,6 +469,9 @@ class LocalFileRecords:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+        retired, self._retired = self._retired, None
+        if retired is not None:
+            os.close(retired)
 
     def __del__(self) -> None:
         with contextlib.suppress(OSError, AttributeError):
@@ -487,16 +562,22 @@ class LocalFilesGather:
 
     def _preads(self, idx: IntArray, file_of: IntArray) -> list[bytes]:
         # Each file's descriptor from its reader, which opens it (size checked) on first
-        # use and again after a map took its place: never one kept here that may close.
-        fds = {
-            f: self._readers[f].fileno(idx[np.argmax(file_of == f)] - self._first[f : f + 1])
-            for f in np.unique(file_of).tolist()
-        }
-        files = file_of.tolist()
-        starts = self._start[idx].tolist()
-        ends = self._end[idx].tolist()
-        pread = os.pread
-        framed = [pread(fds[f], b + _F - a, a) for f, a, b in zip(files, starts, ends, strict=True)]
+        # use and again after a map took its place, held open (acquire) while in use.
+        fds: dict[int, int] = {}
+        try:
+            for f in np.unique(file_of).tolist():
+                where = idx[np.argmax(file_of == f)] - self._first[f : f + 1]
+                fds[f] = self._readers[f].acquire(where)
+            files = file_of.tolist()
+            starts = self._start[idx].tolist()
+            ends = self._end[idx].tolist()
+            pread = os.pread
+            framed = [
+                pread(fds[f], b + _F - a, a) for f, a, b in zip(files, starts, ends, strict=True)
+            ]
+        finally:
+            for f in fds:
+                self._readers[f].unacquire()
         for j, (c, a, b) in enumerate(zip(framed, starts, ends, strict=True)):
             if len(c) != b + _F - a:
                 f = files[j]
