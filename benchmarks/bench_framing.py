@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import tfrecord_engine as tfe
 from benchmarks.common import Measurement, compare, repeats, table
 from benchmarks.data import raw_file, raw_records
+from tfrecord_engine import kernels
 
 SMALL = ("small-856B", 70_000, 856)
 LARGE = ("large-100KB", 2_000, 100_000)
@@ -102,20 +102,6 @@ def _write_cases(records: list[bytes], out: str) -> list[tuple[str, Callable[[],
     ]
 
 
-@contextmanager
-def _kernels(on: bool) -> Iterator[None]:
-    """The compiled kernels on or off (``TFE_KERNELS``, read at every call) inside."""
-    old = os.environ.get("TFE_KERNELS")
-    os.environ["TFE_KERNELS"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TFE_KERNELS"]
-        else:
-            os.environ["TFE_KERNELS"] = old
-
-
 def _per_record_cases(
     records: list[bytes], out: str
 ) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
@@ -125,9 +111,9 @@ def _per_record_cases(
 
     nbytes = sum(len(r) for r in records)
 
-    def ours(index: bool, kernels: bool) -> Callable[[], tuple[int, int]]:
+    def ours(index: bool, compiled: bool) -> Callable[[], tuple[int, int]]:
         def run() -> tuple[int, int]:
-            with _kernels(kernels), tfe.TFRecordWriter(out, index=index) as w:
+            with kernels.switched(compiled), tfe.TFRecordWriter(out, index=index) as w:
                 for r in records:
                     w.write(r)
             return len(records), nbytes
@@ -141,10 +127,10 @@ def _per_record_cases(
         return len(records), nbytes
 
     return [
-        ("tfe write", ours(index=False, kernels=True)),
-        ("tfe write index=True", ours(index=True, kernels=True)),
-        ("tfe write TFE_KERNELS=0", ours(index=False, kernels=False)),
-        ("tfe write index=True TFE_KERNELS=0", ours(index=True, kernels=False)),
+        ("tfe write", ours(index=False, compiled=True)),
+        ("tfe write index=True", ours(index=True, compiled=True)),
+        ("tfe write TFE_KERNELS=0", ours(index=False, compiled=False)),
+        ("tfe write index=True TFE_KERNELS=0", ours(index=True, compiled=False)),
         ("tf.io.TFRecordWriter", theirs),
     ]
 

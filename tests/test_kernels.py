@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import crc32c
@@ -26,19 +24,6 @@ from tfrecord_engine.testing.wirebytes import varint
 from .test_batch_decoder import _outcome, assert_same
 
 pytest.importorskip("numba")
-
-
-@contextmanager
-def _kernels_off() -> Iterator[None]:
-    old = os.environ.get("TFE_KERNELS")
-    os.environ["TFE_KERNELS"] = "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TFE_KERNELS"]
-        else:
-            os.environ["TFE_KERNELS"] = old
 
 
 def _reference_runs(data: bytes, spans: list[tuple[int, int]]) -> list[list[int] | None]:
@@ -70,7 +55,7 @@ def _reference_runs(data: bytes, spans: list[tuple[int, int]]) -> list[list[int]
 def test_kernels_are_in_use() -> None:
     # The test extra installs numba: this suite must exercise the compiled paths.
     assert kernels.enabled()
-    with _kernels_off():
+    with kernels.switched(False):
         assert not kernels.enabled()
         assert (
             kernels.varint_runs(np.zeros(4, np.uint8), np.zeros(1, np.int64), np.ones(1, np.int64))
@@ -167,7 +152,7 @@ def test_varint_runs_leave_out_of_bounds_runs_to_numpy() -> None:
 def test_decoder_without_kernels_equals_the_exact_path(batch: LayoutBatch) -> None:
     # The rest of the suite runs with the kernels: this keeps the numpy paths honest.
     exact = _outcome(lambda: parse_exact(batch.records, batch.features))
-    with _kernels_off():
+    with kernels.switched(False):
         fast = _outcome(lambda: BatchDecoder(batch.features).decode_records(batch.records))
     assert fast[0] == exact[0], (fast, exact)
     if exact[0] == "ok":
@@ -220,7 +205,7 @@ def test_epoch_and_damage_are_the_same_with_and_without_kernels(tmp_path: Path) 
     path = tmp_path / "tab.tfrecord"
     features = _tabular_file(path, 1500)
     with_kernels = _epoch(path, features)
-    with _kernels_off():
+    with kernels.switched(False):
         assert _epoch(path, features) == with_kernels
     # One flipped payload byte: the same error, naming the same record, either way.
     index = tfe.Index.build(str(path))
@@ -229,7 +214,7 @@ def test_epoch_and_damage_are_the_same_with_and_without_kernels(tmp_path: Path) 
     path.write_bytes(bytes(raw))
     errors = []
     for off in (False, True):
-        ctx: AbstractContextManager[None] = _kernels_off() if off else nullcontext()
+        ctx: AbstractContextManager[None] = kernels.switched(False) if off else nullcontext()
         with ctx, pytest.raises(tfe.CorruptedRecordError) as info:
             _epoch(path, features)
         errors.append((info.value.record_index, info.value.offset, info.value.reason))
@@ -293,7 +278,7 @@ def test_match_words_equals_the_numpy_check(
     masks = rng.integers(0, 256, (a.size, 8), dtype=np.uint8).view(np.uint64).reshape(-1)
     got = kernels.match_words(buf, b, a, words, masks)
     assert got is not None
-    with _kernels_off():
+    with kernels.switched(False):
         want = template._check(buf, b, a, words, masks)
     assert got.tolist() == want.tolist()
 
@@ -377,7 +362,7 @@ def test_chunk_framer_equals_frame_many(chunks: list[list[bytes]]) -> None:
     for records in chunks:
         want = framing.frame_many(records)
         assert bytes(framer.frame(records)) == want
-        with _kernels_off():
+        with kernels.switched(False):
             assert bytes(framing.ChunkFramer().frame(records)) == want
 
 
@@ -398,7 +383,7 @@ def test_fill_frames_checks_the_size_and_steps_aside_when_off() -> None:
     buf = np.zeros(16 + 3, np.uint8)
     with pytest.raises(ValueError, match="not the frames' size"):
         kernels.fill_frames(buf[:-1], np.array([3]))
-    with _kernels_off():
+    with kernels.switched(False):
         assert not kernels.fill_frames(buf, np.array([3]))
         assert not kernels.can_fill_frames(np.array([3]))
     assert not buf.any()  # untouched when the kernels are off
@@ -424,7 +409,7 @@ def test_write_many_bytes_are_the_same_with_and_without_kernels(tmp_path: Path) 
     paths = []
     for off in (False, True):
         path = tmp_path / f"w{int(off)}.tfrecord"
-        ctx: AbstractContextManager[None] = _kernels_off() if off else nullcontext()
+        ctx: AbstractContextManager[None] = kernels.switched(False) if off else nullcontext()
         with ctx, tfe.TFRecordWriter(path, durable=False) as w:
             assert w.write_many(records) == len(records)
         paths.append(path)

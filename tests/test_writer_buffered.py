@@ -11,8 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
+from tfrecord_engine import kernels
 from tfrecord_engine.records import framing
 from tfrecord_engine.records.compression import make_compressor, normalize_compression
 from tfrecord_engine.testing.faults import FaultyOps, writer_with_ops
@@ -31,20 +30,6 @@ _SIZES = st.one_of(
     st.sampled_from([0, 1, 856, (1 << 16) - 1, 1 << 16, 100_000]),
     st.integers(0, 3000),
 )
-
-
-@contextmanager
-def kernels(on: bool) -> Iterator[None]:
-    """The compiled kernels on or off (``TFE_KERNELS``) inside the block."""
-    old = os.environ.get("TFE_KERNELS")
-    os.environ["TFE_KERNELS"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TFE_KERNELS"]
-        else:
-            os.environ["TFE_KERNELS"] = old
 
 
 def payloads(sizes: list[int]) -> list[bytes]:
@@ -80,7 +65,7 @@ def test_per_record_writes_are_the_framed_stream(
 ) -> None:
     records = payloads(sizes)
     path = tmp_path / f"w-{compression}-{compiled}.tfrecord"
-    with kernels(compiled), tfe.TFRecordWriter(path, compression) as w:
+    with kernels.switched(compiled), tfe.TFRecordWriter(path, compression) as w:
         for r in records:
             w.write(r)
         assert w.records_written == len(records)
@@ -210,7 +195,7 @@ def test_index_of_per_record_writes_equals_the_built_one(
     records = payloads(sizes)
     path = tmp_path / f"i-{compression}-{every}-{compiled}.tfrecord"
     with (
-        kernels(compiled),
+        kernels.switched(compiled),
         tfe.TFRecordWriter(path, compression, index=True, index_flush_every=every) as w,
     ):
         for r in records:

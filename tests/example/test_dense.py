@@ -5,9 +5,7 @@ identical errors.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,19 +23,6 @@ from tfrecord_engine.testing.examples import ParseCase, serialize_example
 from tfrecord_engine.testing.wide import wide_cases
 
 pytest.importorskip("numba")
-
-
-@contextmanager
-def _kernels_off() -> Iterator[None]:
-    old = os.environ.get("TFE_KERNELS")
-    os.environ["TFE_KERNELS"] = "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TFE_KERNELS"]
-        else:
-            os.environ["TFE_KERNELS"] = old
 
 
 def _outcome(fn: Callable[[], dict[str, Any]]) -> Any:
@@ -73,7 +58,7 @@ def test_compiled_plan_equals_exact_path_and_kernels_off(case: ParseCase) -> Non
         assert compiled == _outcome(lambda: _compiled(case))
     finally:
         dense.CHUNK_BYTES = chunk
-    with _kernels_off():
+    with kernels.switched(False):
         assert compiled == _outcome(lambda: tfe.parse_example(case.records, case.features))
         assert compiled == _outcome(
             lambda: BatchDecoder(case.features).decode_records(case.records)
@@ -157,7 +142,7 @@ def test_eligibility() -> None:
     assert not eligible({"a": tfe.FixedLenFeature([], "string")})
     assert not eligible({"a": tfe.VarLenFeature("int64")})
     assert DensePlan.of({"a": tfe.VarLenFeature("int64")}) is None
-    with _kernels_off():
+    with kernels.switched(False):
         assert DensePlan.of({"a": tfe.FixedLenFeature([], "int64")}) is None
 
 

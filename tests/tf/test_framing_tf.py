@@ -8,12 +8,9 @@ records; where we are stricter (a torn header at the end), the test says so.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import tempfile
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -22,6 +19,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tests.test_golden import STOCK_ZLIB
+from tfrecord_engine import kernels
 from tfrecord_engine.records import framing
 from tfrecord_engine.testing.records import compressions, record_lists, write_file
 
@@ -84,7 +82,7 @@ def test_per_record_writes_are_byte_identical_to_tensorflows(
     # write() holds records and frames them in bulk: enough records to cross several
     # drains (the first after 64), empty ones and ones on the direct path (>= 64 KiB).
     records = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
-    with tempfile.TemporaryDirectory() as d, _kernels(compiled):
+    with tempfile.TemporaryDirectory() as d, kernels.switched(compiled):
         ours = Path(d) / "ours"
         theirs = Path(d) / "theirs"
         with tfe.TFRecordWriter(ours, compression) as w:
@@ -101,19 +99,6 @@ def test_per_record_writes_are_byte_identical_to_tensorflows(
             assert a == b
     else:
         assert a == b
-
-
-@contextlib.contextmanager
-def _kernels(on: bool) -> Iterator[None]:
-    old = os.environ.get("TFE_KERNELS")
-    os.environ["TFE_KERNELS"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TFE_KERNELS"]
-        else:
-            os.environ["TFE_KERNELS"] = old
 
 
 @given(records=record_lists(), compression=compressions())

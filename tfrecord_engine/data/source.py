@@ -236,17 +236,10 @@ class LocalFileRecords:
                 self._held = None
 
     def _read_all(self) -> bytes:
-        # A descriptor of its own: a concurrent gather may map the file and close the
-        # shared one while this long read is under way.
         size = self.index.data_size
         where = np.zeros(1, np.int64)
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = self.acquire(where)  # (kept open for this long read if a map retires it)
         try:
-            have = os.fstat(fd).st_size
-            if have != size:
-                raise _stale(
-                    self.index, where, f"the file has {have} bytes, it had {size} when indexed"
-                )
             step = 1 << 30  # one pread returns at most ~2 GiB on Linux
             if size <= step:
                 return self._pread(fd, size, 0, where)
@@ -254,7 +247,7 @@ class LocalFileRecords:
                 self._pread(fd, min(step, size - at), at, where) for at in range(0, size, step)
             )
         finally:
-            os.close(fd)
+            self.unacquire()
 
     def _pread(self, fd: int, want: int, at: int, local: IntArray) -> bytes:
         """Exactly ``want`` bytes at ``at``; a short read is the file cut under us."""

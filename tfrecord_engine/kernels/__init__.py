@@ -30,7 +30,8 @@ import atexit
 import os
 import platform
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 import numpy as np
@@ -48,6 +49,7 @@ __all__ = [
     "match_lengths",
     "match_words",
     "ready",
+    "switched",
     "varint_runs",
     "wait",
     "walk_records",
@@ -108,6 +110,23 @@ def wait(timeout: float | None = None) -> bool:
     if loader is not None and loader is not threading.current_thread():
         loader.join(timeout)
     return ready()
+
+
+@contextmanager
+def switched(on: bool) -> Iterator[None]:
+    """The kernels on or off inside the block, through ``TFE_KERNELS`` (read at every
+    call), restored after it: for comparing the two paths (tests, benchmarks). It sets
+    a process-wide environment variable, so other threads see it too.
+    """
+    old = os.environ.get("TFE_KERNELS")
+    os.environ["TFE_KERNELS"] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TFE_KERNELS"]
+        else:
+            os.environ["TFE_KERNELS"] = old
 
 
 def _wanted() -> bool:
