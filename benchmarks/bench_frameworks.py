@@ -38,7 +38,7 @@ import numpy as np
 
 import tfrecord_engine as tfe
 from benchmarks.bench_percall import rates
-from benchmarks.common import Measurement, compare, tfrecord_package
+from benchmarks.common import Measurement, compare, proto_parse, tfrecord_package
 from benchmarks.data import array_record_copy, dali_index, mnist_like
 
 SPEC: dict[str, Any] = {
@@ -54,23 +54,6 @@ LIST = 64
 TARGETS = {"parsed ds[i]": 100_000, "raw ds[i]": 300_000, "parsed ds[list of 64]": 300_000}
 
 Case = tuple[str, Callable[[], tuple[int, int]]]
-
-
-def _proto_parse() -> Callable[[bytes], dict[str, Any]]:
-    """Protobuf's ``Example.FromString`` into the three features as numpy."""
-    from tensorflow.core.example.example_pb2 import Example
-
-    from_string = Example.FromString
-
-    def parse(record: bytes) -> dict[str, Any]:
-        f = from_string(record).features.feature
-        return {
-            "index": np.int64(f["index"].int64_list.value[0]),
-            "label": np.int64(f["label"].int64_list.value[0]),
-            "image": f["image"].bytes_list.value[0],
-        }
-
-    return parse
 
 
 def _ratio(slow: Measurement, fast: Measurement) -> str:
@@ -145,7 +128,7 @@ def grain_rows(path: str, ar_path: str) -> list[str]:
     parsed = tfe.RecordDataset(path, features=SPEC)
     raw = tfe.RecordDataset(path)
     source = ArrayRecordDataSource([ar_path])
-    parse = _proto_parse()
+    parse = proto_parse()
 
     def epoch(ds: Any) -> tuple[int, int]:
         return sum(_count(b) for b in ds), 0
@@ -190,7 +173,7 @@ def percall_rows(path: str, ar_path: str) -> list[str]:
     source = ArrayRecordDataSource([ar_path])
     reader = ArrayRecordReader(ar_path, "readahead_buffer_size:0")
     index = dali_index(path)
-    parse = _proto_parse()
+    parse = proto_parse()
     rng = np.random.default_rng(0)
     one = rng.integers(0, n, 100_000).tolist()
     lists = [rng.integers(0, n, LIST).tolist() for _ in range(2_000)]

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 import tfrecord_engine as tfe
-from benchmarks.common import Measurement, compare, tfrecord_package
+from benchmarks.common import Measurement, compare, proto_parse, tfrecord_package
 from benchmarks.data import array_record_copy, dali_index, mnist_like
 
 BATCH = 256
@@ -87,23 +87,6 @@ class Orders:
         order = np.concatenate(chunks).astype(np.int64)
         self.seen[name] = order
         return len(order)
-
-
-def _proto_parse() -> Callable[[bytes], dict[str, Any]]:
-    """Protobuf's ``Example.FromString`` into the three features as numpy."""
-    from tensorflow.core.example.example_pb2 import Example
-
-    from_string = Example.FromString
-
-    def parse(record: bytes) -> dict[str, Any]:
-        f = from_string(record).features.feature
-        return {
-            "index": np.int64(f["index"].int64_list.value[0]),
-            "label": np.int64(f["label"].int64_list.value[0]),
-            "image": f["image"].bytes_list.value[0],
-        }
-
-    return parse
 
 
 def _ours(path: str, orders: Orders, name: str, shuffle: bool) -> Case:
@@ -215,7 +198,7 @@ def _grain_ar(ar_path: str, orders: Orders, name: str, shuffle: bool) -> Case:
     from array_record.python.array_record_data_source import ArrayRecordDataSource
 
     source = ArrayRecordDataSource([ar_path])
-    parse = _proto_parse()
+    parse = proto_parse()
 
     def run() -> tuple[int, int]:
         ds = grain.MapDataset.source(source)
@@ -232,7 +215,7 @@ def _ar_random(ar_path: str, orders: Orders, name: str, perm: list[list[int]]) -
     from array_record.python.array_record_data_source import ArrayRecordDataSource
 
     source = ArrayRecordDataSource([ar_path])
-    parse = _proto_parse()
+    parse = proto_parse()
 
     def run() -> tuple[int, int]:
         chunks = []

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tfrecord_engine import kernels
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -249,3 +251,21 @@ def tfrecord_package() -> Any:
             shim.__dict__.update({k: v for k, v in vars(module).items() if k[0] != "_"})
         sys.modules.setdefault("tfrecord.example_pb2", shim)
     return importlib.import_module("tfrecord")
+
+
+def proto_parse() -> Callable[[bytes], dict[str, Any]]:
+    """Protobuf's ``Example.FromString`` into the three features of the MNIST-like
+    records as numpy (the parse step of the ArrayRecord and Grain peers)."""
+    from tensorflow.core.example.example_pb2 import Example
+
+    from_string = Example.FromString
+
+    def parse(record: bytes) -> dict[str, Any]:
+        f = from_string(record).features.feature
+        return {
+            "index": np.int64(f["index"].int64_list.value[0]),
+            "label": np.int64(f["label"].int64_list.value[0]),
+            "image": f["image"].bytes_list.value[0],
+        }
+
+    return parse
