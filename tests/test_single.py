@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
+from tfrecord_engine.data import dataset as dataset_module
 from tfrecord_engine.data.samples import sample_of
 from tfrecord_engine.data.single import SingleDecoder
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
@@ -136,3 +138,145 @@ def test_ds_getitem_uses_it_and_keeps_exact_errors() -> None:
         ds[4]
     with pytest.raises(IndexError):
         ds[-5]
+
+
+# ---- the scalar walk, its per-length layouts, and small batches ------------------------
+
+SCALARS = st.dictionaries(
+    st.sampled_from(["a", "b", "image", "label", "k\u00e9"]),
+    st.sampled_from(["int64", "float32", "string"]),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _value(draw: st.DrawFn, dtype: str) -> list[Any]:
+    if dtype == "int64":
+        return [draw(st.integers(-(2**63), 2**63 - 1))]
+    if dtype == "float32":
+        return [draw(st.floats(width=32, allow_nan=False))]
+    return [draw(st.binary(max_size=200))]
+
+
+@st.composite
+def scalar_records(draw: st.DrawFn) -> tuple[dict[str, Any], list[bytes]]:
+    """Scalar specs, then records that fit them (plus extra features), some mutated."""
+    dtypes = draw(SCALARS)
+    features = {k: tfe.FixedLenFeature([], d) for k, d in dtypes.items()}
+    records = []
+    for _ in range(draw(st.integers(1, 6))):
+        values = {k: _value(draw, d) for k, d in dtypes.items()}
+        if draw(st.booleans()):
+            values["extra"] = [b"x"]
+        record = tfe.encode_example(values)
+        records.append(record)
+        # Same-length variants: bytes changed anywhere (tags, lengths, keys, values).
+        for _ in range(draw(st.integers(0, 3))):
+            mutated = bytearray(record)
+            for _ in range(draw(st.integers(1, 3))):
+                at = draw(st.integers(0, len(record) - 1))
+                mutated[at] = draw(st.integers(0, 255))
+            records.append(bytes(mutated))
+    return features, records
+
+
+@given(scalar_records())
+def test_scalar_walk_and_layouts_agree_with_the_exact_path(
+    case: tuple[dict[str, Any], list[bytes]],
+) -> None:
+    features, records = case
+    decoder = SingleDecoder(features)
+    assert decoder.scalars
+    for record in records:
+        fast = decoder.sample(record)
+        if fast is not None:
+            want = exact(record, features)
+            assert want is not None, "the fast path accepted a record the exact path rejects"
+            assert same(fast, want), (fast, want)
+    # A batch of them: the batch parse's output exactly, or declined.
+    columns = decoder.columns(records)
+    if columns is not None:
+        assert same(columns, dict(tfe.parse_example(records, features)))
+
+
+def test_layouts_read_records_of_a_known_length_and_decline_other_bytes() -> None:
+    features = {
+        "index": tfe.FixedLenFeature([], "int64"),
+        "label": tfe.FixedLenFeature([], "float32"),
+        "image": tfe.FixedLenFeature([], "string"),
+    }
+    decoder = SingleDecoder(features)
+    first = tfe.encode_example({"index": [300], "label": [1.5], "image": [b"abcd"]})
+    assert decoder.sample(first) is not None
+    assert len(decoder._layouts) == 1  # the layout of this length, kept
+    second = tfe.encode_example({"index": [301], "label": [-2.0], "image": [b"wxyz"]})
+    assert len(second) == len(first)
+    assert same(decoder.sample(second), exact(second, features))
+    got = decoder._layouts[len(first)].values(second, 3)
+    assert got == [301, np.float32(-2.0).tobytes(), b"wxyz"]
+    # The varint's last byte with its continuation bit set: TensorFlow rejects it.
+    at = first.index(bytes([0xAC, 0x02]))  # 300
+    bad = first[: at + 1] + b"\x82" + first[at + 2 :]
+    assert exact(bad, features) is None
+    assert decoder.sample(bad) is None
+    # A one-byte int where the layout has two (same length: the string is longer).
+    other = tfe.encode_example({"index": [3], "label": [1.5], "image": [b"abcde"]})
+    assert len(other) == len(first)
+    assert same(decoder.sample(other), exact(other, features))
+    assert decoder.columns([first, second, other]) is not None
+    assert decoder.columns([first, bad]) is None
+
+
+def _dataset(tmp_path: Any, records: list[bytes], features: dict[str, Any]) -> Any:
+    path = str(tmp_path / "few.tfrecord")
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(records)
+    return tfe.RecordDataset(path, features=features)
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_small_batches_equal_the_batch_path(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, mapped: bool
+) -> None:
+    features = {"i": tfe.FixedLenFeature([], "int64"), "s": tfe.FixedLenFeature([], "string")}
+    records = [tfe.encode_example({"i": [k * 1000], "s": [b"v" * k]}) for k in range(50)]
+    records.append(tfe.encode_example({"s": [b"no i"]}))  # 50: declined (the exact path fails)
+    ds = _dataset(tmp_path, records, features)
+    if mapped:
+        ds.read_spans([0, 7])  # a batch read maps the file: small batches then gather
+    keys: list[Any] = [[3], [5, 1, 5, -1 + 50], np.array([49, 0, 2]), (4, np.int64(9)), [-50]]
+    got = [ds[k] for k in keys]
+    samples = [ds.__getitems__(k) for k in keys]
+    monkeypatch.setattr(dataset_module, "SMALL_BATCH", 0)  # the batch path only
+    for k, g, s in zip(keys, got, samples, strict=True):
+        assert same(g, ds[k])
+        assert same(s, ds.__getitems__(k))
+    monkeypatch.undo()
+    assert ds._single.scalars
+    # Errors are the batch path's: out of range, a record that fails to parse.
+    with pytest.raises(IndexError):
+        ds[[0, 51]]
+    with pytest.raises(IndexError):
+        ds[[-52]]
+    with pytest.raises(tfe.TFRecordError):
+        ds[[1, 50]]
+    with pytest.raises(tfe.TFRecordError):
+        ds.__getitems__([50])
+
+
+def test_small_batches_check_crcs(tmp_path: Any) -> None:
+    features = {"i": tfe.FixedLenFeature([], "int64")}
+    ds = _dataset(tmp_path, [tfe.encode_example({"i": [k]}) for k in range(4)], features)
+    assert ds[[2, 1]]["i"].tolist() == [2, 1]
+    path = ds.paths[0]
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        data[-6] ^= 0xFF  # record 3's payload
+        f.seek(0)
+        f.write(data)
+    fresh = tfe.RecordDataset(path, features=features)
+    assert fresh[[0, 1]]["i"].tolist() == [0, 1]
+    with pytest.raises(tfe.DataLossError):
+        fresh[[0, 3]]
+    with pytest.raises(tfe.DataLossError):
+        fresh.__getitems__([3])

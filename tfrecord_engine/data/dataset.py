@@ -57,6 +57,9 @@ FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
 IntArray = npt.NDArray[np.int64]
 #: Records read, checked and decoded together ahead of the consumer.
 DEFAULT_CHUNK_RECORDS = 4096
+#: Parsed batches of at most this many records whose features are all scalars are read
+#: and decoded record by record (see ``RecordDataset._few``); larger ones in one batch.
+SMALL_BATCH = 128
 
 
 def _in_memory_limit() -> int:
@@ -492,15 +495,49 @@ class RecordDataset:
     def _parse(self, records: list[bytes]) -> dict[str, Any]:
         return dict(self.decoder.decode_records(records))
 
-    def _sample(self, record: bytes) -> dict[str, Any]:
+    def _single_decoder(self) -> SingleDecoder:
         assert self.features is not None
         single = self._single
         if single is None:
             single = self._single = SingleDecoder(self.features)
+        return single
+
+    def _few(self, key: Sequence[int] | IntArray) -> list[bytes] | None:
+        """The records of a small parsed batch whose features are all scalars, read and
+        decoded record by record (cheaper than a batch decode's set-up for a few records),
+        or ``None`` for the batch path (larger batches, other specs, several files, a
+        record the per-record decoder declines, any error: the batch path raises it).
+        """
+        if not 0 < len(key) <= SMALL_BATCH or not self._single_decoder().scalars:
+            return None
+        readers = self._readers if self._readers is not None else self._open()
+        if len(readers) != 1 or not isinstance(readers[0], LocalFileRecords):
+            return None
+        n = self._starts_list[-1]
+        local = key.tolist() if isinstance(key, np.ndarray) else list(key)
+        for j, value in enumerate(local):
+            i = value
+            if type(i) is not int:
+                if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+                    return None
+                i = local[j] = int(i)
+            if not 0 <= i < n:
+                if not -n <= i < 0:
+                    return None
+                local[j] = i + n
+        try:
+            records = readers[0].read_few(local, self.verify)
+        except TFRecordError:
+            return None
+        return records
+
+    def _sample(self, record: bytes) -> dict[str, Any]:
+        single = self._single_decoder()
         out = single.sample(record)
         if out is not None:
             return out
         # Defaults, unusual specs or encodings, errors: the exact path decides.
+        assert self.features is not None
         return sample_of(self.features, _example().parse_single_example(record, self.features))
 
     def _samples(self, indices: IntArray) -> list[dict[str, Any]]:
@@ -538,7 +575,7 @@ class RecordDataset:
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
         """
-        if isinstance(key, (int, np.integer)):
+        if type(key) is int or isinstance(key, (int, np.integer)):
             record = self._read_one(int(key))
             if self.features is None:
                 return record
@@ -547,6 +584,11 @@ class RecordDataset:
             key = np.arange(len(self), dtype=np.int64)[key]
         if self.features is None:
             return self.read_raw(key)
+        few = self._few(key)
+        if few is not None:
+            columns = self._single_decoder().columns(few)
+            if columns is not None:
+                return columns
         # Decoded from the buffer the records were read into (no bytes per record).
         spans = self.read_spans(key)
         if spans is None:
@@ -622,6 +664,12 @@ class RecordDataset:
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if self.features is None:
             return self.read_raw(idx)
+        few = self._few(idx)
+        if few is not None:
+            single = self._single_decoder()
+            samples = [single.sample(r) for r in few]
+            if all(s is not None for s in samples):
+                return samples
         self._open()
         return self._samples(self._normalize(idx))
 

@@ -110,6 +110,94 @@ def _step(name: str, spec: FeatureSpec) -> tuple[str, bytes, int, int, Convert] 
     return name, name.encode("utf-8"), kind, _TAG_OF[kind], convert
 
 
+# How each feature is read: a scalar inline (codes below _OTHER_INT), else generically.
+_INT, _FLOAT, _BYTES, _OTHER_INT, _OTHER_FLOAT, _OTHER_BYTES = range(6)
+_KIND_OF_CODE = {_OTHER_INT: KIND_INT64, _OTHER_FLOAT: KIND_FLOAT, _OTHER_BYTES: KIND_BYTES}
+_MASK64 = (1 << 64) - 1
+
+
+def _code(spec: FeatureSpec, kind: int) -> int:
+    """How :meth:`SingleDecoder.values` reads a feature: a scalar inline, else generic."""
+    if isinstance(spec, FixedLenFeature) and not spec.shape:
+        return {KIND_INT64: _INT, KIND_FLOAT: _FLOAT, KIND_BYTES: _BYTES}[kind]
+    return {KIND_INT64: _OTHER_INT, KIND_FLOAT: _OTHER_FLOAT, KIND_BYTES: _OTHER_BYTES}[kind]
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A varint of at most 10 bytes at ``buf[pos]``: (value, position after it), unmasked.
+
+    Raises:
+        IndexError: it runs past the end of ``buf``.
+        MalformedExampleError: longer than 10 bytes.
+    """
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise MalformedExampleError("varint longer than 10 bytes", offset=pos)
+
+
+#: At most this many record layouts are kept per decoder (records of varying lengths
+#: beyond it are walked each time).
+_MAX_LAYOUTS = 64
+
+
+class _Layout:
+    """The bytes of one accepted record of a given length, less its values.
+
+    :meth:`SingleDecoder._walk` reads only tags, lengths and keys (the bytes kept here)
+    and, for scalars, the continuation bits of an int64's varint; the payloads of
+    strings and floats it never inspects. So a record of the same length whose other
+    bytes all equal these, and whose varints have the same byte counts, walks the same
+    way: its values are read straight from the same positions.
+    """
+
+    __slots__ = ("fixed", "reads")
+
+    def __init__(self, record: bytes, regions: list[tuple[int, int, int, int]]) -> None:
+        regions = sorted(regions)
+        fixed: list[tuple[int, int, bytes]] = []
+        at = 0
+        for start, end, _slot, _code in regions:
+            if start > at:
+                fixed.append((at, start, record[at:start]))
+            at = end
+        if at < len(record):
+            fixed.append((at, len(record), record[at:]))
+        self.fixed = fixed
+        self.reads = [(start, end, slot, code) for start, end, slot, code in regions]
+
+    def values(self, rec: bytes, count: int) -> list[Any] | None:
+        """The values of ``rec`` (of this layout's length), or ``None`` if it differs."""
+        for start, end, part in self.fixed:
+            if rec[start:end] != part:
+                return None
+        out: list[Any] = [None] * count
+        for start, end, slot, code in self.reads:
+            if code == _INT:
+                value = rec[start]
+                if end - start == 1:
+                    if value >= 0x80:
+                        return None
+                else:
+                    value, stop = _uvarint(rec, start)
+                    if stop != end:
+                        return None
+                    value &= _MASK64
+                    if value >> 63:
+                        value -= 1 << 64
+                out[slot] = value
+            else:
+                out[slot] = rec[start:end]
+        return out
+
+
 class SingleDecoder:
     """One record to its sample for the common specs, planned once per spec.
 
@@ -126,11 +214,193 @@ class SingleDecoder:
         self.steps = [s for s in steps if s is not None]
         #: False when some spec always takes the exact path.
         self.enabled = bool(steps) and len(self.steps) == len(steps)
+        # The walk's plan, built once: key -> (slot, code, convert); names by slot.
+        self._plan: dict[bytes, tuple[int, int, Convert]] = {}
+        self._names: list[str] = []
+        self._codes: list[int] = []
+        for slot, (name, key, kind, _tag, convert) in enumerate(self.steps):
+            code = _code(features[name], kind)
+            self._plan[key] = (slot, code, convert)
+            self._names.append(name)
+            self._codes.append(code)
+        #: True when every feature is a scalar int64, float32 or string (``FixedLenFeature([])``):
+        #: :meth:`columns` then decodes small batches.
+        self.scalars = self.enabled and all(c < _OTHER_INT for c in self._codes)
+        # Record length -> the byte layout of a record of that length the walk accepted.
+        self._layouts: dict[int, _Layout] = {}
+        self._ints = [j for j, c in enumerate(self._codes) if c == _INT]
+        self._floats = [j for j, c in enumerate(self._codes) if c == _FLOAT]
+
+    def values(self, record: bytes) -> list[Any] | None:
+        """One value per feature (in spec order), or ``None`` where the exact path decides.
+
+        A straight walk over the layout writers emit: one ``features`` field filling the
+        record, entries of key then value, each requested Feature one list filling it, no
+        requested key twice. Scalars come back raw: an ``int`` (int64), the 4 bytes of a
+        float32, the ``bytes`` of a string; other kinds as their sample value.
+        """
+        if not self.enabled:
+            return None
+        layout = self._layouts.get(len(record))
+        try:
+            if layout is not None:
+                got = layout.values(record, len(self._names))
+                if got is not None:
+                    return got
+            if layout is None and self.scalars and len(self._layouts) < _MAX_LAYOUTS:
+                regions: list[tuple[int, int, int, int]] = []
+                got = self._walk(record, regions)
+                if got is not None:
+                    self._layouts[len(record)] = _Layout(record, regions)
+                return got
+            return self._walk(record)
+        except (IndexError, MalformedExampleError):
+            return None  # a length or position past the record: the exact path reports
+
+    def _walk(
+        self, rec: bytes, regions: list[tuple[int, int, int, int]] | None = None
+    ) -> list[Any] | None:
+        plan = self._plan
+        n = len(rec)
+        if rec[0] != 0x0A:
+            return None
+        b = rec[1]
+        if b < 0x80:
+            size, pos = b, 2
+        else:
+            size, pos = _uvarint(rec, 1)
+        if pos + size != n:
+            return None  # not one Features message filling the record
+        out: list[Any] = [None] * len(self._names)
+        found = 0
+        while pos < n:
+            if rec[pos] != 0x0A:
+                return None
+            b = rec[pos + 1]
+            if b < 0x80:
+                pos += 2
+                entry_end = pos + b
+            else:
+                size, pos = _uvarint(rec, pos + 1)
+                entry_end = pos + size
+            if entry_end > n or rec[pos] != 0x0A:
+                return None
+            kend = pos + 2 + rec[pos + 1]  # a key length >= 128 fails the next check
+            if kend + 1 >= entry_end or rec[kend] != 0x12 or rec[pos + 1] >= 0x80:
+                return None
+            b = rec[kend + 1]
+            if b < 0x80:
+                vpos = kend + 2
+                vend = vpos + b
+            else:
+                size, vpos = _uvarint(rec, kend + 1)
+                vend = vpos + size
+            if vend != entry_end:
+                return None
+            step = plan.get(rec[pos + 2 : kend])
+            pos = entry_end
+            if step is None:
+                continue  # a feature nobody asked for: its value is never read
+            slot, code, convert = step
+            if out[slot] is not None:
+                return None  # a requested key twice: TensorFlow's rules for duplicates
+            if code == _INT:
+                # Int64List { packed [one varint] }: 1A f 0A p <p bytes>, both filling.
+                p = rec[vpos + 3]
+                if (
+                    rec[vpos] != 0x1A
+                    or rec[vpos + 1] != p + 2
+                    or rec[vpos + 2] != 0x0A
+                    or vpos + 4 + p != vend
+                ):
+                    return None
+                value = rec[vpos + 4]
+                if p != 1 or value >= 0x80:
+                    value, end = _uvarint(rec, vpos + 4)
+                    if end != vend:
+                        return None
+                    value &= _MASK64
+                    if value >> 63:
+                        value -= 1 << 64
+                out[slot] = value
+                at = vpos + 4
+            elif code == _FLOAT:
+                # FloatList { packed [one float] }: 12 06 0A 04 <4 bytes>.
+                if vend - vpos != 8 or rec[vpos : vpos + 4] != b"\x12\x06\x0a\x04":
+                    return None
+                out[slot] = rec[vpos + 4 : vend]
+                at = vpos + 4
+            elif code == _BYTES:
+                # BytesList { one value }: 0A f 0A s <s bytes>, both filling.
+                if rec[vpos] != 0x0A:
+                    return None
+                b = rec[vpos + 1]
+                if b < 0x80:
+                    at = vpos + 2
+                else:
+                    b, at = _uvarint(rec, vpos + 1)
+                if at + b != vend or rec[at] != 0x0A:
+                    return None
+                b = rec[at + 1]
+                if b < 0x80:
+                    at += 2
+                else:
+                    b, at = _uvarint(rec, at + 1)
+                if at + b != vend:
+                    return None
+                out[slot] = rec[at:vend]
+            else:
+                kind = _KIND_OF_CODE[code]
+                if vpos == vend or rec[vpos] != _TAG_OF[kind]:
+                    return None
+                value = convert(decode_feature(rec, (vpos, vend), kind))
+                if value is None:
+                    return None
+                out[slot] = value
+                at = vpos
+            if regions is not None:
+                regions.append((at, vend, slot, code))
+            found += 1
+        return out if found == len(out) else None
 
     def sample(self, record: bytes) -> dict[str, Any] | None:
         """The sample of ``record``, or ``None`` where the exact path must decide."""
         if not self.enabled:
             return None
+        vals = self.values(record)
+        if vals is None:
+            return self._sample_general(record)
+        int64 = np.int64
+        for j in self._ints:
+            vals[j] = int64(vals[j])
+        for j in self._floats:
+            vals[j] = np.frombuffer(vals[j], "<f4")[0]
+        return dict(zip(self._names, vals, strict=True))
+
+    def columns(self, records: list[bytes]) -> dict[str, Any] | None:
+        """``parse_example``'s output for a small batch of ``records`` (all features
+        scalars, see :attr:`scalars`), or ``None`` where some record needs the exact path.
+        """
+        if not self.scalars:
+            return None
+        walk = self.values
+        rows = [walk(r) for r in records]
+        if None in rows:
+            return None
+        out: dict[str, Any] = {}
+        for slot, (name, code) in enumerate(zip(self._names, self._codes, strict=True)):
+            col = [row[slot] for row in rows]  # type: ignore[index]  # no None (checked)
+            if code == _INT:
+                out[name] = np.array(col, np.int64)
+            elif code == _FLOAT:
+                out[name] = np.frombuffer(b"".join(col), "<f4").astype(np.float32)
+            else:
+                strings = np.empty(len(col), dtype=object)
+                strings[:] = col
+                out[name] = strings
+        return out
+
+    def _sample_general(self, record: bytes) -> dict[str, Any] | None:
         dups = Duplicates()
         out: dict[str, Any] = {}
         try:

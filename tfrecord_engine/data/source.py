@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import mmap
 import os
 import threading
@@ -48,6 +49,7 @@ U8 = npt.NDArray[np.uint8]
 _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
 _FOOTER_AT = np.arange(_F, dtype=np.int64)
+_DELTA = framing.MASK_DELTA
 # Average record size from which a batch is read record by record (see _read_big).
 _BIG_RECORD = 16 << 10
 
@@ -137,6 +139,9 @@ class LocalFileRecords:
         # Payload spans as int64, computed once: a batch then costs two gathers.
         self._start = index.offsets.astype(np.int64) + _H
         self._end = self._start + index.lengths.astype(np.int64)
+        # The same as Python ints, one at a time, for the per-call paths (no numpy scalar).
+        self._start_at = memoryview(self._start.data).cast("B").cast("q")
+        self._end_at = memoryview(self._end.data).cast("B").cast("q")
 
     def fileno(self, local: IntArray | None = None) -> int:
         """The open file's descriptor (opened on first use, when its size is checked;
@@ -305,8 +310,8 @@ class LocalFileRecords:
         The per-call path of ``ds[i]``: one ``pread`` of the record and its footer, and
         Python integers throughout (no array set-up; errors as :meth:`read`).
         """
-        a = int(self._start[local])
-        size = int(self._end[local]) - a
+        a = self._start_at[local]
+        size = self._end_at[local] - a
         base = self._base
         buf = None
         held = self._held
@@ -339,7 +344,9 @@ class LocalFileRecords:
         if len(buf) != size + _F:  # a short copy out of the map
             raise _short(self.index, np.array([local], np.int64), len(buf), size + _F, a)
         record = buf[:size]
-        if verify and framing.mask_crc(_crc32c.crc32c(record)) != int.from_bytes(
+        crc = _crc32c.crc32c(record) if verify else 0
+        # (framing.mask_crc, inline: this is the per-call path)
+        if verify and (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF != int.from_bytes(
             buf[size:], "little"
         ):
             where = np.array([local], np.int64)
@@ -351,6 +358,66 @@ class LocalFileRecords:
                 offsets=self.index.offsets[where],
             )
         return record
+
+    def read_few(self, local: list[int], verify: bool = True) -> list[bytes] | None:
+        """The records ``local`` (a few valid indices within this file), CRC-checked, or
+        ``None`` where :meth:`read` must decide (a short read, a CRC mismatch: it raises
+        the located error).
+
+        The per-call path of a small ``ds[list]``: Python integers throughout; one
+        ``pread`` per record, or one gather out of the file's map once it is mapped.
+        """
+        start_at = self._start_at
+        end_at = self._end_at
+        spans = [(start_at[j], end_at[j]) for j in local]
+        held = self._held
+        chunks: list[bytes] | None
+        if held is not None:
+            chunks = [held[a : b + _F] for a, b in spans]
+        elif self._base is not None:
+            chunks = self._gather_few(local)
+            if chunks is None:
+                return None
+        else:
+            pread = os.pread
+            fd = self.acquire()
+            try:
+                chunks = [pread(fd, b + _F - a, a) for a, b in spans]
+            finally:
+                self.unacquire()
+        crc32c = _crc32c.crc32c
+        out = []
+        for chunk, (a, b) in zip(chunks, spans, strict=True):
+            size = b - a
+            if len(chunk) != size + _F:
+                return None
+            record = chunk[:size]
+            if verify:
+                crc = crc32c(record)
+                if (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF != int.from_bytes(
+                    chunk[size:], "little"
+                ):
+                    return None
+            out.append(record)
+        return out
+
+    def _gather_few(self, local: list[int]) -> list[bytes] | None:
+        base = self._base
+        if base is None:
+            return None
+        where = np.array(local, np.int64)
+        starts = self._start[where]
+        sizes = self._end[where] + _F - starts
+        spans = np.empty((len(local), 2), np.uint64)
+        spans[:, 0] = starts + base
+        spans[:, 1] = sizes
+        total = int(sizes.sum())
+        buf = np.empty(total, np.uint8)
+        if safecopy.gather(buf, spans) != total:
+            return None
+        blob = buf.tobytes()
+        cut = [0, *np.cumsum(sizes).tolist()]
+        return [blob[a:b] for a, b in itertools.pairwise(cut)]
 
     def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records ``local`` (indices within this file), CRC-checked."""
