@@ -280,3 +280,30 @@ def test_small_batches_check_crcs(tmp_path: Any) -> None:
         fresh[[0, 3]]
     with pytest.raises(tfe.DataLossError):
         fresh.__getitems__([3])
+
+
+@pytest.mark.parametrize(
+    "value", [0, 5, 127, 128, 300, 16383, 16384, 2**20, 2**21 - 1, 2**21, 2**35, -1, -(2**63)]
+)
+def test_layouts_read_varints_of_every_size(value: int) -> None:
+    features = {"i": tfe.FixedLenFeature([], "int64"), "s": tfe.FixedLenFeature([], "string")}
+    decoder = SingleDecoder(features)
+    record = tfe.encode_example({"i": [value], "s": [b"abc"]})
+    assert same(decoder.sample(record), exact(record, features))
+    layout = decoder._layouts[len(record)]
+    (start, end, _slot, _code) = next(r for r in layout.reads if r[3] == 0)
+    # Every value of the same byte count, and every continuation bit flipped.
+    variants = [tfe.encode_example({"i": [value ^ 1], "s": [b"xyz"]})]
+    for at in range(start, end):
+        flipped = bytearray(record)
+        flipped[at] ^= 0x80
+        variants.append(bytes(flipped))
+    for variant in variants:
+        got = layout.compiled(variant) if len(variant) == len(record) else None
+        if len(variant) == len(record):
+            assert got == layout.values(variant, 2)
+        fast = decoder.sample(variant)
+        if fast is not None:
+            assert same(fast, exact(variant, features))
+        else:
+            assert got is None

@@ -666,9 +666,8 @@ class RecordDataset:
             return self.read_raw(idx)
         few = self._few(idx)
         if few is not None:
-            single = self._single_decoder()
-            samples = [single.sample(r) for r in few]
-            if all(s is not None for s in samples):
+            samples = self._single_decoder().samples(few)
+            if samples is not None:
                 return samples
         self._open()
         return self._samples(self._normalize(idx))

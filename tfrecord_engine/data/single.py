@@ -143,6 +143,18 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
             raise MalformedExampleError("varint longer than 10 bytes", offset=pos)
 
 
+def _int_at(rec: bytes, start: int, end: int) -> int | None:
+    """The int64 of the varint filling ``rec[start:end]``, or ``None`` if it does not."""
+    try:
+        value, stop = _uvarint(rec, start)
+    except MalformedExampleError:
+        return None
+    if stop != end:
+        return None
+    value &= _MASK64
+    return value - (1 << 64) if value >> 63 else value
+
+
 #: At most this many record layouts are kept per decoder (records of varying lengths
 #: beyond it are walked each time).
 _MAX_LAYOUTS = 64
@@ -158,7 +170,7 @@ class _Layout:
     way: its values are read straight from the same positions.
     """
 
-    __slots__ = ("fixed", "reads")
+    __slots__ = ("compiled", "fixed", "reads")
 
     def __init__(self, record: bytes, regions: list[tuple[int, int, int, int]]) -> None:
         regions = sorted(regions)
@@ -172,29 +184,64 @@ class _Layout:
             fixed.append((at, len(record), record[at:]))
         self.fixed = fixed
         self.reads = [(start, end, slot, code) for start, end, slot, code in regions]
+        self.compiled = self._compile()
+
+    def _compile(self) -> Callable[[bytes], list[Any] | None]:
+        """:meth:`values` as straight-line code for this layout (no loops, no lookups).
+
+        Only integers and names go into the source; the fixed bytes are passed in.
+        """
+        names: dict[str, Any] = {"_int_at": _int_at}
+        lines = ["def values(rec):"]
+        checks = []
+        for k, (start, end, part) in enumerate(self.fixed):
+            names[f"F{k}"] = part
+            checks.append(f"rec[{start}:{end}] != F{k}")
+        if checks:
+            lines.append(f"    if {' or '.join(checks)}: return None")
+        for start, end, slot, code in self.reads:
+            v = f"v{slot}"
+            if code != _INT:
+                lines.append(f"    {v} = rec[{start}:{end}]")
+            elif end - start == 1:
+                lines += [f"    {v} = rec[{start}]", f"    if {v} >= 0x80: return None"]
+            elif end - start == 2:
+                lines += [
+                    f"    a = rec[{start}]; b = rec[{start + 1}]",
+                    "    if a < 0x80 or b >= 0x80: return None",
+                    f"    {v} = (a & 0x7F) | (b << 7)",
+                ]
+            elif end - start == 3:
+                lines += [
+                    f"    a = rec[{start}]; b = rec[{start + 1}]; c = rec[{start + 2}]",
+                    "    if a < 0x80 or b < 0x80 or c >= 0x80: return None",
+                    f"    {v} = (a & 0x7F) | ((b & 0x7F) << 7) | (c << 14)",
+                ]
+            else:
+                lines += [
+                    f"    {v} = _int_at(rec, {start}, {end})",
+                    f"    if {v} is None: return None",
+                ]
+        slots = sorted(slot for _start, _end, slot, _code in self.reads)
+        lines.append(f"    return [{', '.join(f'v{slot}' for slot in slots)}]")
+        exec("\n".join(lines), names)  # (generated from integers only)
+        fn: Callable[[bytes], list[Any] | None] = names["values"]
+        return fn
 
     def values(self, rec: bytes, count: int) -> list[Any] | None:
-        """The values of ``rec`` (of this layout's length), or ``None`` if it differs."""
+        """The values of ``rec`` (of this layout's length), or ``None`` if it differs.
+
+        The reference for :attr:`compiled` (tests check that the two agree).
+        """
         for start, end, part in self.fixed:
             if rec[start:end] != part:
                 return None
         out: list[Any] = [None] * count
         for start, end, slot, code in self.reads:
-            if code == _INT:
-                value = rec[start]
-                if end - start == 1:
-                    if value >= 0x80:
-                        return None
-                else:
-                    value, stop = _uvarint(rec, start)
-                    if stop != end:
-                        return None
-                    value &= _MASK64
-                    if value >> 63:
-                        value -= 1 << 64
-                out[slot] = value
-            else:
-                out[slot] = rec[start:end]
+            value = rec[start:end] if code != _INT else _int_at(rec, start, end)
+            if value is None:
+                return None
+            out[slot] = value
         return out
 
 
@@ -244,7 +291,7 @@ class SingleDecoder:
         layout = self._layouts.get(len(record))
         try:
             if layout is not None:
-                got = layout.values(record, len(self._names))
+                got = layout.compiled(record)
                 if got is not None:
                     return got
             if layout is None and self.scalars and len(self._layouts) < _MAX_LAYOUTS:
@@ -399,6 +446,18 @@ class SingleDecoder:
                 strings[:] = col
                 out[name] = strings
         return out
+
+    def samples(self, records: list[bytes]) -> list[dict[str, Any]] | None:
+        """The sample of each of ``records`` (as :meth:`sample`; all features scalars), or
+        ``None`` where some record needs the exact path."""
+        columns = self.columns(records)
+        if columns is None:
+            return None
+        names = self._names
+        return [
+            dict(zip(names, row, strict=True))
+            for row in zip(*map(list, columns.values()), strict=True)
+        ]
 
     def _sample_general(self, record: bytes) -> dict[str, Any] | None:
         dups = Duplicates()

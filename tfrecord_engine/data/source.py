@@ -13,6 +13,7 @@ import errno
 import itertools
 import mmap
 import os
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -50,6 +51,7 @@ _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
 _FOOTER_AT = np.arange(_F, dtype=np.int64)
 _DELTA = framing.MASK_DELTA
+_FOOTER = struct.Struct("<I")
 # Average record size from which a batch is read record by record (see _read_big).
 _BIG_RECORD = 16 << 10
 
@@ -369,36 +371,40 @@ class LocalFileRecords:
         """
         start_at = self._start_at
         end_at = self._end_at
-        spans = [(start_at[j], end_at[j]) for j in local]
         held = self._held
-        chunks: list[bytes] | None
-        if held is not None:
-            chunks = [held[a : b + _F] for a, b in spans]
-        elif self._base is not None:
+        chunks: list[bytes] | None = None
+        if held is None and self._base is not None:
             chunks = self._gather_few(local)
             if chunks is None:
                 return None
-        else:
-            pread = os.pread
-            fd = self.acquire()
-            try:
-                chunks = [pread(fd, b + _F - a, a) for a, b in spans]
-            finally:
-                self.unacquire()
+        fd = None if chunks is not None or held is not None else self.acquire()
+        pread = os.pread
         crc32c = _crc32c.crc32c
+        footer = _FOOTER.unpack_from
         out = []
-        for chunk, (a, b) in zip(chunks, spans, strict=True):
-            size = b - a
-            if len(chunk) != size + _F:
-                return None
-            record = chunk[:size]
-            if verify:
-                crc = crc32c(record)
-                if (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF != int.from_bytes(
-                    chunk[size:], "little"
-                ):
+        try:
+            for k, j in enumerate(local):
+                a = start_at[j]
+                size = end_at[j] - a
+                if chunks is not None:
+                    chunk = chunks[k]
+                elif held is not None:
+                    chunk = held[a : a + size + _F]
+                else:
+                    chunk = pread(fd, size + _F, a)  # type: ignore[arg-type]  # fd set here
+                if len(chunk) != size + _F:
                     return None
-            out.append(record)
+                record = chunk[:size]
+                if verify:
+                    crc = crc32c(record)
+                    if (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF != footer(chunk, size)[
+                        0
+                    ]:
+                        return None
+                out.append(record)
+        finally:
+            if fd is not None:
+                self.unacquire()
         return out
 
     def _gather_few(self, local: list[int]) -> list[bytes] | None:
