@@ -656,7 +656,8 @@ class RecordDataset:
         forward to it. Raw datasets give ``bytes``; with ``features`` each item is a
         sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
         kinds, :func:`tfrecord_engine.collate` every kind). The samples are cut from one
-        batch decode, as fast as ``ds[indices]``, which returns the columnar batch dict.
+        batch decode, as fast as ``ds[indices]``, which returns the columnar batch dict
+        (up to ``SMALL_BATCH`` records of a scalar-only spec: decoded record by record).
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).

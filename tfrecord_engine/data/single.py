@@ -11,6 +11,19 @@ return ``None``, and the caller takes the exact path, which returns the same sam
 raises TensorFlow's error. The fast path never accepts a record the exact path rejects,
 and returns the same values, types and shapes (tests/test_single.py checks both on
 generated specs and records).
+
+Three tiers, fastest first (~0.5 µs, ~2.5 µs and ~5 µs for an MNIST-like record):
+
+1. a *layout* per record length: the bytes of a record the walk below accepted, less its
+   values, compiled to straight-line code that compares the fixed bytes and reads the
+   values (see :class:`_Layout`; only for specs of scalars, at most 64 lengths);
+2. :meth:`SingleDecoder.values`: one straight walk over the layout writers emit (one
+   ``features`` field, entries of key then value, each requested Feature one list that
+   fills it), scalars read inline;
+3. the feature map and :func:`~..example.wire.decode_feature` per feature.
+
+:meth:`SingleDecoder.columns` builds ``parse_example``'s output for a small batch from
+the per-record values (``ds[list]`` of at most ``SMALL_BATCH`` records).
 """
 
 from __future__ import annotations
