@@ -285,15 +285,19 @@ def test_small_batches_check_crcs(tmp_path: Any) -> None:
 @pytest.mark.parametrize(
     "value", [0, 5, 127, 128, 300, 16383, 16384, 2**20, 2**21 - 1, 2**21, 2**35, -1, -(2**63)]
 )
-def test_layouts_read_varints_of_every_size(value: int) -> None:
+@pytest.mark.parametrize("last", [False, True])
+def test_layouts_read_varints_of_every_size(value: int, last: bool) -> None:
     features = {"i": tfe.FixedLenFeature([], "int64"), "s": tfe.FixedLenFeature([], "string")}
+    values: dict[str, Any] = {"i": [value], "s": [b"abc"]}
+    if last:  # the varint ends the record: a flipped last byte runs off its end
+        del features["s"], values["s"]
     decoder = SingleDecoder(features)
-    record = tfe.encode_example({"i": [value], "s": [b"abc"]})
+    record = tfe.encode_example(values)
     assert same(decoder.sample(record), exact(record, features))
     layout = decoder._layouts[len(record)]
     (start, end, _slot, _code) = next(r for r in layout.reads if r[3] == 0)
     # Every value of the same byte count, and every continuation bit flipped.
-    variants = [tfe.encode_example({"i": [value ^ 1], "s": [b"xyz"]})]
+    variants = [tfe.encode_example({**values, "i": [value ^ 1]})]
     for at in range(start, end):
         flipped = bytearray(record)
         flipped[at] ^= 0x80
@@ -301,7 +305,8 @@ def test_layouts_read_varints_of_every_size(value: int) -> None:
     for variant in variants:
         got = layout.compiled(variant) if len(variant) == len(record) else None
         if len(variant) == len(record):
-            assert got == layout.values(variant, 2)
+            assert got == layout.values(variant, len(features))
+            assert decoder.columns([variant]) is None or got is not None
         fast = decoder.sample(variant)
         if fast is not None:
             assert same(fast, exact(variant, features))

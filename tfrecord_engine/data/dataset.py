@@ -515,7 +515,9 @@ class RecordDataset:
             return None
         n = self._starts_list[-1]
         local = key.tolist() if isinstance(key, np.ndarray) else list(key)
-        for j, value in enumerate(local):
+        # The common case in three quick passes, else index by index.
+        common = all(type(i) is int for i in local) and min(local) >= 0 and max(local) < n
+        for j, value in enumerate([] if common else local):
             i = value
             if type(i) is not int:
                 if not isinstance(i, (int, np.integer)) or isinstance(i, bool):

@@ -160,7 +160,7 @@ def _int_at(rec: bytes, start: int, end: int) -> int | None:
     """The int64 of the varint filling ``rec[start:end]``, or ``None`` if it does not."""
     try:
         value, stop = _uvarint(rec, start)
-    except MalformedExampleError:
+    except (IndexError, MalformedExampleError):
         return None
     if stop != end:
         return None
@@ -443,13 +443,18 @@ class SingleDecoder:
         """
         if not self.scalars:
             return None
-        walk = self.values
-        rows = [walk(r) for r in records]
+        layouts = self._layouts
+        rows: list[list[Any] | None] = []
+        for record in records:
+            layout = layouts.get(len(record))
+            # (values() tries the layout again first: only where it declined, rarely)
+            row = layout.compiled(record) if layout is not None else None
+            rows.append(row if row is not None else self.values(record))
         if None in rows:
             return None
         out: dict[str, Any] = {}
-        for slot, (name, code) in enumerate(zip(self._names, self._codes, strict=True)):
-            col = [row[slot] for row in rows]  # type: ignore[index]  # no None (checked)
+        cols = zip(*rows, strict=True)  # (no None: checked)
+        for name, code, col in zip(self._names, self._codes, cols, strict=True):
             if code == _INT:
                 out[name] = np.array(col, np.int64)
             elif code == _FLOAT:
