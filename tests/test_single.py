@@ -312,3 +312,26 @@ def test_layouts_read_varints_of_every_size(value: int, last: bool) -> None:
             assert same(fast, exact(variant, features))
         else:
             assert got is None
+
+
+def test_small_batches_over_shards_equal_the_batch_path(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    features = {"i": tfe.FixedLenFeature([], "int64"), "f": tfe.FixedLenFeature([], "float32")}
+    paths = []
+    for shard in range(3):
+        path = str(tmp_path / f"part-{shard}.tfrecord")
+        with tfe.TFRecordWriter(path, index=True) as w:
+            w.write_many(
+                [tfe.encode_example({"i": [shard * 100 + k], "f": [k / 4]}) for k in range(5)]
+            )
+        paths.append(path)
+    ds = tfe.RecordDataset(paths, features=features)
+    keys: list[Any] = [[14, 0, 7, -1], np.array([5, 4, 10]), [3], np.array([[1, 2]]), np.array(6)]
+    got = [ds[k] for k in keys]
+    samples = [ds.__getitems__(k) for k in keys]
+    assert got[0]["i"].tolist() == [204, 0, 102, 204]
+    monkeypatch.setattr(dataset_module, "SMALL_BATCH", 0)
+    for k, g, s in zip(keys, got, samples, strict=True):
+        assert same(g, ds[k])
+        assert same(s, ds.__getitems__(k))

@@ -505,13 +505,15 @@ class RecordDataset:
     def _few(self, key: Sequence[int] | IntArray) -> list[bytes] | None:
         """The records of a small parsed batch whose features are all scalars, read and
         decoded record by record (cheaper than a batch decode's set-up for a few records),
-        or ``None`` for the batch path (larger batches, other specs, several files, a
-        record the per-record decoder declines, any error: the batch path raises it).
+        or ``None`` for the batch path (larger batches, other specs, files not local and
+        uncompressed, any error: the batch path raises it).
         """
+        if isinstance(key, np.ndarray) and key.ndim != 1:
+            return None
         if not 0 < len(key) <= SMALL_BATCH or not self._single_decoder().scalars:
             return None
         readers = self._readers if self._readers is not None else self._open()
-        if len(readers) != 1 or not isinstance(readers[0], LocalFileRecords):
+        if not isinstance(readers[0], LocalFileRecords):
             return None
         n = self._starts_list[-1]
         local = key.tolist() if isinstance(key, np.ndarray) else list(key)
@@ -528,7 +530,20 @@ class RecordDataset:
                     return None
                 local[j] = i + n
         try:
-            records = readers[0].read_few(local, self.verify)
+            if len(readers) == 1:
+                return readers[0].read_few(local, self.verify)
+            # Shards: each record from its file (a batch of a few touches a few files).
+            starts = self._starts_list
+            records: list[bytes] = []
+            for i in local:
+                f = bisect.bisect_right(starts, i) - 1
+                reader = readers[f]
+                if not isinstance(reader, LocalFileRecords):
+                    return None
+                got = reader.read_few([i - starts[f]], self.verify)
+                if got is None:
+                    return None
+                records += got
         except TFRecordError:
             return None
         return records
