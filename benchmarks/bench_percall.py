@@ -71,11 +71,13 @@ def rows() -> list[tuple[str, float]]:
     rng = np.random.default_rng(0)
     one = rng.integers(0, n, 100_000).tolist()
     lists = [rng.integers(0, n, BATCH).tolist() for _ in range(2_000)]
+    eights = [rng.integers(0, n, 8).tolist() for _ in range(2_000)]
     records = raw[one[:10_000]]
     out = [
         ("raw `ds[i]`", rate(lambda k: raw[one[k]], len(one))),
         ("parsed `ds[i]`", rate(lambda k: parsed[one[k]], len(one))),
         ("parsed `ds[list of 64]`", rate(lambda k: parsed[lists[k]], len(lists), BATCH)),
+        ("parsed `ds[list of 8]`", rate(lambda k: parsed[eights[k]], len(eights), 8)),
         (
             "parsed `ds.__getitems__(64)` (samples)",
             rate(lambda k: parsed.__getitems__(lists[k]), len(lists), BATCH),
