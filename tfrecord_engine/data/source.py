@@ -348,8 +348,10 @@ class LocalFileRecords:
         record = buf[:size]
         crc = _crc32c.crc32c(record) if verify else 0
         # (framing.mask_crc, inline: this is the per-call path)
-        if verify and (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF != int.from_bytes(
-            buf[size:], "little"
+        if (
+            verify
+            and (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF
+            != _FOOTER.unpack_from(buf, size)[0]
         ):
             where = np.array([local], np.int64)
             verify_batch(
