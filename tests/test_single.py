@@ -212,7 +212,9 @@ def test_layouts_read_records_of_a_known_length_and_decline_other_bytes() -> Non
     second = tfe.encode_example({"index": [301], "label": [-2.0], "image": [b"wxyz"]})
     assert len(second) == len(first)
     assert same(decoder.sample(second), exact(second, features))
-    got = decoder._layouts[len(first)].values(second, 3)
+    layout = decoder._layouts[len(first)]
+    assert layout is not None
+    got = layout.values(second, 3)
     assert got == [301, np.float32(-2.0).tobytes(), b"wxyz"]
     # The varint's last byte with its continuation bit set: TensorFlow rejects it.
     at = first.index(bytes([0xAC, 0x02]))  # 300
@@ -295,6 +297,7 @@ def test_layouts_read_varints_of_every_size(value: int, last: bool) -> None:
     record = tfe.encode_example(values)
     assert same(decoder.sample(record), exact(record, features))
     layout = decoder._layouts[len(record)]
+    assert layout is not None
     (start, end, _slot, _code) = next(r for r in layout.reads if r[3] == 0)
     # Every value of the same byte count, and every continuation bit flipped.
     variants = [tfe.encode_example({**values, "i": [value ^ 1]})]
@@ -335,3 +338,14 @@ def test_small_batches_over_shards_equal_the_batch_path(
     for k, g, s in zip(keys, got, samples, strict=True):
         assert same(g, ds[k])
         assert same(s, ds.__getitems__(k))
+
+
+def test_no_layout_for_records_with_large_unrequested_features() -> None:
+    features = {"label": tfe.FixedLenFeature([], "int64")}
+    decoder = SingleDecoder(features)
+    records = [tfe.encode_example({"label": [k], "image": [bytes(5000)]}) for k in range(3)]
+    for record in records:
+        assert same(decoder.sample(record), exact(record, features))
+    # Kept as None: the walk serves records of this length, no layout of 5,000 bytes.
+    assert decoder._layouts == {len(records[0]): None}
+    assert same(decoder.columns(records), dict(tfe.parse_example(records, features)))

@@ -171,6 +171,8 @@ def _int_at(rec: bytes, start: int, end: int) -> int | None:
 #: At most this many record layouts are kept per decoder (records of varying lengths
 #: beyond it are walked each time).
 _MAX_LAYOUTS = 64
+#: A layout keeps (and compares) at most this many bytes besides the values.
+_MAX_FIXED = 4096
 
 
 class _Layout:
@@ -184,6 +186,15 @@ class _Layout:
     """
 
     __slots__ = ("compiled", "fixed", "reads")
+
+    @classmethod
+    def of(cls, record: bytes, regions: list[tuple[int, int, int, int]]) -> _Layout | None:
+        """The layout of ``record``, or ``None`` when its fixed bytes exceed
+        ``_MAX_FIXED`` (large unrequested features: kept per layout and compared per
+        record, they would cost more than the walk, which skips them by length)."""
+        if len(record) - sum(end - start for start, end, _slot, _code in regions) > _MAX_FIXED:
+            return None
+        return cls(record, regions)
 
     def __init__(self, record: bytes, regions: list[tuple[int, int, int, int]]) -> None:
         regions = sorted(regions)
@@ -287,7 +298,7 @@ class SingleDecoder:
         #: :meth:`columns` then decodes small batches.
         self.scalars = self.enabled and all(c < _OTHER_INT for c in self._codes)
         # Record length -> the byte layout of a record of that length the walk accepted.
-        self._layouts: dict[int, _Layout] = {}
+        self._layouts: dict[int, _Layout | None] = {}
         self._ints = [j for j, c in enumerate(self._codes) if c == _INT]
         self._floats = [j for j, c in enumerate(self._codes) if c == _FLOAT]
 
@@ -301,17 +312,20 @@ class SingleDecoder:
         """
         if not self.enabled:
             return None
-        layout = self._layouts.get(len(record))
+        layouts = self._layouts
+        size = len(record)
+        layout = layouts.get(size)
         try:
             if layout is not None:
                 got = layout.compiled(record)
                 if got is not None:
                     return got
-            if layout is None and self.scalars and len(self._layouts) < _MAX_LAYOUTS:
+            elif self.scalars and size not in layouts and len(layouts) < _MAX_LAYOUTS:
                 regions: list[tuple[int, int, int, int]] = []
                 got = self._walk(record, regions)
                 if got is not None:
-                    self._layouts[len(record)] = _Layout(record, regions)
+                    # None (kept, so as not to try again): too many bytes to compare.
+                    layouts[size] = _Layout.of(record, regions)
                 return got
             return self._walk(record)
         except (IndexError, MalformedExampleError):
