@@ -5,9 +5,10 @@ a spec may select any number of them. The template decoder (:mod:`.template`) ne
 records that share a layout, which varints of varying widths break, and the lockstep
 walk (:mod:`.lockstep`) pays numpy calls per feature; both cost far more than the bytes.
 Here one compiled loop (:func:`tfrecord_engine.kernels.dense_examples`) walks each
-record's feature map once: it looks every key up in an open-addressing table of the
-selected keys (hashed from the key's length and first and last 8 bytes, then compared
-byte for byte), skips unselected entries by their length without decoding them, and
+record's feature map once: it hashes every key from its length and first and last 8
+bytes, drops most unselected ones by a 4,096-entry table of the selected keys' marks,
+looks the rest up in an open-addressing table of the selected keys (then compared as
+words), skips unselected entries by their length without decoding them, and
 decodes the selected ones' packed values straight into their output rows; a missing
 feature takes its default. One buffer per dtype holds every feature's output, each a
 contiguous ``[n, *shape]`` view.
@@ -131,6 +132,7 @@ class DensePlan:
             np.array([s.count for s in slots], np.int64),
             np.array([s.col for s in slots], np.int64),
             marks,
+            np.array([w for key in keys for w in _key_words(key)], np.uint64),
         )
 
     @classmethod
@@ -316,6 +318,14 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor | None:
                 )
             )
         return _POOL[0]
+
+
+def _key_words(key: bytes) -> tuple[int, int]:
+    """The kernel's two words of a key: its first (up to) 8 bytes and, if it is longer
+    than 8, its last 8, little-endian (bytes past the key read as 0)."""
+    return int.from_bytes(key[:8], "little"), int.from_bytes(key[-8:], "little") if len(
+        key
+    ) > 8 else 0
 
 
 def _kind(spec: FeatureSpec) -> int:
