@@ -212,7 +212,6 @@ def _compile() -> dict[str, Any] | None:
         "frame": compiled.frame_records,
         "dense": compiled.dense_examples,
         "hash": compiled.key_hash,
-        "filter": compiled.key_filter,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -275,7 +274,7 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
         dense_out[2] = 7
         h = kernels["hash"](np.frombuffer(b"x", np.uint8), 0, 1)
         marks = np.zeros(4096, np.uint8)
-        marks[kernels["filter"](np.frombuffer(b"x", np.uint8), 0, 1)] = 1
+        marks[int(h >> np.uint64(52))] = 1
         table_hash = np.zeros(2, np.uint64)
         table = np.full(2, -1, np.int64)
         table[int(h % np.uint64(2))] = 0
@@ -293,6 +292,7 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
                 np.array([1]),
                 np.array([0]),
                 marks,
+                np.array([ord("x"), 0], np.uint64),
             ),
             table_hash,
             np.frombuffer(b"x", np.uint8),
@@ -565,7 +565,7 @@ def dense_examples(
     *,
     first: int,
     total: int,
-    plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64, U8],
+    plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64, U8, npt.NDArray[np.uint64]],
     table_hash: npt.NDArray[np.uint64],
     keys: U8,
     defaults: I64,
@@ -606,16 +606,13 @@ def dense_examples(
 
 
 def key_hashes(keys: list[bytes]) -> tuple[npt.NDArray[np.uint64], I64] | None:
-    """The hash and the filter mark :func:`dense_examples` computes of each key, or None
-    when the kernels are disabled.
+    """The hash and the filter mark (the hash's top 12 bits) :func:`dense_examples`
+    computes of each key, or None when the kernels are disabled.
     """
     kernels = _kernels()
     if kernels is None:
         return None
     hashes = np.empty(len(keys), np.uint64)
-    marks = np.empty(len(keys), np.int64)
     for j, key in enumerate(keys):
-        raw = np.frombuffer(key, np.uint8)
-        hashes[j] = kernels["hash"](raw, 0, len(key))
-        marks[j] = kernels["filter"](raw, 0, len(key))
-    return hashes, marks
+        hashes[j] = kernels["hash"](np.frombuffer(key, np.uint8), 0, len(key))
+    return hashes, (hashes >> np.uint64(52)).astype(np.int64)
