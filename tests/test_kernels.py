@@ -138,6 +138,29 @@ def test_varint_runs_equal_protobuf_and_the_numpy_path(runs: list[bytes], gap: b
     assert py_ok.tolist() == ok.tolist()
 
 
+@given(
+    run=_run,
+    lead=st.binary(max_size=9),
+    cut=st.integers(0, 16),
+    after=st.binary(max_size=10),
+)
+def test_varint_word_equals_the_byte_loop(run: bytes, lead: bytes, cut: int, after: bytes) -> None:
+    # The wide-record walk's one-load varint (at most 8 bytes in one load; longer ones,
+    # and loads that would pass the buffer's end, take the byte loop) against the byte
+    # loop itself: every width, torn before ``e``, and whatever follows ``e`` or the
+    # buffer's end.
+    from tfrecord_engine.kernels import _numba as _kernels_numba
+
+    buf = np.frombuffer(lead + run + after, np.uint8)
+    i = len(lead)
+    e = min(i + cut, buf.size)
+    want_value, want_at = _kernels_numba._varint(buf, i, e)
+    got_value, got_at = _kernels_numba._varint_word(buf, i, e)
+    assert got_at == want_at
+    if want_at >= 0:
+        assert int(got_value) == int(want_value)
+
+
 def test_varint_runs_leave_out_of_bounds_runs_to_numpy() -> None:
     buf = np.frombuffer(varint(300) * 4, np.uint8)
     assert kernels.varint_runs(buf, np.array([0]), np.array([buf.size + 1])) is None
