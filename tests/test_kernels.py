@@ -341,6 +341,13 @@ def test_match_words_equals_the_numpy_check(
     with kernels.switched(False):
         want = template._check(buf, b, a, words, masks)
     assert got.tolist() == want.tolist()
+    # The entry point's one-load kernel and the byte-by-byte one agree.
+    from tfrecord_engine.kernels import _numba as _kernels_numba
+
+    assert kernels._STATE["kernels"]["match"] is _kernels_numba.match_words_loaded
+    by_bytes = np.empty(b.size, np.bool_)
+    _kernels_numba.match_words(buf, b, a, words, masks, by_bytes)
+    assert by_bytes.tolist() == got.tolist()
 
 
 @given(

@@ -234,7 +234,7 @@ def _compile() -> dict[str, Any] | None:
         "crc": _crc_kernel(compiled, compiled.CompileErrors) if _has_crc_instruction() else None,
         "fill": compiled.fill_frames if _has_crc_instruction() else None,
         "varints": compiled.varint_runs,
-        "match": compiled.match_words,
+        "match": compiled.match_words_loaded,
         "lengths": compiled.match_lengths,
         "walk": compiled.walk_records,
         "frame": compiled.frame_records,
