@@ -78,6 +78,43 @@ def test_crc_spans_equal_crc32c(data: bytes, offset: int, spans: list[tuple[int,
     assert got.tolist() == want
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.binary(min_size=64, max_size=3000),
+    spans=st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 3000)), min_size=1, max_size=12),
+)
+def test_folded_crc_spans_equal_crc32c(data: bytes, spans: list[tuple[int, int]]) -> None:
+    # Spans of 64 bytes and more go through carry-less folding (PCLMULQDQ): four lanes
+    # of 64 bytes, the fold into one, 16-byte steps, then the tail; every length and
+    # alignment against the crc32c package, through the entry point and the kernel.
+    from tfrecord_engine.kernels import _numba as _kernels_numba
+
+    buf = np.frombuffer(data, np.uint8)
+    starts = np.array([min(s, len(data)) for s, _ in spans], np.int64)
+    ends = np.array([min(s + n, len(data)) for s, n in spans], np.int64)
+    want = [crc32c.crc32c(data[s:e]) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+    got = kernels.crc32c_spans(buf, starts, ends)
+    assert got is not None
+    assert got.tolist() == want
+    if not kernels._has_clmul_instruction():
+        return  # (the folded kernel needs PCLMULQDQ)
+    base, words = kernels._aligned_words(buf)
+    out = np.zeros(len(spans), np.uint32)
+    _kernels_numba.crc_spans_folded(buf, words, base, starts, ends, out)
+    assert out.tolist() == want
+
+
+def test_the_folded_crc_is_used_where_the_cpu_has_pclmul() -> None:
+    from tfrecord_engine.kernels import _numba as _kernels_numba
+
+    loaded = kernels._STATE["kernels"]
+    assert loaded is not None
+    if kernels._has_clmul_instruction():
+        assert loaded["crc"] is _kernels_numba.crc_spans_folded
+    else:
+        assert loaded["crc"] in (None, _kernels_numba.crc_spans)
+
+
 def test_crc_spans_leave_out_of_bounds_and_long_spans_to_crc32c() -> None:
     buf = np.zeros(100, np.uint8)
     one = np.zeros(1, np.int64)
@@ -281,6 +318,13 @@ def test_match_words_equals_the_numpy_check(
     with kernels.switched(False):
         want = template._check(buf, b, a, words, masks)
     assert got.tolist() == want.tolist()
+    # The entry point's one-load kernel and the byte-by-byte one agree.
+    from tfrecord_engine.kernels import _numba as _kernels_numba
+
+    assert kernels._STATE["kernels"]["match"] is _kernels_numba.match_words_loaded
+    by_bytes = np.empty(b.size, np.bool_)
+    _kernels_numba.match_words(buf, b, a, words, masks, by_bytes)
+    assert by_bytes.tolist() == got.tolist()
 
 
 @given(

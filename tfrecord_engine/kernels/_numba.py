@@ -31,10 +31,12 @@ except ImportError as exc:
 __all__ = [
     "CompileErrors",
     "crc_spans",
+    "crc_spans_folded",
     "fill_frames",
     "frame_records",
     "match_lengths",
     "match_words",
+    "match_words_loaded",
     "varint_runs",
     "walk_records",
 ]
@@ -103,6 +105,131 @@ def crc_spans(buf, words, base, starts, ends, out):  # noqa: PLR0917
         out[j] = _crc_span(buf, words, base, starts[j], ends[j])
 
 
+def _fold_constant(n: int) -> np.uint64:
+    """x^n mod the CRC32C polynomial, bit-reflected (the carry-less fold constants)."""
+    r = 1
+    for _ in range(n):
+        r <<= 1
+        if r >> 32:
+            r ^= 0x11EDC6F41
+    return np.uint64(int(f"{r:032b}"[::-1], 2))
+
+
+# Folding 128 bits forward by D bits: the low (earlier) 64 bits times x^(D+31), the high
+# 64 bits times x^(D-33) (bit-reflected constants; the product lands 128-bit aligned).
+_FOLD_512 = (_fold_constant(512 + 31), _fold_constant(512 - 33))
+_FOLD_128 = (_fold_constant(128 + 31), _fold_constant(128 - 33))
+
+
+@intrinsic
+def _fold_lanes(typingctx: Any, buf: Any, s: Any, e: Any) -> Any:
+    """Carry-less folding (PCLMULQDQ) of ``buf[s:e]`` (at least 64 bytes; the caller
+    checks bounds) down to one 128-bit lane: ``(low 64 bits, high 64 bits, p)``, where
+    the lane stands for ``buf[s:p]`` (CRC32C's initial state folded in) and fewer than
+    16 bytes are left after ``p``. Four lanes advance 64 bytes a step, in vector
+    registers throughout, then fold into one.
+    """
+    i64 = ir.IntType(64)
+    u64x2 = ir.VectorType(i64, 2)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        data = context.make_array(signature.args[0])(context, builder, args[0])
+        start, end = args[1], args[2]
+        pclmul = builder.module.declare_intrinsic(
+            "llvm.x86.pclmulqdq", fnty=ir.FunctionType(u64x2, [u64x2, u64x2, ir.IntType(8)])
+        )
+
+        def const(lo: int, hi: int) -> Any:
+            return ir.Constant(u64x2, [ir.Constant(i64, lo), ir.Constant(i64, hi)])
+
+        def load(at: Any, offset: int) -> Any:
+            ptr = builder.gep(data.data, [builder.add(at, ir.Constant(i64, offset))])
+            return builder.load(builder.bitcast(ptr, u64x2.as_pointer()), align=1)
+
+        def fold(x: Any, k: Any, d: Any) -> Any:
+            low = builder.call(pclmul, [x, k, ir.Constant(ir.IntType(8), 0x00)])
+            high = builder.call(pclmul, [x, k, ir.Constant(ir.IntType(8), 0x11)])
+            return builder.xor(builder.xor(low, high), d)
+
+        k512 = const(*(int(k) for k in _FOLD_512))
+        k128 = const(*(int(k) for k in _FOLD_128))
+        lanes = []
+        for i in range(4):
+            v = load(start, 16 * i)
+            if i == 0:
+                v = builder.xor(v, const(0xFFFFFFFF, 0))
+            lanes.append(cgutils.alloca_once_value(builder, v))
+        pos = cgutils.alloca_once_value(builder, builder.add(start, ir.Constant(i64, 64)))
+
+        def loop(step: int, body: Any) -> None:
+            cond = builder.append_basic_block(f"fold{step}.cond")
+            work = builder.append_basic_block(f"fold{step}.body")
+            done = builder.append_basic_block(f"fold{step}.end")
+            builder.branch(cond)
+            builder.position_at_end(cond)
+            left = builder.sub(end, builder.load(pos))
+            builder.cbranch(builder.icmp_signed(">=", left, ir.Constant(i64, step)), work, done)
+            builder.position_at_end(work)
+            at = builder.load(pos)
+            body(at)
+            builder.store(builder.add(at, ir.Constant(i64, step)), pos)
+            builder.branch(cond)
+            builder.position_at_end(done)
+
+        def step64(at: Any) -> None:
+            for i, lane in enumerate(lanes):
+                builder.store(fold(builder.load(lane), k512, load(at, 16 * i)), lane)
+
+        loop(64, step64)
+        x = builder.load(lanes[0])
+        for lane in lanes[1:]:
+            x = fold(x, k128, builder.load(lane))
+        one = cgutils.alloca_once_value(builder, x)
+
+        def step16(at: Any) -> None:
+            builder.store(fold(builder.load(one), k128, load(at, 0)), one)
+
+        loop(16, step16)
+        x = builder.load(one)
+        parts = [builder.extract_element(x, ir.Constant(ir.IntType(32), i)) for i in (0, 1)]
+        return context.make_tuple(builder, signature.return_type, [*parts, builder.load(pos)])
+
+    return types.Tuple((types.uint64, types.uint64, types.int64))(
+        buf, types.int64, types.int64
+    ), codegen
+
+
+@njit(nogil=True, cache=True)
+def _crc_span_folded(buf, s, e):
+    """CRC32C of ``buf[s:e]`` (at least 64 bytes) by carry-less folding
+    (:func:`_fold_lanes`); the folded lane's 16 bytes then go through the CRC
+    instruction from state 0, with the tail. Where the CRC instruction can start only
+    one every few cycles (AMD), several times its bytes per second.
+    """
+    x0, x1, p = _fold_lanes(buf, s, e)
+    w = _crc64(_crc64(np.uint64(0), x0), x1)
+    while e - p >= 8:
+        w = _crc64(w, _load8(buf, p))
+        p += 8
+    c = np.uint32(w)
+    while p < e:
+        c = _crc8(c, buf[p])
+        p += 1
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
+@njit(nogil=True, cache=True)
+def crc_spans_folded(buf, words, base, starts, ends, out):  # noqa: PLR0917
+    """:func:`crc_spans`, spans of 64 bytes or more by carry-less folding (PCLMULQDQ)."""
+    for j in range(starts.shape[0]):
+        s = starts[j]
+        e = ends[j]
+        if e - s >= 64:
+            out[j] = _crc_span_folded(buf, s, e)
+        else:
+            out[j] = _crc_span(buf, words, base, s, e)
+
+
 @njit(nogil=True, cache=True)
 def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
     """Decodes the runs ``buf[p_start[r]:p_end[r]]``; returns how many values it wrote.
@@ -159,6 +286,30 @@ def match_words(buf, base, at, word, mask, ok):  # noqa: PLR0917
             for b in range(8):
                 if p + b < n:
                     w |= np.uint64(buf[p + b]) << np.uint64(8 * b)
+            if (w ^ word[k]) & mask[k] != 0:
+                good = False
+                break
+        ok[j] = good
+
+
+@njit(nogil=True, cache=True)
+def match_words_loaded(buf, base, at, word, mask, ok):  # noqa: PLR0917
+    """:func:`match_words`, each word in one unaligned 8-byte load (byte by byte only
+    within 8 bytes of the buffer's end): the check of every record's structural words
+    in template matching.
+    """
+    n = buf.shape[0]
+    for j in range(base.shape[0]):
+        good = True
+        for k in range(at.shape[0]):
+            p = base[j] + at[k]
+            if p + 8 <= n:
+                w = _load8(buf, p)
+            else:
+                w = np.uint64(0)
+                for b in range(8):
+                    if p + b < n:
+                        w |= np.uint64(buf[p + b]) << np.uint64(8 * b)
             if (w ^ word[k]) & mask[k] != 0:
                 good = False
                 break
@@ -576,14 +727,7 @@ def dense_examples(  # noqa: PLR0917
                 if size4 % 4:
                     break
                 got = size4 // 4
-                for v in range(min(got, k)):
-                    q = i + 4 * v
-                    floats[base + v] = (
-                        np.uint32(buf[q])
-                        | (np.uint32(buf[q + 1]) << np.uint32(8))
-                        | (np.uint32(buf[q + 2]) << np.uint32(16))
-                        | (np.uint32(buf[q + 3]) << np.uint32(24))
-                    )
+                _copy(floats, base, buf, i, 4 * min(got, k))  # the float32 bits: one memcpy
                 i = ee
             if got != k:
                 break  # a wrong count (an error): the exact path raises it
