@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -311,3 +312,39 @@ def test_unpacked_pieces_equal_slices(sizes: list[int]) -> None:
         got = source._unpacked(data, np.array(sizes, np.int64))
         assert got == want
         assert all(type(r) is bytes for r in got)
+
+
+@pytest.mark.parametrize("step", [1000, 4096, 1 << 20])
+def test_a_hold_in_many_pieces_checks_every_record(
+    files: list[str], monkeypatch: pytest.MonkeyPatch, step: int
+) -> None:
+    # Small pieces: records straddle piece boundaries, two threads share the pieces.
+    monkeypatch.setattr(source, "_HOLD_STEP", step)
+    index = tfe.Index.build(files[0])
+    ends = index.offsets.astype(np.int64) + index.lengths.astype(np.int64) + 16
+    straddling = int(np.flatnonzero(ends // 1000 != index.offsets.astype(np.int64) // 1000)[3])
+    ds = tfe.RecordDataset(files[0])
+    len(ds)
+    for record in (0, straddling, 321, 699):
+        _rot(files[0], record)
+    reader = ds._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader.hold()
+    assert reader._copy is not None
+    assert reader._copy.ok is not None
+    assert np.flatnonzero(~reader._copy.ok).tolist() == sorted({0, straddling, 321, 699})
+    assert bytes(reader._copy.data) == Path(files[0]).read_bytes()
+    reader.release()
+    # A file cut while held: the read of the piece past its end fails, named.
+    with open(files[0], "r+b") as f:
+        f.truncate(int(index.offsets[500]))
+    ds2 = tfe.RecordDataset(files[0])
+    reader = ds2._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader._fd = os.open(files[0], os.O_RDONLY)  # (opened before the cut: no size check)
+    monkeypatch.setattr(reader.index, "data_size", int(ends[-1]))
+    with pytest.raises(tfe.StaleIndexError, match="shorter than"):
+        reader.hold()
+    assert reader._copy is None
+    assert reader._holders == 0
+    reader.close()

@@ -315,7 +315,12 @@ class LocalFileRecords:
 
     def _read_all(self, verify: bool) -> _Held:
         """The whole file, read :data:`_HOLD_STEP` bytes at a time into huge pages, with
-        each record's CRC checked (``verify``) as soon as its footer is in."""
+        each record's CRC checked (``verify``) as soon as its piece is in.
+
+        Two threads share the pieces (this one and a helper, where the machine has more
+        than one core): the copy and the check both run without the GIL, so the hold
+        that stands before an epoch's first batch takes about half as long.
+        """
         size = self.index.data_size
         count = len(self.index)
         ok = np.zeros(count, np.bool_) if verify else None
@@ -323,27 +328,62 @@ class LocalFileRecords:
             return _Held(b"", np.zeros(0, np.uint8), ok, verify)
         data = _anonymous(size)
         buf = np.frombuffer(data, np.uint8)
+        pieces = list(range(0, size, _HOLD_STEP))
         footer_end = self._end + _F
-        # Records in file order (as indexes are): those complete after each piece are
-        # a prefix, checked while the piece is still in the cache.
+        # Records in file order (as indexes are): each piece checks the records that lie
+        # wholly inside it, while they are still in the cache; the few that straddle
+        # two pieces are checked at the end.
         ordered = bool(np.all(footer_end[:-1] <= self._start[1:]))
-        checked = 0
+        first = np.searchsorted(self._start - _H, pieces, "left")
+        stop = np.searchsorted(footer_end, [*pieces[1:], size], "right")
         where = np.zeros(1, np.int64)
-        fd = self.acquire(where)  # (kept open for this long read if a map retires it)
-        try:
-            for at in range(0, size, _HOLD_STEP):
+        taken = [0]  # the next piece to read
+        lock = threading.Lock()
+        failed: dict[int, BaseException] = {}
+
+        def work() -> None:
+            while True:
+                with lock:
+                    k = taken[0]
+                    taken[0] += 1
+                if k >= len(pieces):
+                    return
+                at = pieces[k]
                 want = min(_HOLD_STEP, size - at)
-                got = os.preadv(fd, [buf[at : at + want]], at)  # type: ignore[list-item]  # (a buffer)
-                if got != want:
-                    raise _short(self.index, where, got, want, at)
-                if ok is not None and ordered:
-                    upto = int(np.searchsorted(footer_end, at + want, "right"))
-                    self._check_held(buf, ok, checked, upto)
-                    checked = upto
+                try:
+                    got = os.preadv(fd, [buf[at : at + want]], at)  # type: ignore[list-item]  # (a buffer)
+                    if got != want:
+                        raise _short(self.index, where, got, want, at)
+                    if ok is not None and ordered:
+                        self._check_held(buf, ok, int(first[k]), int(stop[k]))
+                except BaseException as exc:  # noqa: BLE001 - raised where the threads join
+                    with lock:
+                        failed[k] = exc
+                        taken[0] = len(pieces)  # no more pieces for anyone
+                    return
+
+        fd = self.acquire(where)  # (kept open for this long read if a map retires it)
+        helper = None
+        try:
+            if len(pieces) > 1 and (os.cpu_count() or 1) > 1:
+                helper = threading.Thread(target=work, name="tfe-hold", daemon=True)
+                helper.start()
+            work()
         finally:
+            if helper is not None:
+                with lock:
+                    taken[0] = len(pieces)
+                helper.join()
             self.unacquire()
-        if ok is not None and not ordered:
-            self._check_held(buf, ok, 0, count)
+        if failed:
+            raise failed[min(failed)]  # the first piece that failed, whichever thread
+        if ok is not None:
+            if not ordered:
+                self._check_held(buf, ok, 0, count)
+            else:
+                # Straddling records: after piece k's last, before piece k + 1's first.
+                for a, b in zip(stop[:-1].tolist(), first[1:].tolist(), strict=True):
+                    self._check_held(buf, ok, a, b)
         buf.flags.writeable = False
         return _Held(data, buf, ok, ok is not None and bool(ok.all()))
 
