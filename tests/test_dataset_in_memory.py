@@ -348,3 +348,19 @@ def test_a_hold_in_many_pieces_checks_every_record(
     assert reader._copy is None
     assert reader._holders == 0
     reader.close()
+
+
+def test_batches_gathered_one_after_another_keep_their_bytes(files: list[str]) -> None:
+    # Each batch is gathered into a reused buffer: records already returned are copies.
+    ds = tfe.RecordDataset(files[0])
+    want = ds.read_raw(np.arange(700))
+    reader = ds._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader.hold()
+    first = reader.read(np.arange(0, 700, 3, dtype=np.int64))
+    second = reader.read(np.arange(699, 0, -2, dtype=np.int64))
+    assert first == want[0:700:3]
+    assert second == want[699:0:-2]
+    assert reader._copy is not None
+    assert len(reader._copy.scratch) == 1  # one buffer, reused
+    reader.release()

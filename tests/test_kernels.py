@@ -440,3 +440,17 @@ def test_write_many_bytes_are_the_same_with_and_without_kernels(tmp_path: Path) 
             assert w.write_many(records) == len(records)
         paths.append(path)
     assert paths[0].read_bytes() == paths[1].read_bytes() == framing.frame_many(records)
+
+
+def test_gather_spans_into_a_given_buffer() -> None:
+    buf = np.arange(100, dtype=np.uint8)
+    out = np.full(50, 7, np.uint8)
+    got = kernels.gather_spans(buf, np.array([10, 0]), np.array([13, 2]), out)
+    assert got is not None
+    assert got.tolist() == [10, 11, 12, 0, 1]
+    assert np.shares_memory(got, out)
+    assert out[5:].tolist() == [7] * 45  # the rest untouched
+    with pytest.raises(ValueError, match="holds 4 bytes"):
+        kernels.gather_spans(buf, np.array([10, 0]), np.array([13, 2]), np.zeros(4, np.uint8))
+    with pytest.raises(ValueError, match="contiguous 1-D uint8"):
+        kernels.gather_spans(buf, np.array([0]), np.array([2]), np.zeros(8, np.int64))

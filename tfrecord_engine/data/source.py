@@ -65,13 +65,17 @@ class _Held(NamedTuple):
     #: Whether each record's data matched its CRC when read (``None``: not checked).
     ok: npt.NDArray[np.bool_] | None
     all_ok: bool  # every record checked and matched
+    #: Buffers that batches are gathered into, reused (a new one per batch would cost
+    #: its page faults every time); one per thread gathering at once.
+    scratch: list[U8]
 
 
 #: Unpackers of chunks of equal-sized records, by (size, count): an epoch's full chunks
 #: all have the same format.
 _UNPACKERS: dict[tuple[int, int], struct.Struct] = {}
 _UNPACKERS_MAX = 16
-_POW10 = 10 ** np.arange(18, -1, -1, dtype=np.int64)
+#: "000" to "999" as ASCII rows: sizes become decimal text three digits per lookup.
+_DIGITS3 = np.frombuffer(b"".join(b"%03d" % i for i in range(1000)), np.uint8).reshape(1000, 3)
 
 
 def _unpacked(buf: U8, sizes: IntArray) -> list[bytes]:
@@ -91,10 +95,13 @@ def _unpacked(buf: U8, sizes: IntArray) -> list[bytes]:
             _UNPACKERS[size, n] = unpacker
     else:
         # Each size as decimal digits (zero-padded to one width), then "s".
-        width = len(str(int(sizes.max())))
-        text = np.empty((n, width + 1), np.uint8)
-        text[:, :width] = sizes[:, None] // _POW10[-width:] % 10 + ord("0")
-        text[:, width] = ord("s")
+        groups = (len(str(int(sizes.max()))) + 2) // 3
+        text = np.empty((n, 3 * groups + 1), np.uint8)
+        rest = sizes
+        for g in range(groups - 1, -1, -1):
+            text[:, 3 * g : 3 * g + 3] = _DIGITS3[rest % 1000]
+            rest = rest // 1000
+        text[:, -1] = ord("s")
         unpacker = struct.Struct("<" + text.tobytes().decode("ascii"))
     return list(unpacker.unpack_from(buf))  # type: ignore[arg-type]  # numpy arrays are buffers
 
@@ -325,7 +332,7 @@ class LocalFileRecords:
         count = len(self.index)
         ok = np.zeros(count, np.bool_) if verify else None
         if size == 0:
-            return _Held(b"", np.zeros(0, np.uint8), ok, verify)
+            return _Held(b"", np.zeros(0, np.uint8), ok, verify, [])
         data = _anonymous(size)
         buf = np.frombuffer(data, np.uint8)
         pieces = list(range(0, size, _HOLD_STEP))
@@ -385,7 +392,7 @@ class LocalFileRecords:
                 for a, b in zip(stop[:-1].tolist(), first[1:].tolist(), strict=True):
                     self._check_held(buf, ok, a, b)
         buf.flags.writeable = False
-        return _Held(data, buf, ok, ok is not None and bool(ok.all()))
+        return _Held(data, buf, ok, ok is not None and bool(ok.all()), [])
 
     def _check_held(self, buf: U8, ok: npt.NDArray[np.bool_], first: int, stop: int) -> None:
         """Sets ``ok[first:stop]``: whether those records' data match their CRCs in ``buf``."""
@@ -570,14 +577,20 @@ class LocalFileRecords:
         sizes = ends - starts
         # Small records: gathered into one buffer by a compiled pass (the cache misses
         # of scattered records overlap there), then made into objects by one unpack.
-        gathered = (
-            kernels.gather_spans(copy.array, starts, ends)
-            if int(sizes.sum()) < _BIG_RECORD * len(local)
-            else None
-        )
-        if gathered is not None:
-            records = _unpacked(gathered, sizes)
-        else:
+        total = int(sizes.sum())
+        gathered = None
+        if total < _BIG_RECORD * len(local):
+            try:
+                scratch = copy.scratch.pop()  # (atomic: threads never share one)
+            except IndexError:
+                scratch = np.empty(0, np.uint8)
+            if scratch.shape[0] < total:
+                scratch = np.empty(total, np.uint8)
+            gathered = kernels.gather_spans(copy.array, starts, ends, scratch)
+            if gathered is not None:
+                records = _unpacked(gathered, sizes)
+            copy.scratch.append(scratch)
+        if gathered is None:
             records = list(map(copy.data.__getitem__, map(slice, starts.tolist(), ends.tolist())))
         if verify and not (copy.all_ok or (copy.ok is not None and bool(copy.ok[local].all()))):
             stored = copy.array[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)

@@ -379,12 +379,14 @@ def crc32c_spans(buf: U8, starts: I64, ends: I64) -> npt.NDArray[np.uint32] | No
     return out
 
 
-def gather_spans(buf: U8, starts: I64, ends: I64) -> U8 | None:
-    """``buf[starts[j]:ends[j]]`` for every j, back to back in one new array, or None.
+def gather_spans(buf: U8, starts: I64, ends: I64, out: U8 | None = None) -> U8 | None:
+    """``buf[starts[j]:ends[j]]`` for every j, back to back in one array, or None.
 
     One compiled pass without the GIL (records scattered over a shuffled epoch's copy
-    of a file: the cache misses overlap). None when the kernels are disabled or not
-    loaded yet, or a span is not inside ``buf``: the caller slices instead.
+    of a file: the cache misses overlap). The spans go to the start of ``out`` when
+    given (at least their total size; a reused buffer saves the page faults of a new
+    one), else to a new array; the filled part is returned. None when the kernels are
+    disabled or not loaded yet, or a span is not inside ``buf``: the caller slices.
     """
     kernels = _kernels()
     if kernels is None or starts.shape[0] == 0:
@@ -393,7 +395,14 @@ def gather_spans(buf: U8, starts: I64, ends: I64) -> U8 | None:
     buf = np.ascontiguousarray(buf).reshape(-1)
     if not _in_bounds(buf, starts, ends):
         return None
-    out = np.empty(int(ends.sum() - starts.sum()), np.uint8)
+    size = int(ends.sum() - starts.sum())
+    if out is None:
+        out = np.empty(size, np.uint8)
+    elif out.dtype != np.uint8 or out.ndim != 1 or not out.flags.c_contiguous:
+        raise ValueError("gather_spans: out must be a contiguous 1-D uint8 array")
+    elif out.shape[0] < size:
+        raise ValueError(f"gather_spans: out holds {out.shape[0]} bytes, the spans {size}")
+    out = out[:size]
     kernel(buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64), out)
     return out
 
