@@ -128,6 +128,32 @@ def test_crc_spans_leave_out_of_bounds_and_long_spans_to_crc32c() -> None:
     assert masked.tolist() == [framing.mask_crc(crc32c.crc32c(bytes(big.size)))]
 
 
+@given(data=st.binary(min_size=1, max_size=3000), spans=_spans, seed=st.integers(0, 2**32 - 1))
+def test_gather_spans_equal_slices(data: bytes, spans: list[tuple[int, int]], seed: int) -> None:
+    raw = np.frombuffer(data, np.uint8)
+    starts = np.array([min(s * 10, raw.size) for s, _ in spans], np.int64)
+    ends = np.minimum(starts + np.array([n * 20 for _, n in spans], np.int64), raw.size)
+    order = np.random.default_rng(seed).permutation(len(starts))  # scattered, any order
+    starts, ends = starts[order], ends[order]
+    got = kernels.gather_spans(raw, starts, ends)
+    assert got is not None
+    want = b"".join(data[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True))
+    assert got.tobytes() == want
+
+
+def test_gather_spans_leave_out_of_bounds_spans_and_kernels_off_to_slicing() -> None:
+    buf = np.arange(100, dtype=np.uint8)
+    assert kernels.gather_spans(buf, np.array([0]), np.array([101])) is None
+    assert kernels.gather_spans(buf, np.array([-1]), np.array([5])) is None
+    assert kernels.gather_spans(buf, np.array([9]), np.array([5])) is None
+    assert kernels.gather_spans(buf, np.zeros(0, np.int64), np.zeros(0, np.int64)) is None
+    with kernels.switched(False):
+        assert kernels.gather_spans(buf, np.array([0]), np.array([5])) is None
+    got = kernels.gather_spans(buf, np.array([90, 0]), np.array([100, 0]))
+    assert got is not None
+    assert got.tolist() == list(range(90, 100))
+
+
 _value = st.one_of(
     st.integers(0, 127), st.integers(0, 1 << 40), st.integers(-(1 << 63), (1 << 63) - 1)
 )
@@ -288,7 +314,7 @@ def test_a_kernel_that_fails_its_self_test_is_not_used() -> None:
     assert kernels._self_test(good, _kernels_numba.CompileErrors)
     assert not kernels._self_test({**good, "crc": wrong_crc}, _kernels_numba.CompileErrors)
     assert not kernels._self_test({**good, "varints": broken}, _kernels_numba.CompileErrors)
-    for name in ("match", "lengths", "walk", "frame", "dense", "hash"):
+    for name in ("match", "lengths", "walk", "frame", "dense", "hash", "gather"):
         assert not kernels._self_test({**good, name: broken}, _kernels_numba.CompileErrors)
 
 
@@ -458,3 +484,17 @@ def test_write_many_bytes_are_the_same_with_and_without_kernels(tmp_path: Path) 
             assert w.write_many(records) == len(records)
         paths.append(path)
     assert paths[0].read_bytes() == paths[1].read_bytes() == framing.frame_many(records)
+
+
+def test_gather_spans_into_a_given_buffer() -> None:
+    buf = np.arange(100, dtype=np.uint8)
+    out = np.full(50, 7, np.uint8)
+    got = kernels.gather_spans(buf, np.array([10, 0]), np.array([13, 2]), out)
+    assert got is not None
+    assert got.tolist() == [10, 11, 12, 0, 1]
+    assert np.shares_memory(got, out)
+    assert out[5:].tolist() == [7] * 45  # the rest untouched
+    with pytest.raises(ValueError, match="holds 4 bytes"):
+        kernels.gather_spans(buf, np.array([10, 0]), np.array([13, 2]), np.zeros(4, np.uint8))
+    with pytest.raises(ValueError, match="contiguous 1-D uint8"):
+        kernels.gather_spans(buf, np.array([0]), np.array([2]), np.zeros(8, np.int64))

@@ -45,6 +45,7 @@ __all__ = [
     "enabled",
     "fill_frames",
     "frame_records",
+    "gather_spans",
     "key_hashes",
     "match_lengths",
     "match_words",
@@ -240,6 +241,7 @@ def _compile() -> dict[str, Any] | None:
         "frame": compiled.frame_records,
         "dense": compiled.dense_examples,
         "hash": compiled.key_hash,
+        "gather": compiled.gather_spans,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -281,6 +283,8 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
         # Two records of 0 and 1 bytes, then a length that does not fit.
         framed = np.frombuffer(bytes(16) + b"\x01" + bytes(15) + b"\xff" * 20, np.uint8)
         walk = kernels["walk"](framed, 0, framed.shape[0], 4, 1 << 20, walked)
+        gathered = np.zeros(5, np.uint8)
+        kernels["gather"](probe, np.array([9, 1]), np.array([12, 3]), gathered)
         framed_out = np.zeros(17, np.uint8)
         kernels["frame"](
             probe,
@@ -334,6 +338,8 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
     if kernels["fill"] is not None and filled.tobytes().hex() != (
         "0500000000000000eab2043e68656c6c6fbb1f1c19"  # framing.frame(b"hello")
     ):
+        return False
+    if gathered.tobytes() != b"\xac\x02\x0123":
         return False
     if dense_out.tolist() != [5, 7, 7] or dense_fallback.tolist() != [False, False]:
         return False
@@ -398,6 +404,34 @@ def crc32c_spans(buf: U8, starts: I64, ends: I64) -> npt.NDArray[np.uint32] | No
         np.ascontiguousarray(ends, np.int64),
         out,
     )
+    return out
+
+
+def gather_spans(buf: U8, starts: I64, ends: I64, out: U8 | None = None) -> U8 | None:
+    """``buf[starts[j]:ends[j]]`` for every j, back to back in one array, or None.
+
+    One compiled pass without the GIL (records scattered over a shuffled epoch's copy
+    of a file: the cache misses overlap). The spans go to the start of ``out`` when
+    given (at least their total size; a reused buffer saves the page faults of a new
+    one), else to a new array; the filled part is returned. None when the kernels are
+    disabled or not loaded yet, or a span is not inside ``buf``: the caller slices.
+    """
+    kernels = _kernels()
+    if kernels is None or starts.shape[0] == 0:
+        return None
+    kernel: Callable[..., None] = kernels["gather"]
+    buf = np.ascontiguousarray(buf).reshape(-1)
+    if not _in_bounds(buf, starts, ends):
+        return None
+    size = int(ends.sum() - starts.sum())
+    if out is None:
+        out = np.empty(size, np.uint8)
+    elif out.dtype != np.uint8 or out.ndim != 1 or not out.flags.c_contiguous:
+        raise ValueError("gather_spans: out must be a contiguous 1-D uint8 array")
+    elif out.shape[0] < size:
+        raise ValueError(f"gather_spans: out holds {out.shape[0]} bytes, the spans {size}")
+    out = out[:size]
+    kernel(buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64), out)
     return out
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "crc_spans_folded",
     "fill_frames",
     "frame_records",
+    "gather_spans",
     "match_lengths",
     "match_words",
     "match_words_loaded",
@@ -750,3 +751,65 @@ def dense_examples(  # noqa: PLR0917
                     for v in range(k):
                         floats[base + v] = floats[d + v]
         fallback[j] = not ok
+
+
+@intrinsic
+def _copy_bytes(typingctx: Any, dst: Any, dst_at: Any, src: Any, src_at: Any, size: Any) -> Any:  # noqa: PLR0917
+    """``dst[dst_at:dst_at + size] = src[src_at:src_at + size]`` as one ``memcpy``
+    (uint8 arrays; the caller keeps both spans inside their arrays)."""
+    sig = types.void(dst, types.int64, src, types.int64, types.int64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        out = context.make_array(signature.args[0])(context, builder, args[0])
+        into = context.make_array(signature.args[2])(context, builder, args[2])
+        cgutils.raw_memcpy(
+            builder, builder.gep(out.data, [args[1]]), builder.gep(into.data, [args[3]]), args[4], 1
+        )
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _prefetch(typingctx: Any, src: Any, at: Any) -> Any:
+    """Asks the CPU to bring the cache line of ``src[at]`` in (a hint: no fault, no effect
+    on results)."""
+    sig = types.void(src, types.int64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        arr = context.make_array(signature.args[0])(context, builder, args[0])
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=fnty)
+        # read, high locality, data cache
+        where = builder.bitcast(builder.gep(arr.data, [args[1]]), ir.IntType(8).as_pointer())
+        builder.call(fn, [where, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+#: How many spans ahead :func:`gather_spans` asks for the cache lines of.
+_AHEAD = 8
+
+
+@njit(nogil=True, cache=True)
+def gather_spans(buf, starts, ends, out):
+    """``buf[starts[j]:ends[j]]`` for every j, back to back into ``out``.
+
+    Spans scattered over a large buffer (a shuffled epoch's records) each begin with a
+    cache miss; asking for the lines of the span ``_AHEAD`` places on while copying this
+    one keeps several misses in flight instead of one at a time.
+    """
+    n = starts.shape[0]
+    for j in range(min(_AHEAD, n)):
+        for a in range(starts[j], ends[j], 64):
+            _prefetch(buf, a)
+    k = 0
+    for j in range(n):
+        if j + _AHEAD < n:
+            for a in range(starts[j + _AHEAD], ends[j + _AHEAD], 64):
+                _prefetch(buf, a)
+        size = ends[j] - starts[j]
+        _copy_bytes(out, k, buf, starts[j], size)
+        k += size
