@@ -110,3 +110,36 @@ def test_decoder_stats_count_the_fast_path(tmp_path: Path) -> None:
     assert total == 500
     assert ds.decoder.stats.records == 500
     assert ds.decoder.stats.fallback_records == 0
+
+
+@pytest.mark.parametrize("batch", [1, 4, 16])
+def test_in_order_chunks_of_big_records_are_cut_by_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    # In file order a chunk holds about CHUNK_BYTES of records (at least one batch), so
+    # it is read, checked and decoded while in the CPU's cache; the batches are the same.
+    from tfrecord_engine.data import dataset
+
+    sizes: list[int] = []
+    real = dataset.prepare_chunk  # type: ignore[attr-defined]  # (imported there)
+
+    def spy(ds: Any, batches: list[Any]) -> Any:
+        sizes.append(sum(len(b.indices) for b in batches))
+        return real(ds, batches)
+
+    monkeypatch.setattr(dataset, "CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(dataset, "prepare_chunk", spy)
+    spec: dict[str, FeatureSpec] = {"label": tfe.FixedLenFeature([], "int64")}
+    records = [tfe.encode_example({"label": i, "pad": [b"x" * 3000]}) for i in range(50)]
+    path = tmp_path / "big.tfrecord"
+    with tfe.TFRecordWriter(path) as w:
+        w.write_many(records)
+    ds = tfe.RecordDataset(str(path), features=spec)
+    got = [b["label"].tolist() for b in ds.batches(batch)]
+    assert got == [list(range(i, min(i + batch, 50))) for i in range(0, 50, batch)]
+    # 20,000 bytes hold 6 records of ~3 KB: chunks of max(6 // batch, 1) batches.
+    assert max(sizes) == max(6 // batch, 1) * batch
+    sizes.clear()
+    shuffled = [x for b in ds.batches(batch, shuffle=True, seed=1) for x in b["label"].tolist()]
+    assert sorted(shuffled) == list(range(50))
+    assert max(sizes) == 50  # shuffled epochs keep their chunk size

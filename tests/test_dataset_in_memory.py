@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+import crc32c
 import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
+from tfrecord_engine import kernels
 from tfrecord_engine.data import dataset as dataset_module
+from tfrecord_engine.data import source
 
 SPEC = {"x": tfe.FixedLenFeature([], "int64"), "s": tfe.FixedLenFeature([], "string")}
 
@@ -126,3 +130,237 @@ def test_a_file_cut_before_the_epoch_is_a_stale_index(files: list[str]) -> None:
 def test_the_default_limit_is_at_most_1_gib() -> None:
     assert 0 < dataset_module.IN_MEMORY_LIMIT <= 1 << 30
     assert np.int64(dataset_module.IN_MEMORY_LIMIT) == dataset_module._in_memory_limit()
+
+
+# ---- the held copy's own read path: CRCs checked as the file is read, records gathered
+
+
+def _same_size_file(path: Path, n: int) -> None:
+    # Records of one size (the unpack of equal sizes) in a plain TFRecord file.
+    with tfe.TFRecordWriter(str(path)) as w:
+        for i in range(n):
+            w.write(b"%07d" % i + bytes([i % 251]) * 40)
+
+
+def _plain(batch: Any) -> Any:
+    if isinstance(batch, dict):
+        return {k: v.tolist() for k, v in batch.items()}
+    if isinstance(batch, tuple):  # a PaddedBatch
+        return list(batch[0]), batch[1].tolist()
+    return batch
+
+
+def _epochs(ds: tfe.RecordDataset, **kw: Any) -> dict[tuple[bool, bool], list[Any]]:
+    """One epoch per (in_memory, kernels on): the batches as plain lists."""
+    out = {}
+    for held in (True, False):
+        for on in (True, False):
+            with kernels.switched(on):
+                batches = ds.batches(100, shuffle=True, seed=7, epoch=1, in_memory=held, **kw)
+                out[held, on] = [_plain(b) for b in batches]
+    return out
+
+
+@pytest.mark.parametrize("same_size", [True, False], ids=["same-size", "sizes-vary"])
+def test_held_batches_equal_the_uncopied_ones_with_and_without_kernels(
+    tmp_path: Path, files: list[str], same_size: bool
+) -> None:
+    if same_size:
+        path = tmp_path / "same.tfrecord"
+        _same_size_file(path, 1234)
+        paths = [str(path)]
+    else:
+        paths = files[:1]
+    ds = tfe.RecordDataset(paths)
+    runs = _epochs(ds, pad_remainder=False)
+    reference = runs[False, False]
+    assert all(run == reference for run in runs.values())
+    flat = [r for b in reference for r in b]
+    assert len(flat) == len(ds)
+    assert len(set(flat)) == len(ds)
+    # The order is the sampler's, unchanged: batch j holds the records it names.
+    order = next(iter(ds.batches(100, shuffle=True, seed=7, epoch=1, in_memory=False).sampler))
+    assert reference[0] == ds.read_raw(order.indices)
+    # Padded batches repeat records: still the same either way.
+    padded = _epochs(ds, pad_remainder=True)
+    assert all(run == padded[False, False] for run in padded.values())
+
+
+def test_held_parsed_batches_equal_the_uncopied_ones(files: list[str]) -> None:
+    ds = tfe.RecordDataset(files, features=SPEC)
+    runs = _epochs(ds)
+    assert all(run == runs[False, False] for run in runs.values())
+
+
+def test_the_hold_checks_every_crc_once(files: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = tfe.RecordDataset(files[0])
+    reader = ds._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader.hold()
+    copy = reader._copy
+    assert copy is not None
+    assert copy.ok is not None
+    assert copy.all_ok
+    assert copy.ok.all()
+    assert len(copy.ok) == 700
+    # Records found intact are delivered without computing their CRCs again.
+    calls: list[int] = []
+    real = crc32c.crc32c
+
+    def counted(data: bytes) -> int:
+        calls.append(len(data))
+        return int(real(data))
+
+    monkeypatch.setattr(crc32c, "crc32c", counted)
+    with kernels.switched(False):
+        got = reader.read(np.arange(699, -1, -7, dtype=np.int64))
+    assert calls == []
+    assert got == tfe.RecordDataset(files[0]).read_raw(np.arange(699, -1, -7))
+    reader.release()
+    assert reader._copy is None
+    assert reader._held is None
+
+
+def _rot(path: str, record: int) -> None:
+    at = int(tfe.Index.build(path).offsets[record]) + 12 + 1
+    with open(path, "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(bytes([byte[0] ^ 0x10]))
+
+
+def _until_error(it: Any) -> tuple[list[Any], tuple[int, int, str, str]]:
+    got: list[Any] = []
+    with pytest.raises(tfe.CorruptedRecordError) as info:
+        got.extend(_plain(b) for b in it)
+    e = info.value
+    return got, (e.record_index, e.offset, e.reason, str(e.path))
+
+
+@pytest.mark.parametrize("features", [None, SPEC], ids=["raw", "parsed"])
+@pytest.mark.parametrize("one_file", [True, False], ids=["one-file", "two-files"])
+def test_damage_in_the_copy_raises_as_without_it(
+    files: list[str], features: dict[str, Any] | None, one_file: bool
+) -> None:
+    paths = files[:1] if one_file else files
+    ds = tfe.RecordDataset(paths, features=features)
+    len(ds)  # indexed intact: the damage below is found by the CRC check
+    _rot(files[0], 456)
+    reader = ds._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader.hold()  # the hold itself raises nothing, and marks just that record
+    assert reader._copy is not None
+    assert reader._copy.ok is not None
+    assert np.flatnonzero(~reader._copy.ok).tolist() == [456]
+    reader.release()
+    outcomes = []
+    for held in (True, False):
+        for on in (True, False):
+            with kernels.switched(on):
+                it = ds.batches(64, shuffle=True, seed=3, epoch=0, in_memory=held)
+                outcomes.append(_until_error(it))
+                it.close()
+    assert all(o == outcomes[0] for o in outcomes)
+    batches, (record, _, _, path) = outcomes[0]
+    assert (record, path) == (456, files[0])
+    assert batches  # the batches before the damaged one were delivered
+
+
+@pytest.mark.parametrize("policy", ["skip", "stop"])
+def test_damage_policies_give_the_same_epoch_held_or_not(files: list[str], policy: str) -> None:
+    reports: list[tfe.DamageReport] = []
+    ds = tfe.RecordDataset(files, on_damage=policy, on_damage_report=reports.append)  # type: ignore[arg-type]
+    len(ds)
+    _rot(files[1], 17)
+    runs = []
+    for held in (True, False):
+        reports.clear()
+        records = _flat(ds.batches(50, shuffle=True, seed=2, epoch=0, in_memory=held))
+        runs.append((records, [(r.record_index, r.path) for r in reports]))
+    assert runs[0] == runs[1]
+    assert runs[0][1] == [(17, files[1])]
+
+
+def test_without_verify_the_hold_checks_nothing(files: list[str]) -> None:
+    ds = tfe.RecordDataset(files[0], verify=False)
+    len(ds)
+    _rot(files[0], 5)
+    it = ds.batches(64, shuffle=True, seed=1, in_memory=True)
+    records = _flat(it)
+    assert len(records) == 700  # damage is not looked for, as without the copy
+    assert records == _flat(ds.batches(64, shuffle=True, seed=1, in_memory=False, epoch=0))
+    reader = ds._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader.hold(verify=False)
+    assert reader._copy is not None
+    assert reader._copy.ok is None
+    assert not reader._copy.all_ok
+    reader.release()
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [[0], [5, 5, 5], [0, 0], [3, 0, 12, 1, 100], [1234567, 1], [7] * 300],
+    ids=["empty", "equal", "empties", "mixed", "wide", "many"],
+)
+def test_unpacked_pieces_equal_slices(sizes: list[int]) -> None:
+    data = np.random.default_rng(0).integers(0, 256, sum(sizes), dtype=np.uint8)
+    ends = np.cumsum(sizes)
+    want = [data[e - n : e].tobytes() for n, e in zip(sizes, ends, strict=True)]
+    for _ in range(2):  # (the second time from the cached unpacker, where equal)
+        got = source._unpacked(data, np.array(sizes, np.int64))
+        assert got == want
+        assert all(type(r) is bytes for r in got)
+
+
+@pytest.mark.parametrize("step", [1000, 4096, 1 << 20])
+def test_a_hold_in_many_pieces_checks_every_record(
+    files: list[str], monkeypatch: pytest.MonkeyPatch, step: int
+) -> None:
+    # Small pieces: records straddle piece boundaries, two threads share the pieces.
+    monkeypatch.setattr(source, "_HOLD_STEP", step)
+    index = tfe.Index.build(files[0])
+    ends = index.offsets.astype(np.int64) + index.lengths.astype(np.int64) + 16
+    straddling = int(np.flatnonzero(ends // 1000 != index.offsets.astype(np.int64) // 1000)[3])
+    ds = tfe.RecordDataset(files[0])
+    len(ds)
+    for record in (0, straddling, 321, 699):
+        _rot(files[0], record)
+    reader = ds._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader.hold()
+    assert reader._copy is not None
+    assert reader._copy.ok is not None
+    assert np.flatnonzero(~reader._copy.ok).tolist() == sorted({0, straddling, 321, 699})
+    assert bytes(reader._copy.data) == Path(files[0]).read_bytes()
+    reader.release()
+    # A file cut while held: the read of the piece past its end fails, named.
+    with open(files[0], "r+b") as f:
+        f.truncate(int(index.offsets[500]))
+    ds2 = tfe.RecordDataset(files[0])
+    reader = ds2._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader._fd = os.open(files[0], os.O_RDONLY)  # (opened before the cut: no size check)
+    monkeypatch.setattr(reader.index, "data_size", int(ends[-1]))
+    with pytest.raises(tfe.StaleIndexError, match="shorter than"):
+        reader.hold()
+    assert reader._copy is None
+    assert reader._holders == 0
+    reader.close()
+
+
+def test_batches_gathered_one_after_another_keep_their_bytes(files: list[str]) -> None:
+    # Each batch is gathered into a reused buffer: records already returned are copies.
+    ds = tfe.RecordDataset(files[0])
+    want = ds.read_raw(np.arange(700))
+    reader = ds._open()[0]
+    assert isinstance(reader, source.LocalFileRecords)
+    reader.hold()
+    first = reader.read(np.arange(0, 700, 3, dtype=np.int64))
+    second = reader.read(np.arange(699, 0, -2, dtype=np.int64))
+    assert first == want[0:700:3]
+    assert second == want[699:0:-2]
+    assert reader._copy is not None
+    assert len(reader._copy.scratch) == 1  # one buffer, reused
+    reader.release()

@@ -27,6 +27,7 @@ from tfrecord_engine.index.placement import (
     cache_index_path,
     index_path_for,
 )
+from tfrecord_engine.records.framing import frame
 
 SHARDS = [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)]
 
@@ -297,3 +298,30 @@ def test_writer_index_can_go_to_the_cache(tmp_path: pathlib.Path, builds: list[s
     assert len(idx.restarts) == 3
     assert tfe.RecordDataset(path, compression="GZIP")[6] == b"r6"
     assert builds == []
+
+
+def test_loading_a_current_index_does_not_list_the_cache(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listing the cache folder costs as much as the load once it holds thousands of
+    # entries: it is done only when neither the file's places nor its current entry serve.
+    _write_shards(tmp_path)
+    hidden, cached = _shard_paths(tmp_path)[:2]
+    tfe.Index.build(hidden).save(placement="hidden")
+    tfe.Index.open(cached)
+    listed: list[str] = []
+    real = cache_entries
+
+    def counted(path: str) -> list[str]:
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(sidecar, "cache_entries", counted)
+    assert len(tfe.Index.load(hidden)) == 5
+    assert len(tfe.Index.load(cached)) == 6
+    assert listed == []
+    with open(cached, "ab") as f:  # a changed file: its old entry is found by listing
+        f.write(frame(b"x"))
+    with pytest.raises(tfe.StaleIndexError):
+        tfe.Index.load(cached)
+    assert listed == [cached]

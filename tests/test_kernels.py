@@ -78,6 +78,43 @@ def test_crc_spans_equal_crc32c(data: bytes, offset: int, spans: list[tuple[int,
     assert got.tolist() == want
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.binary(min_size=64, max_size=3000),
+    spans=st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 3000)), min_size=1, max_size=12),
+)
+def test_folded_crc_spans_equal_crc32c(data: bytes, spans: list[tuple[int, int]]) -> None:
+    # Spans of 64 bytes and more go through carry-less folding (PCLMULQDQ): four lanes
+    # of 64 bytes, the fold into one, 16-byte steps, then the tail; every length and
+    # alignment against the crc32c package, through the entry point and the kernel.
+    from tfrecord_engine.kernels import _numba as _kernels_numba
+
+    buf = np.frombuffer(data, np.uint8)
+    starts = np.array([min(s, len(data)) for s, _ in spans], np.int64)
+    ends = np.array([min(s + n, len(data)) for s, n in spans], np.int64)
+    want = [crc32c.crc32c(data[s:e]) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+    got = kernels.crc32c_spans(buf, starts, ends)
+    assert got is not None
+    assert got.tolist() == want
+    if not kernels._has_clmul_instruction():
+        return  # (the folded kernel needs PCLMULQDQ)
+    base, words = kernels._aligned_words(buf)
+    out = np.zeros(len(spans), np.uint32)
+    _kernels_numba.crc_spans_folded(buf, words, base, starts, ends, out)
+    assert out.tolist() == want
+
+
+def test_the_folded_crc_is_used_where_the_cpu_has_pclmul() -> None:
+    from tfrecord_engine.kernels import _numba as _kernels_numba
+
+    loaded = kernels._STATE["kernels"]
+    assert loaded is not None
+    if kernels._has_clmul_instruction():
+        assert loaded["crc"] is _kernels_numba.crc_spans_folded
+    else:
+        assert loaded["crc"] in (None, _kernels_numba.crc_spans)
+
+
 def test_crc_spans_leave_out_of_bounds_and_long_spans_to_crc32c() -> None:
     buf = np.zeros(100, np.uint8)
     one = np.zeros(1, np.int64)
@@ -89,6 +126,32 @@ def test_crc_spans_leave_out_of_bounds_and_long_spans_to_crc32c() -> None:
     # source.crc_spans still answers for those, through crc32c.
     masked = source.crc_spans(big, one, np.array([big.size]))
     assert masked.tolist() == [framing.mask_crc(crc32c.crc32c(bytes(big.size)))]
+
+
+@given(data=st.binary(min_size=1, max_size=3000), spans=_spans, seed=st.integers(0, 2**32 - 1))
+def test_gather_spans_equal_slices(data: bytes, spans: list[tuple[int, int]], seed: int) -> None:
+    raw = np.frombuffer(data, np.uint8)
+    starts = np.array([min(s * 10, raw.size) for s, _ in spans], np.int64)
+    ends = np.minimum(starts + np.array([n * 20 for _, n in spans], np.int64), raw.size)
+    order = np.random.default_rng(seed).permutation(len(starts))  # scattered, any order
+    starts, ends = starts[order], ends[order]
+    got = kernels.gather_spans(raw, starts, ends)
+    assert got is not None
+    want = b"".join(data[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True))
+    assert got.tobytes() == want
+
+
+def test_gather_spans_leave_out_of_bounds_spans_and_kernels_off_to_slicing() -> None:
+    buf = np.arange(100, dtype=np.uint8)
+    assert kernels.gather_spans(buf, np.array([0]), np.array([101])) is None
+    assert kernels.gather_spans(buf, np.array([-1]), np.array([5])) is None
+    assert kernels.gather_spans(buf, np.array([9]), np.array([5])) is None
+    assert kernels.gather_spans(buf, np.zeros(0, np.int64), np.zeros(0, np.int64)) is None
+    with kernels.switched(False):
+        assert kernels.gather_spans(buf, np.array([0]), np.array([5])) is None
+    got = kernels.gather_spans(buf, np.array([90, 0]), np.array([100, 0]))
+    assert got is not None
+    assert got.tolist() == list(range(90, 100))
 
 
 _value = st.one_of(
@@ -251,7 +314,7 @@ def test_a_kernel_that_fails_its_self_test_is_not_used() -> None:
     assert kernels._self_test(good, _kernels_numba.CompileErrors)
     assert not kernels._self_test({**good, "crc": wrong_crc}, _kernels_numba.CompileErrors)
     assert not kernels._self_test({**good, "varints": broken}, _kernels_numba.CompileErrors)
-    for name in ("match", "lengths", "walk", "frame", "dense", "hash", "filter"):
+    for name in ("match", "lengths", "walk", "frame", "dense", "hash", "gather"):
         assert not kernels._self_test({**good, name: broken}, _kernels_numba.CompileErrors)
 
 
@@ -281,6 +344,13 @@ def test_match_words_equals_the_numpy_check(
     with kernels.switched(False):
         want = template._check(buf, b, a, words, masks)
     assert got.tolist() == want.tolist()
+    # The entry point's one-load kernel and the byte-by-byte one agree.
+    from tfrecord_engine.kernels import _numba as _kernels_numba
+
+    assert kernels._STATE["kernels"]["match"] is _kernels_numba.match_words_loaded
+    by_bytes = np.empty(b.size, np.bool_)
+    _kernels_numba.match_words(buf, b, a, words, masks, by_bytes)
+    assert by_bytes.tolist() == got.tolist()
 
 
 @given(
@@ -414,3 +484,17 @@ def test_write_many_bytes_are_the_same_with_and_without_kernels(tmp_path: Path) 
             assert w.write_many(records) == len(records)
         paths.append(path)
     assert paths[0].read_bytes() == paths[1].read_bytes() == framing.frame_many(records)
+
+
+def test_gather_spans_into_a_given_buffer() -> None:
+    buf = np.arange(100, dtype=np.uint8)
+    out = np.full(50, 7, np.uint8)
+    got = kernels.gather_spans(buf, np.array([10, 0]), np.array([13, 2]), out)
+    assert got is not None
+    assert got.tolist() == [10, 11, 12, 0, 1]
+    assert np.shares_memory(got, out)
+    assert out[5:].tolist() == [7] * 45  # the rest untouched
+    with pytest.raises(ValueError, match="holds 4 bytes"):
+        kernels.gather_spans(buf, np.array([10, 0]), np.array([13, 2]), np.zeros(4, np.uint8))
+    with pytest.raises(ValueError, match="contiguous 1-D uint8"):
+        kernels.gather_spans(buf, np.array([0]), np.array([2]), np.zeros(8, np.int64))

@@ -125,7 +125,7 @@ from tfrecord_engine import kernels
 from tfrecord_engine.kernels import _numba
 assert kernels.wait(timeout=240)
 hits = misses = 0
-for name in ("varint_runs", "match_words", "match_lengths", "walk_records", "frame_records"):
+for name in ("varint_runs", "match_words_loaded", "match_lengths", "walk_records", "frame_records"):
     stats = getattr(_numba, name).stats
     hits += sum(stats.cache_hits.values())
     misses += sum(stats.cache_misses.values())

@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine.example import batch as batch_module
@@ -15,6 +19,7 @@ from tfrecord_engine.example import template
 from tfrecord_engine.example.batch import BatchDecoder, join_records
 from tfrecord_engine.example.parse import parse_example as parse_exact
 from tfrecord_engine.example.specs import FeatureSpec
+from tfrecord_engine.kernels.words import read_rows
 from tfrecord_engine.testing.layouts import LayoutBatch, layout_batches
 
 from .test_batch_decoder import _outcome, assert_same
@@ -280,3 +285,63 @@ def test_parse_example_caches_a_decoder_per_thread_and_spec() -> None:
     assert len({id(d) for d in seen} | {id(cached)}) == 4
     for got in results:
         assert_same(got, want)
+
+
+@given(
+    data=st.binary(min_size=1, max_size=200),
+    first=st.integers(-3, 60),
+    step=st.integers(-2, 40),
+    n=st.integers(0, 12),
+    size=st.integers(0, 20),
+    bump=st.none() | st.integers(0, 11),
+)
+def test_row_view_equals_read_rows(  # noqa: PLR0917 - Hypothesis arguments
+    data: bytes, first: int, step: int, n: int, size: int, bump: int | None
+) -> None:
+    # Rows at equal steps are a strided view; anything else (a step that varies, rows
+    # past the buffer's ends) is read_rows' copy, or its error.
+    buf = np.frombuffer(data, np.uint8)
+    at = first + step * np.arange(n, dtype=np.int64)
+    if bump is not None and bump < n:
+        at[bump] += 1
+    inside = n == 0 or (int(at.min()) >= 0 and int(at.max()) + size <= buf.size)
+    if not inside:
+        return  # read_rows' own contract: every span inside the buffer
+    want = read_rows(buf, at, size)
+    got = template._row_view(buf, at, size)
+    assert got.shape == want.shape
+    assert got.tolist() == want.tolist()
+    if size:
+        as_bytes = f"V{size}"
+        assert got.view(as_bytes).reshape(-1).tolist() == want.view(as_bytes).reshape(-1).tolist()
+
+
+def test_string_values_of_records_at_equal_steps_are_one_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sequential chunk of one file's same-size records: the bytes values come from a
+    # strided view of the read buffer (the records and their 16 framing bytes apart),
+    # equal to the exact path's, trailing NUL bytes kept.
+    records = _mnist_like(300, start=20_000)  # index varints of one width: one size
+    records[7] = tfe.encode_example({"image": bytes(783) + b"\x01", "label": 3, "index": 20_007})
+    records[8] = tfe.encode_example({"image": b"\x01" + bytes(783), "label": 4, "index": 20_008})
+    path = str(tmp_path / "m.tfrecord")
+    with tfe.TFRecordWriter(path) as w:
+        for r in records:
+            w.write(r)
+    views: list[bool] = []
+    real = template._row_view
+
+    def spy(buf: npt.NDArray[np.uint8], at: npt.NDArray[np.int64], size: int) -> Any:
+        out = real(buf, at, size)
+        views.append(not out.flags.owndata and not out.flags.writeable)
+        return out
+
+    monkeypatch.setattr(template, "_row_view", spy)
+    with tfe.RecordDataset(path, features=MNIST) as ds:
+        got = list(ds.batches(64, readahead=0))
+    assert views
+    assert all(views)
+    exact = parse_exact(records, MNIST)
+    assert [v for b in got for v in b["image"].tolist()] == exact["image"].tolist()
+    assert np.concatenate([b["index"] for b in got]).tolist() == list(range(20_000, 20_300))

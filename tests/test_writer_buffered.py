@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import zlib
 from pathlib import Path
 
@@ -216,3 +217,93 @@ def test_index_of_per_record_writes_equals_the_built_one(
         ds = tfe.RecordDataset(path, compression=compression)
         assert ds[len(records) - 1] == records[-1]
         assert ds[0] == records[0]
+
+
+def _recording_writebacks(
+    monkeypatch: pytest.MonkeyPatch, every: int, result: int = 0
+) -> list[int]:
+    """Early writebacks every ``every`` bytes; returns the list of the file sizes each saw
+    (each also makes the real call, unless ``result`` fakes a failed one)."""
+    from tfrecord_engine.writing import writer
+
+    real = writer._writeback_call()
+    assert real is not None or not sys.platform.startswith("linux")
+    seen: list[int] = []
+
+    def writeback(fd: int) -> object:
+        seen.append(os.fstat(fd).st_size)
+        return real(fd) if real is not None and result == 0 else result
+
+    monkeypatch.setattr(writer, "_SYNC_EVERY", every)
+    monkeypatch.setattr(writer, "_writeback_call", lambda: writeback)
+    return seen
+
+
+@pytest.mark.parametrize("index", [False, True])
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_a_durable_writer_queues_writeback_early_and_writes_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: bool, compression: str
+) -> None:
+    # Every 20,000 bytes handed to the file (drains, write_many chunks, large records),
+    # the disk writes are queued; the file is the same, and a non-durable writer
+    # queues none.
+    seen = _recording_writebacks(monkeypatch, 20_000)
+    records = payloads([856] * 600 + [100_000, 3] + [856] * 300)
+    path = tmp_path / "s.tfrecord"
+    with tfe.TFRecordWriter(path, compression, index=index) as w:
+        for r in records[:700]:
+            w.write(r)
+        w.write_many(records[700:])
+    assert len(seen) >= 4
+    assert seen == sorted(seen)
+    if index:  # (full flushes at restart points: compare the records)
+        assert [bytes(r) for r in tfe.read_records(path, compression)] == records
+        assert tfe.Index.load(path).lengths.tolist() == [len(r) for r in records]
+    else:
+        assert path.read_bytes() == expected_file(records, compression)
+    seen.clear()
+    with tfe.TFRecordWriter(path, compression, durable=False) as w:
+        for r in records:
+            w.write(r)
+    assert seen == []
+    assert path.read_bytes() == expected_file(records, compression)
+
+
+def test_an_injected_file_system_sees_no_early_writeback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _recording_writebacks(monkeypatch, 1000)
+    path = tmp_path / "j.tfrecord"
+    w = writer_with_ops(FaultyOps("write", 10**9, errno.EIO), path)
+    for r in payloads([856] * 300):
+        w.write(r)
+    w.close()
+    assert seen == []
+    assert len(list(tfe.read_records(path))) == 300
+
+
+def test_a_failed_early_writeback_is_only_a_lost_head_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The call's result is not the writer's: close()'s fsync reports any failed write.
+    seen = _recording_writebacks(monkeypatch, 1000, result=-1)
+    records = payloads([856] * 300)
+    path = tmp_path / "f.tfrecord"
+    with tfe.TFRecordWriter(path) as w:
+        for r in records:
+            w.write(r)
+    assert seen
+    assert path.read_bytes() == expected_file(records, "")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range is Linux's")
+def test_the_writeback_call_is_linuxs_sync_file_range(tmp_path: Path) -> None:
+    from tfrecord_engine.writing import writer
+
+    call = writer._writeback_call()
+    assert call is not None
+    with open(tmp_path / "x", "wb") as f:
+        f.write(b"x" * 10_000)
+        f.flush()
+        assert call(f.fileno()) == 0
+        assert call(-1) == -1  # (EBADF)

@@ -77,6 +77,7 @@ from .index.sidecar import INDEX_SUFFIX, Index
 from .records import framing
 from .records.compression import Compression, normalize_compression
 from .records.recovery import DamageReport, normalize_policy
+from .storage import remote
 from .writing.writer import TFRecordWriter
 
 try:
@@ -1132,10 +1133,30 @@ def _count_of(task: _FileTask) -> tuple[str, int]:
     return task.path, task.count
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (URLs compared as given)."""
+    if remote.is_url(a) or remote.is_url(b):
+        return a == b
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def _layout(
-    counts: Iterable[tuple[str, int]], shards: int, shuffle: bool, seed: int
+    counts: Iterable[tuple[str, int]],
+    shards: int,
+    shuffle: bool,
+    seed: int,
+    options: _WriteOptions | None = None,
 ) -> ReshardLayout:
     ordered = sorted(counts)  # by path: the layout is the same whatever the bundles did
+    if options is not None:
+        # Publishing would replace an input that other workers may still be reading.
+        fmt = _shard_format(options.template)
+        for i in range(shards):
+            final = options.prefix + fmt.format(i, shards) + options.suffix
+            if any(_same_file(final, path) for path, _ in ordered):
+                raise InvalidArgumentError(
+                    f"an output shard of Reshard would replace an input: {final}"
+                )
     return ReshardLayout(
         tuple(p for p, _ in ordered), tuple(n for _, n in ordered), shards, shuffle, seed
     )
@@ -1309,7 +1330,7 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
             tasks
             | "Counts" >> beam.Map(_count_of)
             | "AllCounts" >> beam.combiners.ToList()
-            | "Layout" >> beam.Map(_layout, shards, shuffle, seed)
+            | "Layout" >> beam.Map(_layout, shards, shuffle, seed, o)
         )
         return (
             tasks

@@ -461,6 +461,25 @@ def test_reshard_of_a_damaged_input_fails_and_publishes_nothing(
     assert not (tmp_path / "out").exists()  # no shard, no temporary folder
 
 
+def test_reshard_refuses_to_replace_an_input(beam: ModuleType, tmp_path: Path) -> None:
+    # One output shard named exactly like an input: publishing it would replace a file
+    # that the pipeline reads.
+    _inputs(tmp_path / "in")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "in").iterdir() if p.is_file()}
+    with pytest.raises(Exception, match="would replace an input") as info:
+        _reshard(
+            beam,
+            [str(tmp_path / "in" / "*")],
+            tmp_path / "in" / "in-a.tfrecord",
+            1,
+            shard_name_template="",
+        )
+    assert "in-a.tfrecord" in str(info.value)
+    after = {p.name: p.read_bytes() for p in (tmp_path / "in").iterdir() if p.is_file()}
+    assert after == before  # nothing replaced, nothing left beside the inputs
+    assert not [p for p in (tmp_path / "in").iterdir() if p.name.startswith(".tfe-temp")]
+
+
 def _name_and_records(value: Any) -> tuple[str, int]:
     return Path(value.path).name, value.records
 

@@ -5,12 +5,13 @@ identical errors.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine import kernels
@@ -19,6 +20,7 @@ from tfrecord_engine.example import dense
 from tfrecord_engine.example.batch import BatchDecoder, join_records
 from tfrecord_engine.example.dense import DensePlan, eligible
 from tfrecord_engine.example.parse import parse_example as parse_exact
+from tfrecord_engine.example.specs import FeatureSpec
 from tfrecord_engine.testing.examples import ParseCase, serialize_example
 from tfrecord_engine.testing.wide import wide_cases
 
@@ -164,7 +166,6 @@ def test_outputs_are_contiguous_views_of_the_right_shape() -> None:
 
 
 def test_keys_in_another_order_than_the_previous_record() -> None:
-    # The kernel first tries the slot an entry position had in the previous record.
     spec = {k: tfe.FixedLenFeature([], "int64") for k in ("ab", "ba", "abc")}
     orders = [("ab", "ba", "abc"), ("ba", "ab", "abc"), ("abc", "zz", "ba", "ab")]
     records = [
@@ -176,3 +177,80 @@ def test_keys_in_another_order_than_the_previous_record() -> None:
         lambda: parse_exact(records, spec)
     )
     assert decoder.stats.fallback_records == 0
+
+
+@given(wide_cases(max_batch=3), st.data())
+def test_damaged_records_give_the_exact_paths_outcome(case: ParseCase, data: st.DataObject) -> None:
+    # Any byte of any record changed, or a record cut short: the kernel's word-at-a-time
+    # checks of entry heads, keys and values take a record only where the exact path
+    # reads the same values from it; everywhere else the outcome (error included) is
+    # the exact path's.
+    records = list(case.records)
+    j = data.draw(st.integers(0, len(records) - 1))
+    rec = records[j]
+    if rec and data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(rec) - 1))
+        rec = rec[:at] + bytes([data.draw(st.integers(0, 255))]) + rec[at + 1 :]
+    else:
+        rec = rec[: data.draw(st.integers(0, len(rec)))]
+    records[j] = rec
+    _assert_paths_agree(case.features, records)
+
+
+def _assert_paths_agree(spec: Mapping[str, FeatureSpec], records: list[bytes]) -> None:
+    """The compiled plan, the exact path and the kernels-off path: the same outcome."""
+    case = ParseCase(dict(spec), records, single=False)
+    want = _outcome(lambda: parse_exact(records, spec))
+    assert _outcome(lambda: _compiled(case)) == want
+    with kernels.switched(False):
+        assert _outcome(lambda: tfe.parse_example(records, spec)) == want
+
+
+def _varint_bytes(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def test_varints_of_every_width_at_the_end_of_the_buffer_and_long_keys() -> None:
+    # The kernel reads varints 8 bytes at a time (9- and 10-byte ones, and those within
+    # 8 bytes of the buffer's end, byte by byte) and keys as two words plus their middle.
+    names = ["k", "key_0008", "key_00009", "key_of_16_bytes_", "key_of_17_bytes__", "x" * 40]
+    values = [0, 1, 127, 128, 2**14 - 1, 2**21, 2**35 + 3, 2**49, 2**56 - 1, 2**56, 2**62]
+    values += [2**63 - 1, -1, -(2**63), -300]
+    spec: dict[str, FeatureSpec] = {name: tfe.FixedLenFeature([], "int64") for name in names}
+    spec["f"] = tfe.FixedLenFeature([2], "float32")
+    records = [
+        serialize_example(
+            [("f", ("float32", [1.5, -2.0]))]
+            + [(name, ("int64", [values[(i + k) % len(values)]])) for k, name in enumerate(names)]
+        )
+        for i in range(len(values))
+    ]
+    decoder = BatchDecoder(spec)
+    out = decoder.decode_records(records)
+    assert decoder.stats.fallback_records == 0
+    for k, name in enumerate(names):
+        assert out[name].tolist() == [values[(i + k) % len(values)] for i in range(len(values))]
+    for rec in records:  # alone: the last varint ends the buffer
+        _assert_paths_agree(spec, [rec])
+
+
+def test_torn_and_overlong_varints_are_the_exact_paths_errors() -> None:
+    spec: dict[str, FeatureSpec] = {"a": tfe.FixedLenFeature([2], "int64")}
+    good = serialize_example([("a", ("int64", [1, 2]))])
+    ten = _varint_bytes(-1)
+    for payload in (
+        b"\x01\x80",  # torn at the end of the list
+        b"\x01" + ten[:-1] + b"\x81\x01",  # 11 bytes
+        b"\x01" + b"\xff" * 8,  # no end within 8 bytes, nor at all
+        b"\x01" + ten,  # 10 bytes: valid
+        b"\x80" * 9 + b"\x01\x02",  # 10 bytes of which 9 continue: valid
+    ):
+        feature = b"\x1a" + bytes([len(payload) + 2]) + b"\x0a" + bytes([len(payload)]) + payload
+        bad = serialize_example([("a", feature)])
+        _assert_paths_agree(spec, [good, bad, good])

@@ -17,12 +17,13 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..errors import StaleIndexError
 from ..index.sidecar import Index
 from ..records import framing
@@ -54,6 +55,79 @@ _DELTA = framing.MASK_DELTA
 _FOOTER = struct.Struct("<I")
 # Average record size from which a batch is read record by record (see _read_big).
 _BIG_RECORD = 16 << 10
+# A held file is read (and its records' CRCs checked) this many bytes at a time: small
+# enough that the check finds the bytes just read still in the CPU's cache.
+_HOLD_STEP = 8 << 20
+
+
+class _Held(NamedTuple):
+    """A file read whole into memory (:meth:`LocalFileRecords.hold`)."""
+
+    data: mmap.mmap | bytes  # slicing it gives ``bytes``
+    array: U8  # a read-only view of ``data``
+    #: Whether each record's data matched its CRC when read (``None``: not checked).
+    ok: npt.NDArray[np.bool_] | None
+    all_ok: bool  # every record checked and matched
+    #: Buffers that batches are gathered into, reused (a new one per batch would cost
+    #: its page faults every time); one per thread gathering at once.
+    scratch: list[U8]
+
+
+#: Unpackers of chunks of equal-sized records, by (size, count): an epoch's full chunks
+#: all have the same format.
+_UNPACKERS: dict[tuple[int, int], struct.Struct] = {}
+_UNPACKERS_MAX = 16
+#: "000" to "999" as ASCII rows: sizes become decimal text three digits per lookup.
+_DIGITS3 = np.frombuffer(b"".join(b"%03d" % i for i in range(1000)), np.uint8).reshape(1000, 3)
+
+
+def _unpacked(buf: U8, sizes: IntArray) -> list[bytes]:
+    """The consecutive pieces of ``sizes[j]`` bytes of ``buf`` as ``bytes``.
+
+    One ``struct`` unpack (format ``<{size}s`` per piece) makes every object in C,
+    about three times as fast as slicing them one by one in Python.
+    """
+    n = len(sizes)
+    size = int(sizes[0])
+    if bool(np.all(sizes == size)):
+        unpacker = _UNPACKERS.get((size, n))
+        if unpacker is None:
+            unpacker = struct.Struct("<" + f"{size}s" * n)
+            if len(_UNPACKERS) >= _UNPACKERS_MAX:
+                _UNPACKERS.clear()
+            _UNPACKERS[size, n] = unpacker
+    else:
+        # Each size as decimal digits (zero-padded to one width), then "s".
+        groups = (len(str(int(sizes.max()))) + 2) // 3
+        text = np.empty((n, 3 * groups + 1), np.uint8)
+        rest = sizes
+        for g in range(groups - 1, -1, -1):
+            text[:, 3 * g : 3 * g + 3] = _DIGITS3[rest % 1000]
+            rest = rest // 1000
+        text[:, -1] = ord("s")
+        unpacker = struct.Struct("<" + text.tobytes().decode("ascii"))
+    return list(unpacker.unpack_from(buf))  # type: ignore[arg-type]  # numpy arrays are buffers
+
+
+def _anonymous(size: int) -> mmap.mmap:
+    """``size`` bytes of private memory (zeros), in huge pages where the system has them.
+
+    A file held whole is read into such a buffer rather than into ``bytes``: with 2 MiB
+    pages instead of 4 KiB ones, the copy in takes far fewer page faults (measured: 60 MB
+    read in 16 ms against 39 ms) and gathering records scattered over it far fewer TLB
+    misses. Slicing it gives ``bytes``, as slicing ``bytes`` does.
+    """
+    private = getattr(mmap, "MAP_PRIVATE", None)
+    anonymous = getattr(mmap, "MAP_ANONYMOUS", None)
+    if private is None or anonymous is None:
+        memory = mmap.mmap(-1, size)  # (Windows: backed by the paging file)
+    else:
+        memory = mmap.mmap(-1, size, flags=private | anonymous)
+    huge = getattr(mmap, "MADV_HUGEPAGE", None)
+    if huge is not None:
+        with contextlib.suppress(OSError):  # only advice: a kernel may not take it
+            memory.madvise(huge)
+    return memory
 
 
 @runtime_checkable
@@ -129,8 +203,10 @@ class LocalFileRecords:
         self._raw: U8 | None = None  # a view of the map (it pins the map while in use)
         self._base: int | None = None  # the map's address, which gather() takes
         self._lock = threading.Lock()  # loader threads may open the file together
-        # The whole file in memory while a shuffled epoch holds it (see hold()).
-        self._held: bytes | None = None
+        # The whole file in memory while a shuffled epoch holds it (see hold()):
+        # ``_copy``, and its data also as ``_held`` (what read_one slices).
+        self._copy: _Held | None = None
+        self._held: mmap.mmap | bytes | None = None
         self._holders = 0
         # Reads under way through ``_fd`` (acquire/release): a map taking the
         # descriptor's place closes it only when none is (``_retired`` until then), so a
@@ -211,7 +287,7 @@ class LocalFileRecords:
                         os.close(fd)
         return self._base
 
-    def hold(self) -> None:
+    def hold(self, verify: bool = True) -> None:
         """Reads the whole file into memory (sequentially) for the reads that follow,
         until as many :meth:`release` calls; a file already held is not read again.
 
@@ -220,41 +296,125 @@ class LocalFileRecords:
         reading the file in one pass and slicing it costs what a sequential epoch does.
         The copy is a snapshot of the file as indexed (a short read raises
         :class:`StaleIndexError`): a file changed afterwards is not seen until release.
+
+        With ``verify`` the data CRC of every record is computed as the file is read,
+        piece by piece, in one compiled pass where the kernels are loaded; reads from
+        the copy then deliver records found intact without computing it again, and
+        check the others themselves (raising for a damaged one exactly as without
+        the copy). Nothing is raised here for damage: only reads of a damaged record do.
         """
         with self._lock:
             self._holders += 1
-            if self._held is not None:
+            if self._copy is not None:
                 return
         try:
-            data = self._read_all()
+            copy = self._read_all(verify)
         except BaseException:
             with self._lock:
                 self._holders -= 1
             raise
         with self._lock:
-            if self._holders > 0 and self._held is None:
-                self._held = data
+            if self._holders > 0 and self._copy is None:
+                self._copy = copy
+                self._held = copy.data
 
     def release(self) -> None:
         """Ends one :meth:`hold`; the copy is dropped with the last."""
         with self._lock:
             self._holders = max(0, self._holders - 1)
             if self._holders == 0:
+                self._copy = None
                 self._held = None
 
-    def _read_all(self) -> bytes:
+    def _read_all(self, verify: bool) -> _Held:
+        """The whole file, read :data:`_HOLD_STEP` bytes at a time into huge pages, with
+        each record's CRC checked (``verify``) as soon as its piece is in.
+
+        Two threads share the pieces (this one and a helper, where the machine has more
+        than one core): the copy and the check both run without the GIL, so the hold
+        that stands before an epoch's first batch takes about half as long.
+        """
         size = self.index.data_size
+        count = len(self.index)
+        ok = np.zeros(count, np.bool_) if verify else None
+        if size == 0:
+            return _Held(b"", np.zeros(0, np.uint8), ok, verify, [])
+        data = _anonymous(size)
+        buf = np.frombuffer(data, np.uint8)
+        pieces = list(range(0, size, _HOLD_STEP))
+        footer_end = self._end + _F
+        # Records in file order (as indexes are): each piece checks the records that lie
+        # wholly inside it, while they are still in the cache; the few that straddle
+        # two pieces are checked at the end.
+        ordered = bool(np.all(footer_end[:-1] <= self._start[1:]))
+        first = np.searchsorted(self._start - _H, pieces, "left")
+        stop = np.searchsorted(footer_end, [*pieces[1:], size], "right")
         where = np.zeros(1, np.int64)
+        taken = [0]  # the next piece to read
+        lock = threading.Lock()
+        failed: dict[int, BaseException] = {}
+
+        def work() -> None:
+            while True:
+                with lock:
+                    k = taken[0]
+                    taken[0] += 1
+                if k >= len(pieces):
+                    return
+                at = pieces[k]
+                want = min(_HOLD_STEP, size - at)
+                try:
+                    got = os.preadv(fd, [buf[at : at + want]], at)  # type: ignore[list-item]  # (a buffer)
+                    if got != want:
+                        raise _short(self.index, where, got, want, at)
+                    if ok is not None and ordered:
+                        self._check_held(buf, ok, int(first[k]), int(stop[k]))
+                except BaseException as exc:  # noqa: BLE001 - raised where the threads join
+                    with lock:
+                        failed[k] = exc
+                        taken[0] = len(pieces)  # no more pieces for anyone
+                    return
+
         fd = self.acquire(where)  # (kept open for this long read if a map retires it)
+        helper = None
         try:
-            step = 1 << 30  # one pread returns at most ~2 GiB on Linux
-            if size <= step:
-                return self._pread(fd, size, 0, where)
-            return b"".join(
-                self._pread(fd, min(step, size - at), at, where) for at in range(0, size, step)
-            )
+            if len(pieces) > 1 and (os.cpu_count() or 1) > 1:
+                helper = threading.Thread(target=work, name="tfe-hold", daemon=True)
+                helper.start()
+            work()
         finally:
+            if helper is not None:
+                with lock:
+                    taken[0] = len(pieces)
+                helper.join()
             self.unacquire()
+        if failed:
+            raise failed[min(failed)]  # the first piece that failed, whichever thread
+        if ok is not None:
+            if not ordered:
+                self._check_held(buf, ok, 0, count)
+            else:
+                # Straddling records: after piece k's last, before piece k + 1's first.
+                for a, b in zip(stop[:-1].tolist(), first[1:].tolist(), strict=True):
+                    self._check_held(buf, ok, a, b)
+        buf.flags.writeable = False
+        return _Held(data, buf, ok, ok is not None and bool(ok.all()), [])
+
+    def _check_held(self, buf: U8, ok: npt.NDArray[np.bool_], first: int, stop: int) -> None:
+        """Sets ``ok[first:stop]``: whether those records' data match their CRCs in ``buf``."""
+        if stop <= first:
+            return
+        starts = self._start[first:stop]
+        ends = self._end[first:stop]
+        inside = ends + _F <= buf.shape[0]  # (an index that does not fit: never ok)
+        if not bool(inside.all()):
+            starts, ends = starts[inside], ends[inside]
+        stored = buf[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+        good = crc_spans(buf, starts, ends) == stored
+        if len(good) == stop - first:
+            ok[first:stop] = good
+        else:
+            ok[first:stop][inside] = good
 
     def _pread(self, fd: int, want: int, at: int, local: IntArray) -> bytes:
         """Exactly ``want`` bytes at ``at``; a short read is the file cut under us."""
@@ -430,16 +590,16 @@ class LocalFileRecords:
         """Returns the records ``local`` (indices within this file), CRC-checked."""
         if len(local) == 0:
             return []
+        copy = self._copy
+        if copy is not None:
+            return self._read_held(copy, local, verify)
         # (Once the file is mapped for gathers, its one descriptor is the map's.)
         big = int(self.index.lengths[local].mean()) >= _BIG_RECORD
-        if len(local) > 1 and big and self._raw is None and self._held is None:
+        if len(local) > 1 and big and self._raw is None:
             return self._read_big(local, verify)
         starts = self._start[local]
         ends = self._end[local]
-        held = self._held
-        if held is not None:
-            buf = held  # a shuffled epoch's copy of the file: records are slices of it
-        elif self._raw is None and bool(np.all(starts[1:] == ends[:-1] + (_F + _H))):
+        if self._raw is None and bool(np.all(starts[1:] == ends[:-1] + (_F + _H))):
             # Back to back (a sequential chunk, or one record), file not mapped: one
             # read straight into bytes.
             a = int(starts[0])
@@ -478,6 +638,40 @@ class LocalFileRecords:
                 )
         return records
 
+    def _read_held(self, copy: _Held, local: IntArray, verify: bool) -> list[bytes]:
+        """The records ``local`` sliced from a shuffled epoch's copy of the file.
+
+        Records whose CRC the hold found intact are delivered as they are; a batch with
+        any other (damaged, or not checked) has every record checked here, raising for
+        the first damaged one in batch order, as a read without the copy does.
+        """
+        starts = self._start[local]
+        ends = self._end[local]
+        sizes = ends - starts
+        # Small records: gathered into one buffer by a compiled pass (the cache misses
+        # of scattered records overlap there), then made into objects by one unpack.
+        total = int(sizes.sum())
+        gathered = None
+        if total < _BIG_RECORD * len(local):
+            try:
+                scratch = copy.scratch.pop()  # (atomic: threads never share one)
+            except IndexError:
+                scratch = np.empty(0, np.uint8)
+            if scratch.shape[0] < total:
+                scratch = np.empty(total, np.uint8)
+            gathered = kernels.gather_spans(copy.array, starts, ends, scratch)
+            if gathered is not None:
+                records = _unpacked(gathered, sizes)
+            copy.scratch.append(scratch)
+        if gathered is None:
+            records = list(map(copy.data.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+        if verify and not (copy.all_ok or (copy.ok is not None and bool(copy.ok[local].all()))):
+            stored = copy.array[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+            verify_batch(
+                records, stored, path=self.path, local=local, offsets=self.index.offsets[local]
+            )
+        return records
+
     def _read_big(self, local: IntArray, verify: bool) -> list[bytes]:
         # Large records: each read straight into its own bytes (one copy, where slicing
         # a joined buffer would make two); the footers take a small read each.
@@ -511,9 +705,11 @@ class LocalFileRecords:
         """
         if len(local) == 0:
             return np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        held = self._held
-        if held is not None:  # read-only, and immutable: the caller may keep it
-            raw, starts, ends = np.frombuffer(held, np.uint8), self._start[local], self._end[local]
+        copy = self._copy
+        if copy is not None:  # read-only, and immutable: the caller may keep it
+            raw, starts, ends = copy.array, self._start[local], self._end[local]
+            if copy.all_ok or (copy.ok is not None and bool(copy.ok[local].all())):
+                verify = False  # checked as the file was read
         else:
             raw, starts, ends = self._framed_array(local)
         if verify:
@@ -523,6 +719,7 @@ class LocalFileRecords:
         return raw, starts, ends
 
     def close(self) -> None:
+        self._copy = None
         self._held = None
         self._holders = 0
         self._base = None
@@ -565,36 +762,53 @@ class LocalFilesGather:
 
     def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records at dataset-wide indices ``idx`` (files ``file_of``)."""
-        framed = self._held_slices(idx, file_of)
-        if framed is None:
-            framed = self._gathered(idx, file_of)
+        held = self._held_records(idx, file_of, verify)
+        if held is not None:
+            return held
+        framed = self._gathered(idx, file_of)
         if framed is None:
             framed = self._preads(idx, file_of)
         records = [c[:-_F] for c in framed]
         if verify and records:
             stored = np.frombuffer(b"".join([c[-_F:] for c in framed]), dtype="<u4")
-            crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
-            bad = np.flatnonzero(framing.mask_crc_array(crcs) != stored)
-            if len(bad):
-                j = int(bad[0])
-                f = int(file_of[j])
-                # The file's own reader raises the error naming file, record, offset.
-                self._readers[f].read(idx[j : j + 1] - self._first[f], verify=True)
+            self._check(records, stored, idx, file_of)
         return records
 
-    def _held_slices(self, idx: IntArray, file_of: IntArray) -> list[bytes] | None:
-        """Each record's data and footer sliced from its file's held copy, when every
-        file of the batch is held (a shuffled epoch; see LocalFileRecords.hold)."""
-        held = [self._readers[f]._held for f in range(len(self._readers))]
+    def _check(
+        self, records: list[bytes], stored: npt.NDArray[np.uint32], idx: IntArray, file_of: IntArray
+    ) -> None:
+        """Raises for the first record whose CRC does not match ``stored``."""
+        crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
+        bad = np.flatnonzero(framing.mask_crc_array(crcs) != stored)
+        if len(bad):
+            j = int(bad[0])
+            f = int(file_of[j])
+            # The file's own reader raises the error naming file, record, offset.
+            self._readers[f].read(idx[j : j + 1] - self._first[f], verify=True)
+
+    def _held_records(self, idx: IntArray, file_of: IntArray, verify: bool) -> list[bytes] | None:
+        """Each record sliced from its file's held copy, when every file of the batch
+        is held (a shuffled epoch; see LocalFileRecords.hold), else ``None``.
+
+        When a file of the batch holds a record the hold did not find intact, every
+        record of the batch is checked here (raising for the first damaged one).
+        """
+        copies = [r._copy for r in self._readers]
         files = file_of.tolist()
-        if any(held[f] is None for f in set(files)):
+        used = [copies[f] for f in set(files)]
+        if any(c is None for c in used):
             return None
+        data = [c.data if c is not None else b"" for c in copies]
         starts = self._start[idx].tolist()
         ends = self._end[idx].tolist()
-        return [
-            held[f][a : b + _F]  # (checked above)
-            for f, a, b in zip(files, starts, ends, strict=True)
-        ]
+        records = [data[f][a:b] for f, a, b in zip(files, starts, ends, strict=True)]
+        if verify and not all(c is not None and c.all_ok for c in used):
+            stored = np.frombuffer(
+                b"".join([data[f][b : b + _F] for f, b in zip(files, ends, strict=True)]),
+                dtype="<u4",
+            )
+            self._check(records, stored, idx, file_of)
+        return records
 
     def _gathered(self, idx: IntArray, file_of: IntArray) -> list[bytes] | None:
         """Each record's data and footer, copied out of the files' maps in one call."""

@@ -5,9 +5,10 @@ a spec may select any number of them. The template decoder (:mod:`.template`) ne
 records that share a layout, which varints of varying widths break, and the lockstep
 walk (:mod:`.lockstep`) pays numpy calls per feature; both cost far more than the bytes.
 Here one compiled loop (:func:`tfrecord_engine.kernels.dense_examples`) walks each
-record's feature map once: it looks every key up in an open-addressing table of the
-selected keys (hashed from the key's length and first and last 8 bytes, then compared
-byte for byte), skips unselected entries by their length without decoding them, and
+record's feature map once: it hashes every key from its length and first and last 8
+bytes, drops most unselected ones by a 4,096-entry table of the selected keys' marks,
+looks the rest up in an open-addressing table of the selected keys (then compared as
+words), skips unselected entries by their length without decoding them, and
 decodes the selected ones' packed values straight into their output rows; a missing
 feature takes its default. One buffer per dtype holds every feature's output, each a
 contiguous ``[n, *shape]`` view.
@@ -23,11 +24,10 @@ numpy paths.
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,8 @@ from .wire import KIND_FLOAT, KIND_INT64, Duplicates, example_feature_map
 __all__ = ["DensePlan", "NeedsExact", "eligible"]
 
 I64 = npt.NDArray[np.int64]
+#: A chunk of a batch: ``(buf, starts, ends, first)``, records ``first``.. at ``buf[starts:ends]``.
+Chunk = tuple[npt.NDArray[np.uint8], I64, I64, int]
 #: Bytes of records joined and walked at a time by :meth:`DensePlan.decode_records`.
 CHUNK_BYTES = 1 << 20
 #: Threads that decode the chunks of one big batch at once (at most the usable cores).
@@ -131,6 +133,7 @@ class DensePlan:
             np.array([s.count for s in slots], np.int64),
             np.array([s.col for s in slots], np.int64),
             marks,
+            np.array([w for key in keys for w in _key_words(key)], np.uint64),
         )
 
     @classmethod
@@ -170,37 +173,39 @@ class DensePlan:
             return mv[int(starts[i]) : int(ends[i])].tobytes()
 
         bounds = _chunk_bounds(ends - starts)
-        chunks = [(buf, starts[a:b], ends[a:b], a) for a, b in itertools.pairwise(bounds)]
-        return self._run(int(starts.shape[0]), chunks, record, parallel=len(chunks) > 1)
+
+        def chunk(k: int) -> Chunk:
+            a, b = bounds[k], bounds[k + 1]
+            return buf, starts[a:b], ends[a:b], a
+
+        return self._run(int(starts.shape[0]), len(bounds) - 1, chunk, record)
 
     def decode_records(
         self, records: Sequence[bytes]
     ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
         """:meth:`decode_counted` of a list of serialized Examples.
 
-        They are joined into buffers of about :data:`CHUNK_BYTES`, one at a time, so each
-        is walked while still in the CPU's cache (a wide record may be tens of KB).
+        They are joined into buffers of about :data:`CHUNK_BYTES`, one at a time, each
+        by the thread that walks it right after, so each is walked while still in that
+        core's cache (a wide record may be tens of KB; a batch joined ahead of its walk
+        would be read back from memory).
         """
         n = len(records)
         lengths = np.fromiter(map(len, records), np.int64, n)
         bounds = _chunk_bounds(lengths)
 
-        def chunks() -> Iterator[tuple[npt.NDArray[np.uint8], I64, I64, int]]:
-            for a, b in itertools.pairwise(bounds):
-                ends = np.cumsum(lengths[a:b])
-                yield np.frombuffer(b"".join(records[a:b]), np.uint8), ends - lengths[a:b], ends, a
+        def chunk(k: int) -> Chunk:
+            a, b = bounds[k], bounds[k + 1]
+            ends = np.cumsum(lengths[a:b])
+            return np.frombuffer(b"".join(records[a:b]), np.uint8), ends - lengths[a:b], ends, a
 
-        return self._run(n, chunks(), records.__getitem__, parallel=len(bounds) > 2)
+        return self._run(n, len(bounds) - 1, chunk, records.__getitem__)
 
     def _run(
-        self,
-        n: int,
-        chunks: Iterable[tuple[npt.NDArray[np.uint8], I64, I64, int]],
-        record: Callable[[int], bytes],
-        *,
-        parallel: bool,
+        self, n: int, count: int, chunk: Callable[[int], Chunk], record: Callable[[int], bytes]
     ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
-        """Runs the kernel over ``chunks`` (on the thread pool when ``parallel``)."""
+        """Runs the kernel over chunks ``chunk(0)``.. ``chunk(count - 1)`` of ``n`` records
+        (on the thread pool when there are several: each made by the thread walking it)."""
         n_int = n * self._cols[KIND_INT64]
         n_float = n * self._cols[KIND_FLOAT]
         ints = np.empty(n_int + self._int_defaults.shape[0], np.int64)
@@ -216,8 +221,8 @@ class DensePlan:
         )
         fallback = np.zeros(n, np.bool_)
 
-        def walk(chunk: tuple[npt.NDArray[np.uint8], I64, I64, int]) -> bool:
-            buf, starts, ends, first = chunk
+        def walk(k: int) -> bool:
+            buf, starts, ends, first = chunk(k)
             done = kernels.dense_examples(
                 buf,
                 starts,
@@ -238,8 +243,8 @@ class DensePlan:
 
         # The kernel releases the GIL, and chunks write disjoint rows: big batches use
         # every core, as TensorFlow's parse_example does.
-        pool = _pool() if parallel else None
-        if not all(map(walk, chunks) if pool is None else pool.map(walk, chunks)):
+        pool = _pool() if count > 1 else None
+        if not all(map(walk, range(count)) if pool is None else pool.map(walk, range(count))):
             return None
         fvalues = floats.view(np.float32)
         out: dict[str, npt.NDArray[Any]] = {}
@@ -316,6 +321,14 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor | None:
                 )
             )
         return _POOL[0]
+
+
+def _key_words(key: bytes) -> tuple[int, int]:
+    """The kernel's two words of a key: its first (up to) 8 bytes and, if it is longer
+    than 8, its last 8, little-endian (bytes past the key read as 0)."""
+    return int.from_bytes(key[:8], "little"), int.from_bytes(key[-8:], "little") if len(
+        key
+    ) > 8 else 0
 
 
 def _kind(spec: FeatureSpec) -> int:

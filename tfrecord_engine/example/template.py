@@ -421,7 +421,7 @@ def template_values(
                 continue
             # A void view turns each row into one bytes object in C (an "S" view
             # would strip trailing NUL bytes).
-            out[:, j] = read_rows(buf, base + off, size).view(f"V{size}").reshape(-1).tolist()
+            out[:, j] = _row_view(buf, base + off, size).view(f"V{size}").reshape(-1).tolist()
         return out
     raw = read_rows(buf, base + layout.offset, layout.size)
     if layout.kind == KIND_FLOAT:
@@ -437,6 +437,32 @@ def template_values(
         lockstep.read_words(buf, at), widths
     ).view(np.int64)
     return values
+
+
+def _row_view(buf: U8, at: I64, size: int) -> U8:
+    """``read_rows(buf, at, size)``, as a view of ``buf`` where it can be one.
+
+    Records of one size read back to back sit at equal steps, so their values do too:
+    then the rows are a strided view (no copy; for a caller that copies them once more
+    itself, e.g. into bytes objects). Otherwise (or for rows not all inside ``buf``) the
+    copy of :func:`read_rows`.
+    """
+    n = int(at.shape[0])
+    if n < 2 or size <= 0:
+        return read_rows(buf, at, size)
+    first, step = int(at[0]), int(at[1]) - int(at[0])
+    last = first + step * (n - 1)
+    if step <= 0 or first < 0 or last + size > buf.shape[0] or int(at[-1]) != last:
+        return read_rows(buf, at, size)
+    if not bool((np.diff(at) == step).all()):
+        return read_rows(buf, at, size)
+    rows: U8 = np.lib.stride_tricks.as_strided(
+        buf[first:],
+        shape=(n, size),
+        strides=(step * buf.strides[0], buf.strides[0]),
+        writeable=False,
+    )
+    return rows
 
 
 def template_rows(

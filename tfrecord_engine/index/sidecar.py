@@ -621,16 +621,24 @@ class Index:
             return cls._load_from(data_path, os.fspath(index_path), policy, on_damage_report, None)
         identity = cache_identity(data_path)
         entry = cache_index_path(data_path, identity)
+
         # An entry saved for another state of the file (touched, appended, replaced) is
         # still tried: validation then tells a stale one (raised as such) from one whose
         # content did not change.
-        others = [e for e in cache_entries(data_path) if e != entry]
-        sources = [*index_candidates(data_path), entry, *others]
+        # They are listed only when the usual places fail: listing the cache folder costs
+        # as much as the whole load once it holds many entries.
+        def candidates() -> Iterator[str]:
+            yield from index_candidates(data_path)
+            yield entry
+            yield from (e for e in cache_entries(data_path) if e != entry)
+
+        sources: list[str] = []
         first: IndexFormatError | None = None
-        for source in sources:
+        for source in candidates():
+            sources.append(source)
             try:
                 return cls._load_from(data_path, source, policy, on_damage_report, identity)
-            except FileNotFoundError:  # noqa: PERF203 - at most three places
+            except FileNotFoundError:
                 continue
             except IndexFormatError as exc:
                 # A stale or unsuitable index at one place does not hide a good one at

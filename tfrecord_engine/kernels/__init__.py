@@ -45,6 +45,7 @@ __all__ = [
     "enabled",
     "fill_frames",
     "frame_records",
+    "gather_spans",
     "key_hashes",
     "match_lengths",
     "match_words",
@@ -195,6 +196,34 @@ def _has_crc_instruction() -> bool:
     return "+sse4.2" in llvm.get_host_cpu_features().flatten().split(",")
 
 
+def _has_clmul_instruction() -> bool:
+    import llvmlite.binding as llvm  # noqa: PLC0415 - only where numba is installed
+
+    return "+pclmul" in llvm.get_host_cpu_features().flatten().split(",")
+
+
+def _crc_kernel(compiled: Any, errors: tuple[type[Exception], ...]) -> Any:
+    """The CRC kernel of a CPU with the CRC32C instruction: spans of 64 bytes or more by
+    carry-less folding where the CPU has PCLMULQDQ and the folded kernel gives the
+    plain kernel's answers on a probe (every span length 0-300 of random bytes, at
+    every alignment), else the CRC instruction alone.
+    """
+    if not _has_clmul_instruction():
+        return compiled.crc_spans
+    rng = np.random.default_rng(20_240_229)
+    probe = rng.integers(0, 256, 320, dtype=np.uint8)
+    starts = np.arange(301, dtype=np.int64) % 16
+    ends = starts + np.arange(301, dtype=np.int64)
+    base, words = _aligned_words(probe)
+    folded, plain = np.zeros(301, np.uint32), np.ones(301, np.uint32)
+    try:
+        compiled.crc_spans_folded(probe, words, base, starts, ends, folded)
+        compiled.crc_spans(probe, words, base, starts, ends, plain)
+    except errors:
+        return compiled.crc_spans
+    return compiled.crc_spans_folded if np.array_equal(folded, plain) else compiled.crc_spans
+
+
 def _compile() -> dict[str, Any] | None:
     try:
         from . import _numba as compiled  # noqa: PLC0415 - numba on first use only
@@ -203,16 +232,16 @@ def _compile() -> dict[str, Any] | None:
         # an address-space limit): the numpy paths serve, only slower.
         return None
     kernels = {
-        "crc": compiled.crc_spans if _has_crc_instruction() else None,
+        "crc": _crc_kernel(compiled, compiled.CompileErrors) if _has_crc_instruction() else None,
         "fill": compiled.fill_frames if _has_crc_instruction() else None,
         "varints": compiled.varint_runs,
-        "match": compiled.match_words,
+        "match": compiled.match_words_loaded,
         "lengths": compiled.match_lengths,
         "walk": compiled.walk_records,
         "frame": compiled.frame_records,
         "dense": compiled.dense_examples,
         "hash": compiled.key_hash,
-        "filter": compiled.key_filter,
+        "gather": compiled.gather_spans,
     }
     return kernels if _self_test(kernels, compiled.CompileErrors) else None
 
@@ -254,6 +283,8 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
         # Two records of 0 and 1 bytes, then a length that does not fit.
         framed = np.frombuffer(bytes(16) + b"\x01" + bytes(15) + b"\xff" * 20, np.uint8)
         walk = kernels["walk"](framed, 0, framed.shape[0], 4, 1 << 20, walked)
+        gathered = np.zeros(5, np.uint8)
+        kernels["gather"](probe, np.array([9, 1]), np.array([12, 3]), gathered)
         framed_out = np.zeros(17, np.uint8)
         kernels["frame"](
             probe,
@@ -275,7 +306,7 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
         dense_out[2] = 7
         h = kernels["hash"](np.frombuffer(b"x", np.uint8), 0, 1)
         marks = np.zeros(4096, np.uint8)
-        marks[kernels["filter"](np.frombuffer(b"x", np.uint8), 0, 1)] = 1
+        marks[int(h >> np.uint64(52))] = 1
         table_hash = np.zeros(2, np.uint64)
         table = np.full(2, -1, np.int64)
         table[int(h % np.uint64(2))] = 0
@@ -293,6 +324,7 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
                 np.array([1]),
                 np.array([0]),
                 marks,
+                np.array([ord("x"), 0], np.uint64),
             ),
             table_hash,
             np.frombuffer(b"x", np.uint8),
@@ -306,6 +338,8 @@ def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> 
     if kernels["fill"] is not None and filled.tobytes().hex() != (
         "0500000000000000eab2043e68656c6c6fbb1f1c19"  # framing.frame(b"hello")
     ):
+        return False
+    if gathered.tobytes() != b"\xac\x02\x0123":
         return False
     if dense_out.tolist() != [5, 7, 7] or dense_fallback.tolist() != [False, False]:
         return False
@@ -370,6 +404,34 @@ def crc32c_spans(buf: U8, starts: I64, ends: I64) -> npt.NDArray[np.uint32] | No
         np.ascontiguousarray(ends, np.int64),
         out,
     )
+    return out
+
+
+def gather_spans(buf: U8, starts: I64, ends: I64, out: U8 | None = None) -> U8 | None:
+    """``buf[starts[j]:ends[j]]`` for every j, back to back in one array, or None.
+
+    One compiled pass without the GIL (records scattered over a shuffled epoch's copy
+    of a file: the cache misses overlap). The spans go to the start of ``out`` when
+    given (at least their total size; a reused buffer saves the page faults of a new
+    one), else to a new array; the filled part is returned. None when the kernels are
+    disabled or not loaded yet, or a span is not inside ``buf``: the caller slices.
+    """
+    kernels = _kernels()
+    if kernels is None or starts.shape[0] == 0:
+        return None
+    kernel: Callable[..., None] = kernels["gather"]
+    buf = np.ascontiguousarray(buf).reshape(-1)
+    if not _in_bounds(buf, starts, ends):
+        return None
+    size = int(ends.sum() - starts.sum())
+    if out is None:
+        out = np.empty(size, np.uint8)
+    elif out.dtype != np.uint8 or out.ndim != 1 or not out.flags.c_contiguous:
+        raise ValueError("gather_spans: out must be a contiguous 1-D uint8 array")
+    elif out.shape[0] < size:
+        raise ValueError(f"gather_spans: out holds {out.shape[0]} bytes, the spans {size}")
+    out = out[:size]
+    kernel(buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64), out)
     return out
 
 
@@ -565,7 +627,7 @@ def dense_examples(
     *,
     first: int,
     total: int,
-    plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64, U8],
+    plan: tuple[I64, I64, npt.NDArray[np.int8], I64, I64, U8, npt.NDArray[np.uint64]],
     table_hash: npt.NDArray[np.uint64],
     keys: U8,
     defaults: I64,
@@ -606,16 +668,13 @@ def dense_examples(
 
 
 def key_hashes(keys: list[bytes]) -> tuple[npt.NDArray[np.uint64], I64] | None:
-    """The hash and the filter mark :func:`dense_examples` computes of each key, or None
-    when the kernels are disabled.
+    """The hash and the filter mark (the hash's top 12 bits) :func:`dense_examples`
+    computes of each key, or None when the kernels are disabled.
     """
     kernels = _kernels()
     if kernels is None:
         return None
     hashes = np.empty(len(keys), np.uint64)
-    marks = np.empty(len(keys), np.int64)
     for j, key in enumerate(keys):
-        raw = np.frombuffer(key, np.uint8)
-        hashes[j] = kernels["hash"](raw, 0, len(key))
-        marks[j] = kernels["filter"](raw, 0, len(key))
-    return hashes, marks
+        hashes[j] = kernels["hash"](np.frombuffer(key, np.uint8), 0, len(key))
+    return hashes, (hashes >> np.uint64(52)).astype(np.int64)

@@ -31,10 +31,13 @@ except ImportError as exc:
 __all__ = [
     "CompileErrors",
     "crc_spans",
+    "crc_spans_folded",
     "fill_frames",
     "frame_records",
+    "gather_spans",
     "match_lengths",
     "match_words",
+    "match_words_loaded",
     "varint_runs",
     "walk_records",
 ]
@@ -103,6 +106,131 @@ def crc_spans(buf, words, base, starts, ends, out):  # noqa: PLR0917
         out[j] = _crc_span(buf, words, base, starts[j], ends[j])
 
 
+def _fold_constant(n: int) -> np.uint64:
+    """x^n mod the CRC32C polynomial, bit-reflected (the carry-less fold constants)."""
+    r = 1
+    for _ in range(n):
+        r <<= 1
+        if r >> 32:
+            r ^= 0x11EDC6F41
+    return np.uint64(int(f"{r:032b}"[::-1], 2))
+
+
+# Folding 128 bits forward by D bits: the low (earlier) 64 bits times x^(D+31), the high
+# 64 bits times x^(D-33) (bit-reflected constants; the product lands 128-bit aligned).
+_FOLD_512 = (_fold_constant(512 + 31), _fold_constant(512 - 33))
+_FOLD_128 = (_fold_constant(128 + 31), _fold_constant(128 - 33))
+
+
+@intrinsic
+def _fold_lanes(typingctx: Any, buf: Any, s: Any, e: Any) -> Any:
+    """Carry-less folding (PCLMULQDQ) of ``buf[s:e]`` (at least 64 bytes; the caller
+    checks bounds) down to one 128-bit lane: ``(low 64 bits, high 64 bits, p)``, where
+    the lane stands for ``buf[s:p]`` (CRC32C's initial state folded in) and fewer than
+    16 bytes are left after ``p``. Four lanes advance 64 bytes a step, in vector
+    registers throughout, then fold into one.
+    """
+    i64 = ir.IntType(64)
+    u64x2 = ir.VectorType(i64, 2)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        data = context.make_array(signature.args[0])(context, builder, args[0])
+        start, end = args[1], args[2]
+        pclmul = builder.module.declare_intrinsic(
+            "llvm.x86.pclmulqdq", fnty=ir.FunctionType(u64x2, [u64x2, u64x2, ir.IntType(8)])
+        )
+
+        def const(lo: int, hi: int) -> Any:
+            return ir.Constant(u64x2, [ir.Constant(i64, lo), ir.Constant(i64, hi)])
+
+        def load(at: Any, offset: int) -> Any:
+            ptr = builder.gep(data.data, [builder.add(at, ir.Constant(i64, offset))])
+            return builder.load(builder.bitcast(ptr, u64x2.as_pointer()), align=1)
+
+        def fold(x: Any, k: Any, d: Any) -> Any:
+            low = builder.call(pclmul, [x, k, ir.Constant(ir.IntType(8), 0x00)])
+            high = builder.call(pclmul, [x, k, ir.Constant(ir.IntType(8), 0x11)])
+            return builder.xor(builder.xor(low, high), d)
+
+        k512 = const(*(int(k) for k in _FOLD_512))
+        k128 = const(*(int(k) for k in _FOLD_128))
+        lanes = []
+        for i in range(4):
+            v = load(start, 16 * i)
+            if i == 0:
+                v = builder.xor(v, const(0xFFFFFFFF, 0))
+            lanes.append(cgutils.alloca_once_value(builder, v))
+        pos = cgutils.alloca_once_value(builder, builder.add(start, ir.Constant(i64, 64)))
+
+        def loop(step: int, body: Any) -> None:
+            cond = builder.append_basic_block(f"fold{step}.cond")
+            work = builder.append_basic_block(f"fold{step}.body")
+            done = builder.append_basic_block(f"fold{step}.end")
+            builder.branch(cond)
+            builder.position_at_end(cond)
+            left = builder.sub(end, builder.load(pos))
+            builder.cbranch(builder.icmp_signed(">=", left, ir.Constant(i64, step)), work, done)
+            builder.position_at_end(work)
+            at = builder.load(pos)
+            body(at)
+            builder.store(builder.add(at, ir.Constant(i64, step)), pos)
+            builder.branch(cond)
+            builder.position_at_end(done)
+
+        def step64(at: Any) -> None:
+            for i, lane in enumerate(lanes):
+                builder.store(fold(builder.load(lane), k512, load(at, 16 * i)), lane)
+
+        loop(64, step64)
+        x = builder.load(lanes[0])
+        for lane in lanes[1:]:
+            x = fold(x, k128, builder.load(lane))
+        one = cgutils.alloca_once_value(builder, x)
+
+        def step16(at: Any) -> None:
+            builder.store(fold(builder.load(one), k128, load(at, 0)), one)
+
+        loop(16, step16)
+        x = builder.load(one)
+        parts = [builder.extract_element(x, ir.Constant(ir.IntType(32), i)) for i in (0, 1)]
+        return context.make_tuple(builder, signature.return_type, [*parts, builder.load(pos)])
+
+    return types.Tuple((types.uint64, types.uint64, types.int64))(
+        buf, types.int64, types.int64
+    ), codegen
+
+
+@njit(nogil=True, cache=True)
+def _crc_span_folded(buf, s, e):
+    """CRC32C of ``buf[s:e]`` (at least 64 bytes) by carry-less folding
+    (:func:`_fold_lanes`); the folded lane's 16 bytes then go through the CRC
+    instruction from state 0, with the tail. Where the CRC instruction can start only
+    one every few cycles (AMD), several times its bytes per second.
+    """
+    x0, x1, p = _fold_lanes(buf, s, e)
+    w = _crc64(_crc64(np.uint64(0), x0), x1)
+    while e - p >= 8:
+        w = _crc64(w, _load8(buf, p))
+        p += 8
+    c = np.uint32(w)
+    while p < e:
+        c = _crc8(c, buf[p])
+        p += 1
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
+@njit(nogil=True, cache=True)
+def crc_spans_folded(buf, words, base, starts, ends, out):  # noqa: PLR0917
+    """:func:`crc_spans`, spans of 64 bytes or more by carry-less folding (PCLMULQDQ)."""
+    for j in range(starts.shape[0]):
+        s = starts[j]
+        e = ends[j]
+        if e - s >= 64:
+            out[j] = _crc_span_folded(buf, s, e)
+        else:
+            out[j] = _crc_span(buf, words, base, s, e)
+
+
 @njit(nogil=True, cache=True)
 def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
     """Decodes the runs ``buf[p_start[r]:p_end[r]]``; returns how many values it wrote.
@@ -159,6 +287,30 @@ def match_words(buf, base, at, word, mask, ok):  # noqa: PLR0917
             for b in range(8):
                 if p + b < n:
                     w |= np.uint64(buf[p + b]) << np.uint64(8 * b)
+            if (w ^ word[k]) & mask[k] != 0:
+                good = False
+                break
+        ok[j] = good
+
+
+@njit(nogil=True, cache=True)
+def match_words_loaded(buf, base, at, word, mask, ok):  # noqa: PLR0917
+    """:func:`match_words`, each word in one unaligned 8-byte load (byte by byte only
+    within 8 bytes of the buffer's end): the check of every record's structural words
+    in template matching.
+    """
+    n = buf.shape[0]
+    for j in range(base.shape[0]):
+        good = True
+        for k in range(at.shape[0]):
+            p = base[j] + at[k]
+            if p + 8 <= n:
+                w = _load8(buf, p)
+            else:
+                w = np.uint64(0)
+                for b in range(8):
+                    if p + b < n:
+                        w |= np.uint64(buf[p + b]) << np.uint64(8 * b)
             if (w ^ word[k]) & mask[k] != 0:
                 good = False
                 break
@@ -304,17 +456,28 @@ def _load8(typingctx: Any, buf: Any, at: Any) -> Any:
     return types.uint64(buf, types.int64), codegen
 
 
+@intrinsic
+def _ctz(typingctx: Any, x: Any) -> Any:
+    """The trailing zero bits of a uint64 (``llvm.cttz``: one instruction; 64 for 0)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(1)])
+        fn = builder.module.declare_intrinsic("llvm.cttz", [ir.IntType(64)], fnty)
+        return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 0)])
+
+    return types.uint64(types.uint64), codegen
+
+
 _LOW_BYTES = np.array([(1 << (8 * w)) - 1 for w in range(8)] + [2**64 - 1], np.uint64)
 
 
 @njit(nogil=True, cache=True)
-def key_hash(buf, p, n):
-    """A feature key's hash from its length and its first and last 8 bytes (bytes past
-    the key read as 0). ``example.dense`` builds its table with this same function.
+def _key_words(buf, p, n):
+    """The key ``buf[p:p + n]`` as two little-endian words: its first (up to) 8 bytes,
+    bytes past the key read as 0, and, if it is longer than 8, its last 8 (else 0).
     """
-    size = buf.shape[0]
-    if n <= 8 and p + 8 <= size:
-        w1 = _load8(buf, p) & _LOW_BYTES[n]
+    if p + 8 <= buf.shape[0]:
+        w1 = _load8(buf, p) & _LOW_BYTES[min(n, 8)]
     else:
         w1 = np.uint64(0)
         for b in range(min(n, 8)):
@@ -322,21 +485,24 @@ def key_hash(buf, p, n):
     w2 = np.uint64(0)
     if n > 8:
         w2 = _load8(buf, p + n - 8)
+    return w1, w2
+
+
+@njit(nogil=True, cache=True)
+def _mix(w1, w2, n):
+    """A key's hash from its :func:`_key_words` and its length."""
     h = (w1 ^ (w2 * _HASH_MUL2) ^ np.uint64(n)) * _HASH_MUL1
     return h ^ (h >> np.uint64(32))
 
 
 @njit(nogil=True, cache=True)
-def key_filter(buf, p, n):
-    """A 12-bit mark of a key from its length and last two bytes: keys whose mark is not
-    among the selected keys' marks are skipped without hashing (most unselected keys).
+def key_hash(buf, p, n):
+    """A feature key's hash from its length and its first and last 8 bytes (bytes past
+    the key read as 0). ``example.dense`` builds its table with this same function; its
+    top 12 bits are the key's filter mark (see :func:`dense_examples`).
     """
-    v = np.uint32(n) * np.uint32(0x9E3779B1)
-    if n >= 1:
-        v ^= np.uint32(buf[p + n - 1]) * np.uint32(0x85EBCA77)
-    if n >= 2:
-        v ^= np.uint32(buf[p + n - 2]) * np.uint32(0xC2B2AE3D)
-    return np.int64((v ^ (v >> np.uint32(15))) & np.uint32(0xFFF))
+    w1, w2 = _key_words(buf, p, n)
+    return _mix(w1, w2, n)
 
 
 @njit(nogil=True, cache=True)
@@ -378,32 +544,34 @@ def dense_examples(  # noqa: PLR0917
 ):
     """Decodes fixed-size int64 / float32 features of Examples ``buf[starts[r]:ends[r]]``.
 
-    ``plan`` is ``(table, key_at, kinds, counts, cols, marks)``: an open-addressing
-    table of slots by key hash (``table_hash`` holds each entry's hash, -1 marks empty),
-    the selected keys' bytes ``keys[key_at[s]:key_at[s + 1]]``, each slot's kind (2
-    float, 3 int64), values per record and first column, and which
-    :func:`key_filter` marks (4096) selected keys have. Slot ``s`` of record ``r`` goes to
-    ``out[cols[s] * n + r * counts[s]:][:counts[s]]`` of ``ints`` or ``floats`` (the
-    float32 bits as uint32). ``defaults[s]`` is the start of slot s's default in the
-    same array's tail region, or -1 for none (a missing feature is then the record's
-    fallback). ``fallback[r]`` is set for every record this loop did not take whole:
-    anything but one packed list per selected key, a duplicate selected key, a
-    malformed entry, a wrong kind or count, a missing feature with no default.
+    ``plan`` is ``(table, key_at, kinds, counts, cols, marks, key_words)``: an
+    open-addressing table of slots by :func:`key_hash` (``table_hash`` holds each
+    entry's hash, -1 marks empty), the selected keys' bytes ``keys[key_at[s]:key_at[s +
+    1]]``, each slot's kind (2 float, 3 int64), values per record and first column,
+    which hash marks (its top 12 bits, 4096) selected keys have, and each key's two
+    :func:`_key_words` (``key_words[2s]``, ``key_words[2s + 1]``). Slot ``s`` of record
+    ``r`` goes to ``out[cols[s] * n + r * counts[s]:][:counts[s]]`` of ``ints`` or
+    ``floats`` (the float32 bits as uint32). ``defaults[s]`` is the start of slot s's
+    default in the same array's tail region, or -1 for none (a missing feature is then
+    the record's fallback). ``fallback[r]`` is set for every record this loop did not
+    take whole: anything but one packed list per selected key, a duplicate selected
+    key, a malformed entry, a wrong kind or count, a missing feature with no default.
     The records are records ``first``.. of a batch of ``total`` (the ``n`` above), so a
     batch can be decoded in chunks that stay in the CPU's cache.
 
-    One flat loop: numba calls a helper that takes arrays at a cost of tens of
-    nanoseconds, more than an entry's whole walk, so the key lookup is written inline.
+    An unselected entry costs a few nanoseconds: its head (entry tag and length, key
+    tag and length, all one byte) is checked as one word, its key hashed from two word
+    loads, and a key whose mark no selected key has (nearly all) is skipped by the
+    entry's length, its value never decoded.
     """
-    table, key_at, kinds, counts, cols, marks = plan
+    table, key_at, kinds, counts, cols, marks, key_words = plan
     n = total
+    size = buf.shape[0]
     slots = kinds.shape[0]
     mask = table.shape[0] - 1
     seen = np.zeros(slots, np.uint8)
-    guess = np.full(4096, -1, np.int64)  # slot of each entry position, last record
     for j in range(starts.shape[0]):
         seen[:] = 0
-        m = 0  # entry position within the record
         r = first + j
         i = starts[j]
         e = ends[j]
@@ -415,50 +583,68 @@ def dense_examples(  # noqa: PLR0917
                 ok = fe == e
         while ok and i < e:
             ok = False
-            if buf[i] != 0x0A:
-                break
-            ee, i = _length(buf, i + 1, e)
-            if ee < 0 or i >= ee or buf[i] != 0x0A:
-                break
-            ke, kp = _length(buf, i + 1, ee)
-            if ke < 0 or ke >= ee or buf[ke] != 0x12:
-                break
-            ve, i = _length(buf, ke + 1, ee)
-            if ve != ee:
-                break
-            # Records written by one program list their keys in one order: the slot
-            # this entry had in the previous record, if the bytes agree.
+            # The usual entry: 0x0A, its length, 0x0A, the key's length (both under
+            # 128), the key, 0x12 and the value's length, which ends the entry.
+            ee = np.int64(-1)
+            if i + 8 <= size:
+                w = _load8(buf, i)
+                if (w & np.uint64(0x80FF80FF)) == np.uint64(0x000A000A):
+                    ee = i + 2 + np.int64((w >> np.uint64(8)) & np.uint64(0xFF))
+                    kp = i + 4
+                    ke = kp + np.int64((w >> np.uint64(24)) & np.uint64(0xFF))
+                    # (A value length byte of 0x80 or more cannot end at ee: ee <= ke + 127.)
+                    if ke + 2 <= ee <= e and buf[ke] == 0x12 and ke + 2 + buf[ke + 1] == ee:
+                        i = ke + 2
+                    else:
+                        ee = -1
+            if ee < 0:  # any other layout the exact way, or the exact path
+                if buf[i] != 0x0A:
+                    break
+                ee, i = _length(buf, i + 1, e)
+                if ee < 0 or i >= ee or buf[i] != 0x0A:
+                    break
+                ke, kp = _length(buf, i + 1, ee)
+                if ke < 0 or ke >= ee or buf[ke] != 0x12:
+                    break
+                ve, i = _length(buf, ke + 1, ee)
+                if ve != ee:
+                    break
+            # The key's hash, as key_hash computes it (written inline: numba's call of a
+            # helper taking arrays costs more than the rest of the entry).
             kl = ke - kp
-            s = -1
-            g = guess[m] if m < guess.shape[0] else -1
-            if g >= 0 and key_at[g + 1] - key_at[g] == kl:
-                a = key_at[g]
-                q = 0
-                while q < kl and keys[a + q] == buf[kp + q]:
-                    q += 1
-                if q == kl:
-                    s = g
-            if s < 0 and marks[key_filter(buf, kp, kl)] != 0:
-                # The key's slot: the first table entry of equal hash and equal bytes.
-                h = key_hash(buf, kp, kl)
-                idx = np.int64(h & np.uint64(mask))
-                s = table[idx]
-                while s >= 0:
-                    if table_hash[idx] == h and key_at[s + 1] - key_at[s] == kl:
-                        a = key_at[s]
-                        q = 0
-                        while q < kl and keys[a + q] == buf[kp + q]:
-                            q += 1
-                        if q == kl:
-                            break
-                    idx = (idx + 1) & mask
-                    s = table[idx]
-            if s != g and m < guess.shape[0]:
-                guess[m] = s
-            m += 1
+            if kp + 8 <= size:
+                w1 = _load8(buf, kp) & _LOW_BYTES[min(kl, 8)]
+                w2 = _load8(buf, kp + kl - 8) if kl > 8 else np.uint64(0)
+            else:
+                w1, w2 = _key_words(buf, kp, kl)
+            h = (w1 ^ (w2 * _HASH_MUL2) ^ np.uint64(kl)) * _HASH_MUL1
+            h ^= h >> np.uint64(32)
             ok = True
-            if s < 0:
+            if marks[np.int64(h >> np.uint64(52))] == 0:
                 i = ee  # not asked for: skipped by its length, never decoded
+                continue
+            # The key's slot: the table entry of equal hash, length and bytes (the two
+            # words are the whole key up to 16 bytes; the middle of a longer one is
+            # compared byte by byte).
+            idx = np.int64(h & np.uint64(mask))
+            s = table[idx]
+            while s >= 0:
+                a = key_at[s]
+                if (
+                    table_hash[idx] == h
+                    and key_at[s + 1] - a == kl
+                    and key_words[2 * s] == w1
+                    and key_words[2 * s + 1] == w2
+                ):
+                    q = 8
+                    while q < kl - 8 and keys[a + q] == buf[kp + q]:
+                        q += 1
+                    if q >= kl - 8:
+                        break
+                idx = (idx + 1) & mask
+                s = table[idx]
+            if s < 0:
+                i = ee  # not asked for
                 continue
             ok = False
             if seen[s] != 0:
@@ -468,44 +654,82 @@ def dense_examples(  # noqa: PLR0917
                 ok = True
                 continue
             kind = kinds[s]
-            if buf[i] != (0x12 if kind == 2 else 0x1A):
-                break  # another kind (an error) or an unknown tag: the exact path
-            le, i = _length(buf, i + 1, ee)
-            if le != ee:
-                break
+            tag = 0x12 if kind == 2 else 0x1A
             k = counts[s]
             base = cols[s] * n + r * k
-            got = 0
-            if i < ee:
-                if buf[i] != 0x0A:
-                    break  # unpacked values: the exact path
-                pe, i = _length(buf, i + 1, ee)
-                if pe != ee:
+            # The usual value: its kind's tag and length, the packed list's tag and
+            # length (both lengths under 128), checked as one word; then the values.
+            pe = np.int64(-1)
+            if i + 8 <= size:
+                w = _load8(buf, i)
+                if (
+                    (w & np.uint64(0x80FF80FF)) == np.uint64(0x000A0000 | tag)
+                    and i + 2 + np.int64((w >> np.uint64(8)) & np.uint64(0xFF)) == ee
+                    and i + 4 + np.int64(w >> np.uint64(24) & np.uint64(0xFF)) == ee
+                ):
+                    pe = ee
+                    i += 4
+            if pe < 0:  # any other layout
+                if buf[i] != tag:
+                    break  # another kind (an error) or an unknown tag: the exact path
+                le, i = _length(buf, i + 1, ee)
+                if le != ee:
                     break
-                if kind == 3:
-                    while i < ee:
-                        v, i = _varint(buf, i, ee)
+                if i < ee:
+                    if buf[i] != 0x0A:
+                        break  # unpacked values: the exact path
+                    pe, i = _length(buf, i + 1, ee)
+                    if pe != ee:
+                        break
+            got = 0
+            if kind == 3:
+                # Varints, as _varint reads them (inline: see above). A 10th byte
+                # contributes only bit 63; one torn or longer than 10 bytes is an error.
+                while i < ee:
+                    w = _load8(buf, i) if i + 8 <= size else np.uint64(0x8080808080808080)
+                    stop = ~w & np.uint64(0x8080808080808080)
+                    width = np.int64(_ctz(stop) >> np.uint64(3)) + 1
+                    if stop != 0 and i + width <= ee:
+                        # Up to 8 bytes at once: keep the varint's bytes, drop their high
+                        # bits, and close the gaps (7-bit groups into 14, 28, 56 bits).
+                        v = w & _LOW_BYTES[width] & np.uint64(0x7F7F7F7F7F7F7F7F)
+                        v = ((v & np.uint64(0x7F007F007F007F00)) >> np.uint64(1)) | (
+                            v & np.uint64(0x007F007F007F007F)
+                        )
+                        v = ((v & np.uint64(0x3FFF00003FFF0000)) >> np.uint64(2)) | (
+                            v & np.uint64(0x00003FFF00003FFF)
+                        )
+                        v = ((v & np.uint64(0x0FFFFFFF00000000)) >> np.uint64(4)) | (
+                            v & np.uint64(0x000000000FFFFFFF)
+                        )
+                        i += width
+                    else:
+                        v = np.uint64(0)
+                        shift = np.uint64(0)
+                        while True:
+                            byte = buf[i]
+                            i += 1
+                            v |= np.uint64(byte & 0x7F) << shift
+                            if byte < 0x80:
+                                break
+                            shift += np.uint64(7)
+                            if i >= ee or shift >= np.uint64(70):
+                                i = -1
+                                break
                         if i < 0:
                             break
-                        if got < k:
-                            ints[base + got] = np.int64(v)
-                        got += 1
-                    if i < 0:
-                        break
-                else:
-                    size = ee - i
-                    if size % 4:
-                        break
-                    got = size // 4
-                    for v in range(min(got, k)):
-                        q = i + 4 * v
-                        floats[base + v] = (
-                            np.uint32(buf[q])
-                            | (np.uint32(buf[q + 1]) << np.uint32(8))
-                            | (np.uint32(buf[q + 2]) << np.uint32(16))
-                            | (np.uint32(buf[q + 3]) << np.uint32(24))
-                        )
-                    i = ee
+                    if got < k:
+                        ints[base + got] = np.int64(v)
+                    got += 1
+                if i < 0:
+                    break
+            else:
+                size4 = ee - i
+                if size4 % 4:
+                    break
+                got = size4 // 4
+                _copy(floats, base, buf, i, 4 * min(got, k))  # the float32 bits: one memcpy
+                i = ee
             if got != k:
                 break  # a wrong count (an error): the exact path raises it
             seen[s] = 1
@@ -527,3 +751,65 @@ def dense_examples(  # noqa: PLR0917
                     for v in range(k):
                         floats[base + v] = floats[d + v]
         fallback[j] = not ok
+
+
+@intrinsic
+def _copy_bytes(typingctx: Any, dst: Any, dst_at: Any, src: Any, src_at: Any, size: Any) -> Any:  # noqa: PLR0917
+    """``dst[dst_at:dst_at + size] = src[src_at:src_at + size]`` as one ``memcpy``
+    (uint8 arrays; the caller keeps both spans inside their arrays)."""
+    sig = types.void(dst, types.int64, src, types.int64, types.int64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        out = context.make_array(signature.args[0])(context, builder, args[0])
+        into = context.make_array(signature.args[2])(context, builder, args[2])
+        cgutils.raw_memcpy(
+            builder, builder.gep(out.data, [args[1]]), builder.gep(into.data, [args[3]]), args[4], 1
+        )
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _prefetch(typingctx: Any, src: Any, at: Any) -> Any:
+    """Asks the CPU to bring the cache line of ``src[at]`` in (a hint: no fault, no effect
+    on results)."""
+    sig = types.void(src, types.int64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        arr = context.make_array(signature.args[0])(context, builder, args[0])
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=fnty)
+        # read, high locality, data cache
+        where = builder.bitcast(builder.gep(arr.data, [args[1]]), ir.IntType(8).as_pointer())
+        builder.call(fn, [where, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+#: How many spans ahead :func:`gather_spans` asks for the cache lines of.
+_AHEAD = 8
+
+
+@njit(nogil=True, cache=True)
+def gather_spans(buf, starts, ends, out):
+    """``buf[starts[j]:ends[j]]`` for every j, back to back into ``out``.
+
+    Spans scattered over a large buffer (a shuffled epoch's records) each begin with a
+    cache miss; asking for the lines of the span ``_AHEAD`` places on while copying this
+    one keeps several misses in flight instead of one at a time.
+    """
+    n = starts.shape[0]
+    for j in range(min(_AHEAD, n)):
+        for a in range(starts[j], ends[j], 64):
+            _prefetch(buf, a)
+    k = 0
+    for j in range(n):
+        if j + _AHEAD < n:
+            for a in range(starts[j + _AHEAD], ends[j + _AHEAD], 64):
+                _prefetch(buf, a)
+        size = ends[j] - starts[j]
+        _copy_bytes(out, k, buf, starts[j], size)
+        k += size

@@ -24,6 +24,7 @@ import functools
 import os
 import posixpath
 import secrets
+import sys
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -87,6 +88,13 @@ _FILE_BUFFER = 1 << 20
 # _DIRECT_WRITE: a jump in record size holds at most 32 MiB.
 _PENDING = 1 << 18
 _HOLD_MAX = 512
+# A durable local writer queues the disk writes of what it has handed to the file every
+# this many bytes (Linux: sync_file_range, which returns without waiting for them), so
+# that the disk works while records are still being written and close()'s fsync waits
+# for the tail only: 70,000 records of 856 B, fsync 20-30 ms -> ~10 ms, ~15% of the
+# whole. (fdatasync here instead, or on a thread, forces journal commits that stall
+# the writing: slower, see docs/benchmarks.md.)
+_SYNC_EVERY = 8 << 20
 
 
 def _as_bytes(record: Record) -> bytes | bytearray | memoryview:
@@ -100,6 +108,24 @@ def _as_bytes(record: Record) -> bytes | bytearray | memoryview:
         flat = record.ndim == 1 and record.itemsize == 1 and record.contiguous
         return record if flat else record.tobytes()
     raise InvalidArgumentError(f"a record must be bytes-like or str, not {type(record).__name__}")
+
+
+@functools.cache
+def _writeback_call() -> Callable[[int], object] | None:
+    """``fd -> sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)`` of the C library, or
+    None (not Linux, or no such function). Looked up on first use (ctypes is not
+    imported with the package)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes  # noqa: PLC0415 - only durable local writers need it
+
+    try:
+        call = ctypes.CDLL(None).sync_file_range
+    except (OSError, AttributeError):  # pragma: no cover - a libc without it
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    call.restype = ctypes.c_int
+    return lambda fd: call(fd, 0, 0, 2)  # 2: SYNC_FILE_RANGE_WRITE; 0, 0: the whole file
 
 
 def temp_path_for(path: str) -> str:
@@ -243,6 +269,11 @@ class TFRecordWriter:
         else:
             f = self._ops.open_truncate(self.path, _FILE_BUFFER)
         self._file: BinaryIO | None = f
+        # Early writeback (see _SYNC_EVERY): on the real file system only (an injected
+        # seam sees just the calls it expects; a remote file has no descriptor).
+        self._writeback = _writeback_call() if durable and type(self._ops) is FileOps else None
+        self._unsynced = 0  # bytes handed to the file since the last early writeback
+        self._fileno = f.fileno() if self._writeback is not None else -1
         self._tell = f.tell  # also while close() drains, after _file is cleared
         # The production seam adds no call per write; an injected one sees every write.
         self._write: Callable[[bytes | bytearray | memoryview], object] = (
@@ -355,7 +386,7 @@ class TFRecordWriter:
     def _write_large(self, data: bytes | bytearray | memoryview) -> None:
         self._drain()
         if self._index is not None:
-            self._write_indexed([data])
+            self._handed(self._write_indexed([data]))
             return
         try:
             if self._compressor is not None:
@@ -372,6 +403,7 @@ class TFRecordWriter:
             self._failed = exc
             raise
         self._written += 1
+        self._handed(len(data))
 
     def _drain(self) -> None:
         """Frames the records ``write`` holds and hands them to the file, in order."""
@@ -392,6 +424,18 @@ class TFRecordWriter:
             self._written += len(pending)
             size = len(framed)
         self._hold = max(1, min(_HOLD_MAX, _PENDING * len(pending) // max(size, 1)))
+        self._handed(size)
+
+    def _handed(self, size: int) -> None:
+        """Counts ``size`` bytes handed to the file; every :data:`_SYNC_EVERY` of them a
+        durable local writer queues their disk writes."""
+        self._unsynced += size
+        if self._unsynced >= _SYNC_EVERY and self._writeback is not None:
+            self._unsynced = 0
+            # Only a head start: it waits for nothing and its result is not the
+            # writer's (it does not consume the file's error state: close()'s fsync
+            # still reports any failed write).
+            self._writeback(self._fileno)
 
     def write_many(self, records: Iterable[Record]) -> int:
         """Appends a batch of records, framed and checksummed together.
@@ -406,7 +450,7 @@ class TFRecordWriter:
         self._drain()
         if self._index is not None:
             batch = [_as_bytes(r) for r in records]
-            self._write_indexed(batch)
+            self._handed(self._write_indexed(batch))
             return len(batch)
         count = 0
         chunk: list[bytes | bytearray | memoryview] = []
@@ -420,12 +464,14 @@ class TFRecordWriter:
                     self._emit(self._framer.frame(chunk))
                     count += len(chunk)
                     self._written += len(chunk)
+                    self._handed(pending)
                     chunk = []
                     pending = 0
             if chunk:
                 self._emit(self._framer.frame(chunk))
                 count += len(chunk)
                 self._written += len(chunk)
+                self._handed(pending)
         except OSError as exc:
             # The file (and the compressor state) is now behind what was accepted: the
             # writer must never again claim success.
