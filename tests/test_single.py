@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine.data import dataset as dataset_module
+from tfrecord_engine.data import source
 from tfrecord_engine.data.samples import sample_of
 from tfrecord_engine.data.single import SingleDecoder
+from tfrecord_engine.storage import safecopy
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
 from tfrecord_engine.testing.raw import RawCase, raw_cases
 
@@ -349,3 +351,33 @@ def test_no_layout_for_records_with_large_unrequested_features() -> None:
     # Kept as None: the walk serves records of this length, no layout of 5,000 bytes.
     assert decoder._layouts == {len(records[0]): None}
     assert same(decoder.columns(records), dict(tfe.parse_example(records, features)))
+
+
+def test_ds_getitem_on_a_mapped_file_reads_through_a_spare_descriptor(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not safecopy.available():
+        pytest.skip("no process_vm_readv here: files are never mapped")
+    records = [tfe.encode_example({"i": [k]}) for k in range(20)]
+    path = str(tmp_path / "m.tfrecord")
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(records)
+    before = source._spares[0]
+    ds = tfe.RecordDataset(path)
+    assert ds.read_raw(list(range(0, 20, 2))) == records[::2]  # a gather maps the file
+    reader = cast("source.LocalFileRecords", ds._open()[0])
+    assert reader._base is not None
+    assert (reader._fd, reader._spare_open) == (None, False)  # the map's descriptor only
+    assert ds[3] == records[3]
+    assert reader._fd is not None
+    assert reader._spare_open
+    assert source._spares[0] == before + 1
+    ds.close()
+    assert source._spares[0] == before
+    # None left to open: the copy out of the map, the same bytes.
+    monkeypatch.setattr(source, "SPARE_DESCRIPTORS", before)
+    again = tfe.RecordDataset(path)
+    assert again.read_raw([1, 5]) == [records[1], records[5]]
+    assert again[7] == records[7]
+    assert cast("source.LocalFileRecords", again._open()[0])._fd is None
+    again.close()
