@@ -84,6 +84,24 @@ def test_dataset_holds_what_the_reader_returns(
     assert again == want_reports
 
 
+@pytest.mark.parametrize("policy", ["stop", "skip"])
+def test_a_first_record_that_looks_like_zlib_gets_the_readers_hint(
+    tmp_path: Path, policy: DamagePolicy
+) -> None:
+    # 08 d7 is a zlib header whose stream does not inflate: under compression="auto" the
+    # reader reads the file as uncompressed and its report says how to read it as ZLIB;
+    # the dataset, which detects the kind before indexing, used to say "or 'auto'".
+    path = tmp_path / "d.tfrecord"
+    path.write_bytes(bytes.fromhex("08d7000000000000ff86240f0000000000000000") + b")\x03\x98\x07")
+    want: list[tfe.DamageReport] = []
+    list(tfe.read_records(path, on_damage=policy, on_damage_report=want.append))
+    got: list[tfe.DamageReport] = []
+    len(tfe.RecordDataset(str(path), on_damage=policy, on_damage_report=got.append))
+    assert want
+    assert got == want
+    assert want[0].reason.endswith("pass compression='ZLIB' to read it as one")
+
+
 def _perm(ds: tfe.RecordDataset, batch_size: int) -> list[int]:
     from tfrecord_engine.data.sampler import IndexBatchIterator
 

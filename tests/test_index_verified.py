@@ -54,9 +54,9 @@ def _version(path: str) -> int:
 
 
 def _counted(name: str, real: Callable[..., object], calls: list[str]) -> Callable[..., object]:
-    def spy(*args: object) -> object:
+    def spy(*args: object, **kwargs: object) -> object:
         calls.append(name)
-        return real(*args)
+        return real(*args, **kwargs)
 
     return spy
 

@@ -62,8 +62,14 @@ def tolerant_scan(
     policy: DamagePolicy,
     max_record_bytes: int | None = None,
     members: list[tuple[int, int]] | None = None,
+    *,
+    auto: bool = False,
 ) -> tuple[U64Array, U64Array, list[DamageReport]]:
     """Indexes a file under ``"stop"``/``"skip"``: ``(offsets, lengths, damage)``.
+
+    ``auto``: ``kind`` was detected from the file (``compression="auto"``), not given, so
+    a report about its first record says what :func:`~tfrecord_engine.read_records`
+    says under ``"auto"`` (the reader detects the same kind from the same bytes).
 
     Offsets follow from the reader's output: records lie back to back, except that each
     damage report moves the position past the bytes it skipped. ``members`` (GZIP/ZLIB
@@ -78,7 +84,7 @@ def tolerant_scan(
     records = (
         read_records(
             path,
-            kind,
+            "auto" if auto else kind,
             on_damage=policy,
             on_damage_report=reports.append,
             max_record_bytes=max_record_bytes,

@@ -355,7 +355,7 @@ class Index:
             with _noting_errors(head, kind, auto=want is None):
                 if policy != "raise":
                     offsets, lengths, damage = tolerant_scan(
-                        path, kind, policy, max_record_bytes, members
+                        path, kind, policy, max_record_bytes, members, auto=want is None
                     )
                 else:
                     offsets, lengths = walk_stream(path, kind, max_record_bytes, members)
@@ -369,7 +369,7 @@ class Index:
                 with _noting_errors(head, kind, auto=want is None):
                     if policy != "raise":
                         offsets, lengths, damage = tolerant_scan(
-                            path, kind, policy, max_record_bytes, members
+                            path, kind, policy, max_record_bytes, members, auto=want is None
                         )
                     elif kind is Compression.NONE:
                         offsets, lengths = walk_headers(buf, path)
