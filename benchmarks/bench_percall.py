@@ -67,6 +67,8 @@ def rows() -> list[tuple[str, float]]:
     path = mnist_like()
     parsed = tfe.RecordDataset(path, features=SPEC)
     raw = tfe.RecordDataset(path)
+    # A spec that is not all scalars: small batches of it paid a batch decode's set-up.
+    varlen = tfe.RecordDataset(path, features={**SPEC, "label": tfe.VarLenFeature("int64")})
     n = len(raw)
     rng = np.random.default_rng(0)
     one = rng.integers(0, n, 100_000).tolist()
@@ -81,6 +83,10 @@ def rows() -> list[tuple[str, float]]:
         (
             "parsed `ds.__getitems__(64)` (samples)",
             rate(lambda k: parsed.__getitems__(lists[k]), len(lists), BATCH),
+        ),
+        (
+            "parsed `ds.__getitems__(8)`, label as `VarLenFeature` (samples)",
+            rate(lambda k: varlen.__getitems__(eights[k]), len(eights), 8),
         ),
         (
             "`tfe.parse_single_example` (in memory)",

@@ -509,15 +509,18 @@ class RecordDataset:
             single = self._single = SingleDecoder(self.features)
         return single
 
-    def _few(self, key: Sequence[int] | IntArray) -> list[bytes] | None:
-        """The records of a small parsed batch whose features are all scalars, read and
-        decoded record by record (cheaper than a batch decode's set-up for a few records),
-        or ``None`` for the batch path (larger batches, other specs, files not local and
-        uncompressed, any error: the batch path raises it).
+    def _few(self, key: Sequence[int] | IntArray, *, scalars: bool = True) -> list[bytes] | None:
+        """The records of a small parsed batch, read to be decoded record by record
+        (cheaper than a batch decode's set-up for a few records), or ``None`` for the
+        batch path (larger batches, other specs, files not local and uncompressed, any
+        error: the batch path raises it). ``scalars``: only for specs of scalars only
+        (the columnar ``ds[list]``); else for any spec the per-record decoder plans
+        (the samples of ``__getitems__``).
         """
         if isinstance(key, np.ndarray) and key.ndim != 1:
             return None
-        if not 0 < len(key) <= SMALL_BATCH or not self._single_decoder().scalars:
+        single = self._single_decoder()
+        if not 0 < len(key) <= SMALL_BATCH or not (single.scalars if scalars else single.enabled):
             return None
         readers = self._readers if self._readers is not None else self._open()
         if not isinstance(readers[0], LocalFileRecords):
@@ -679,9 +682,10 @@ class RecordDataset:
         hands the list straight to ``collate_fn``; ``Subset`` and ``random_split``
         forward to it. Raw datasets give ``bytes``; with ``features`` each item is a
         sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
-        kinds, :func:`tfrecord_engine.collate` every kind). The samples are cut from one
-        batch decode, as fast as ``ds[indices]``, which returns the columnar batch dict
-        (up to ``SMALL_BATCH`` records of a scalar-only spec: decoded record by record).
+        kinds, :func:`tfrecord_engine.collate` every kind). Up to ``SMALL_BATCH`` records
+        are read and decoded record by record (``ds[i]``'s decoder; a batch decode's
+        set-up costs more for a few records); more are cut from one batch decode, as fast
+        as ``ds[indices]``, which returns the columnar batch dict.
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
@@ -689,9 +693,10 @@ class RecordDataset:
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if self.features is None:
             return self.read_raw(idx)
-        few = self._few(idx)
+        few = self._few(idx, scalars=False)
         if few is not None:
-            samples = self._single_decoder().samples(few)
+            single = self._single_decoder()
+            samples = single.samples(few) if single.scalars else single.sample_list(few)
             if samples is not None:
                 return samples
         self._open()

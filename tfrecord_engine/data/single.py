@@ -491,6 +491,17 @@ class SingleDecoder:
             for row in zip(*map(list, columns.values()), strict=True)
         ]
 
+    def sample_list(self, records: list[bytes]) -> list[dict[str, Any]] | None:
+        """The sample of each of ``records`` (as :meth:`sample`, any planned spec), or
+        ``None`` where some record needs the exact path (which then decides for all)."""
+        out = []
+        for record in records:
+            got = self.sample(record)
+            if got is None:
+                return None
+            out.append(got)
+        return out
+
     def _sample_general(self, record: bytes) -> dict[str, Any] | None:
         dups = Duplicates()
         out: dict[str, Any] = {}
