@@ -363,7 +363,9 @@ def walk_records(buf, pos, size, max_records, max_bytes, starts):  # noqa: PLR09
 
 @intrinsic
 def _copy(typingctx: Any, dst: Any, dst_at: Any, src: Any, src_at: Any, n: Any) -> Any:  # noqa: PLR0917
-    """``memcpy(&dst[dst_at], &src[src_at], n)`` for uint8 arrays; the caller checks bounds.
+    """``memcpy(&dst[dst_at], &src[src_at], n)``: positions in elements of each array,
+    ``n`` in bytes (uint8 arrays, or a uint32 ``dst`` for float32 bits); the caller
+    checks bounds.
 
     numba's own slice assignment copies byte by byte (~0.6 ns a byte); this is LLVM's
     memcpy.
@@ -754,23 +756,6 @@ def dense_examples(  # noqa: PLR0917
 
 
 @intrinsic
-def _copy_bytes(typingctx: Any, dst: Any, dst_at: Any, src: Any, src_at: Any, size: Any) -> Any:  # noqa: PLR0917
-    """``dst[dst_at:dst_at + size] = src[src_at:src_at + size]`` as one ``memcpy``
-    (uint8 arrays; the caller keeps both spans inside their arrays)."""
-    sig = types.void(dst, types.int64, src, types.int64, types.int64)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        out = context.make_array(signature.args[0])(context, builder, args[0])
-        into = context.make_array(signature.args[2])(context, builder, args[2])
-        cgutils.raw_memcpy(
-            builder, builder.gep(out.data, [args[1]]), builder.gep(into.data, [args[3]]), args[4], 1
-        )
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
 def _prefetch(typingctx: Any, src: Any, at: Any) -> Any:
     """Asks the CPU to bring the cache line of ``src[at]`` in (a hint: no fault, no effect
     on results)."""
@@ -811,5 +796,5 @@ def gather_spans(buf, starts, ends, out):
             for a in range(starts[j + _AHEAD], ends[j + _AHEAD], 64):
                 _prefetch(buf, a)
         size = ends[j] - starts[j]
-        _copy_bytes(out, k, buf, starts[j], size)
+        _copy(out, k, buf, starts[j], size)
         k += size
