@@ -67,6 +67,12 @@ _BIG_RECORD = 16 << 10
 _HOLD_STEP = 8 << 20
 
 
+def _stored_crcs(buf: U8, ends: IntArray) -> npt.NDArray[np.uint32]:
+    """The masked data CRCs stored in ``buf`` after the records ending at ``ends``."""
+    stored: npt.NDArray[np.uint32] = buf[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+    return stored
+
+
 class _Held(NamedTuple):
     """A file read whole into memory (:meth:`LocalFileRecords.hold`)."""
 
@@ -78,6 +84,10 @@ class _Held(NamedTuple):
     #: Buffers that batches are gathered into, reused (a new one per batch would cost
     #: its page faults every time); one per thread gathering at once.
     scratch: list[U8]
+
+    def intact(self, local: IntArray) -> bool:
+        """Whether the records ``local`` were all found intact as the file was read."""
+        return self.all_ok or (self.ok is not None and bool(self.ok[local].all()))
 
 
 #: Unpackers of chunks of equal-sized records, by (size, count): an epoch's full chunks
@@ -439,7 +449,7 @@ class LocalFileRecords:
         inside = ends + _F <= buf.shape[0]  # (an index that does not fit: never ok)
         if not bool(inside.all()):
             starts, ends = starts[inside], ends[inside]
-        stored = buf[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+        stored = _stored_crcs(buf, ends)
         good = crc_spans(buf, starts, ends) == stored
         if len(good) == stop - first:
             ok[first:stop] = good
@@ -661,7 +671,7 @@ class LocalFileRecords:
         records = [buf[a:b] for a, b in zip(starts.tolist(), end_list, strict=True)]
         if verify:
             raw = np.frombuffer(buf, np.uint8)
-            stored = raw[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+            stored = _stored_crcs(raw, ends)
             crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
             if not np.array_equal(framing.mask_crc_array(crcs), stored):
                 verify_batch(
@@ -696,8 +706,8 @@ class LocalFileRecords:
             copy.scratch.append(scratch)
         if gathered is None:
             records = list(map(copy.data.__getitem__, map(slice, starts.tolist(), ends.tolist())))
-        if verify and not (copy.all_ok or (copy.ok is not None and bool(copy.ok[local].all()))):
-            stored = copy.array[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+        if verify and not copy.intact(local):
+            stored = _stored_crcs(copy.array, ends)
             verify_batch(
                 records, stored, path=self.path, local=local, offsets=self.index.offsets[local]
             )
@@ -739,12 +749,12 @@ class LocalFileRecords:
         copy = self._copy
         if copy is not None:  # read-only, and immutable: the caller may keep it
             raw, starts, ends = copy.array, self._start[local], self._end[local]
-            if copy.all_ok or (copy.ok is not None and bool(copy.ok[local].all())):
+            if copy.intact(local):
                 verify = False  # checked as the file was read
         else:
             raw, starts, ends = self._framed_array(local)
         if verify:
-            stored = raw[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+            stored = _stored_crcs(raw, ends)
             if not np.array_equal(crc_spans(raw, starts, ends), stored):
                 self.read(local, verify=True)  # raises, naming the first bad record
         return raw, starts, ends
