@@ -57,8 +57,9 @@ FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
 IntArray = npt.NDArray[np.int64]
 #: Records read, checked and decoded together ahead of the consumer.
 DEFAULT_CHUNK_RECORDS = 4096
-#: Parsed batches of at most this many records whose features are all scalars are read
-#: and decoded record by record (see ``RecordDataset._few``); larger ones in one batch.
+#: Parsed batches of at most this many records are read and decoded record by record
+#: (see ``RecordDataset._few``: ``ds[list]`` for specs of scalars only, ``__getitems__``
+#: for any spec the per-record decoder plans); larger ones in one batch.
 SMALL_BATCH = 128
 #: In file order, chunks of big records are cut to about this many bytes (at least one
 #: batch): a chunk is read, CRC-checked and decoded while it is still in the CPU's

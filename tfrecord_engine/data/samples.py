@@ -19,7 +19,8 @@ feature                                one record's value
 
 A batch's samples are cut from the columnar batch the batch decoder produced (row slices
 and one ``tolist`` per string column), never by parsing record by record (except small
-batches of scalar-only specs, see :mod:`tfrecord_engine.data.single`).
+batches, which ``ds[i]``'s decoder takes one record at a time, see
+:mod:`tfrecord_engine.data.single`).
 ``default_collate`` batches the fixed-size kinds; :func:`collate` batches all of them.
 """
 

@@ -23,7 +23,9 @@ Three tiers, fastest first (~0.5 µs, ~2.5 µs and ~5 µs for an MNIST-like reco
 3. the feature map and :func:`~..example.wire.decode_feature` per feature.
 
 :meth:`SingleDecoder.columns` builds ``parse_example``'s output for a small batch from
-the per-record values (``ds[list]`` of at most ``SMALL_BATCH`` records).
+the per-record values (``ds[list]`` of at most ``SMALL_BATCH`` records);
+:meth:`SingleDecoder.samples` (scalar specs, through those columns) and
+:meth:`SingleDecoder.sample_list` (any planned spec) give ``__getitems__``'s samples.
 """
 
 from __future__ import annotations
