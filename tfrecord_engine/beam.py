@@ -1133,13 +1133,6 @@ def _count_of(task: _FileTask) -> tuple[str, int]:
     return task.path, task.count
 
 
-def _same_file(a: str, b: str) -> bool:
-    """Whether two paths name one file (URLs compared as given)."""
-    if remote.is_url(a) or remote.is_url(b):
-        return a == b
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
 def _layout(
     counts: Iterable[tuple[str, int]],
     shards: int,
@@ -1153,7 +1146,7 @@ def _layout(
         fmt = _shard_format(options.template)
         for i in range(shards):
             final = options.prefix + fmt.format(i, shards) + options.suffix
-            if any(_same_file(final, path) for path, _ in ordered):
+            if any(remote.same_file(final, path) for path, _ in ordered):
                 raise InvalidArgumentError(
                     f"an output shard of Reshard would replace an input: {final}"
                 )

@@ -24,6 +24,7 @@ from ..records.compression import Compression, normalize_compression
 from ..records.detect import AUTO, detect_file
 from ..records.recovery import DamageReport
 from ..storage.filekind import stream_kind
+from ..storage.remote import same_file
 
 __all__ = [
     "DALI_SUFFIX",
@@ -88,13 +89,6 @@ def settings() -> Settings:
 def is_remote(path: str) -> bool:
     """Whether ``path`` is a URL (``scheme://...``) rather than a local path."""
     return "://" in path
-
-
-def same_file(a: str, b: str) -> bool:
-    """Whether two paths name one file (compared as given for URLs)."""
-    if is_remote(a) or is_remote(b):
-        return a == b
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def damage_json(report: DamageReport) -> dict[str, object]:

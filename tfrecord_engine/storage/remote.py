@@ -33,6 +33,7 @@ The I/O plans, every request counted in :attr:`RemoteFile.requests`:
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -53,6 +54,7 @@ __all__ = [
     "is_url",
     "local_path",
     "protocol",
+    "same_file",
     "write_bytes",
 ]
 
@@ -87,6 +89,18 @@ def is_url(path: object) -> bool:
         return False
     p = protocol(path)
     return p is not None and p not in _LOCAL
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: URLs compared as given, local paths (``file://``
+    ones included) once resolved.
+
+    >>> same_file("file:///tmp/../tmp/a", "/tmp/a"), same_file("s3://b/a", "s3://b/./a")
+    (True, False)
+    """
+    if is_url(a) or is_url(b):
+        return a == b
+    return os.path.realpath(local_path(a)) == os.path.realpath(local_path(b))
 
 
 def local_path(path: str) -> str:
