@@ -519,15 +519,16 @@ def _move(batch: Any, device: torch.device, *, non_blocking: bool) -> Any:
         return {k: _move(v, device, non_blocking=non_blocking) for k, v in batch.items()}
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
         return type(batch)(*(_move(v, device, non_blocking=non_blocking) for v in batch))
-    if isinstance(batch, list):
-        return [_move(v, device, non_blocking=non_blocking) for v in batch]
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_move(v, device, non_blocking=non_blocking) for v in batch)
     return batch
 
 
 def _record_stream(batch: Any, stream: Any) -> None:
-    """Tells the caching allocator that ``stream`` uses the tensors of ``batch``."""
+    """Tells the caching allocator that ``stream`` uses the CUDA tensors of ``batch``."""
     if isinstance(batch, torch.Tensor):
-        batch.record_stream(stream)
+        if batch.is_cuda:
+            batch.record_stream(stream)
     elif isinstance(batch, Mapping):
         for v in batch.values():
             _record_stream(v, stream)

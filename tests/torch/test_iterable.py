@@ -389,3 +389,19 @@ def test_epoch_sampler_pad_gives_every_rank_the_same_length() -> None:
     assert sorted({i for p in parts for i in p}) == list(range(10))
     tiny = [list(EpochSampler(2, shuffle=False, rank=r, world_size=3, pad=True)) for r in range(3)]
     assert [len(p) for p in tiny] == [1, 1, 1]
+
+
+def test_prefetch_moves_every_tensor_of_nested_batches() -> None:
+    # Plain tuples, named tuples, lists and dicts: every tensor moves ("meta" stands for
+    # another device; CI has no GPU), everything else stays as it is.
+    sparse = tfe.SparseValue(torch.zeros(2, 2, dtype=torch.int64), torch.ones(2), (3, 4))
+    batch = {"pair": (torch.ones(3), [torch.zeros(2), b"raw"]), "sparse": sparse, "n": 7}
+    (moved,) = prefetch_to_device([batch], "meta")
+    assert moved["pair"][0].device.type == "meta"
+    assert type(moved["pair"]) is tuple
+    assert moved["pair"][1][0].device.type == "meta"
+    assert moved["pair"][1][1] == b"raw"
+    assert type(moved["sparse"]) is tfe.SparseValue
+    assert moved["sparse"].values.device.type == "meta"
+    assert moved["sparse"].dense_shape == (3, 4)
+    assert moved["n"] == 7
