@@ -76,7 +76,7 @@ def run(records: int, workers: int, hidden: int, repeats: int) -> str:
             x = b["image"].view(-1, SIDE, SIDE, 3).permute(0, 3, 1, 2).float() / 255
             loss = torch.nn.functional.cross_entropy(model(x), b["y"])
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             opt.step()
 
         def loader() -> DataLoader[Any]:

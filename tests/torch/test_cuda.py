@@ -9,7 +9,7 @@ a consumer kernel still reads it, shows as a wrong value.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -144,7 +144,7 @@ def test_consumer_kernels_see_finished_copies_and_unreused_memory(
 
 def test_map_style_loader(ds: tfe.RecordDataset) -> None:
     plain = tfe.RecordDataset(ds.paths, features={"i": SPEC["i"], "x": SPEC["x"]})
-    loader = DataLoader(plain, batch_size=64, shuffle=True, num_workers=2, pin_memory=True)
+    loader: DataLoader[Any] = DataLoader(cast(Any, plain), batch_size=64, shuffle=True, num_workers=2, pin_memory=True)
     seen = []
     for b in prefetch_to_device(loader, "cuda"):
         assert b["x"].device.type == "cuda"

@@ -394,14 +394,17 @@ def test_epoch_sampler_pad_gives_every_rank_the_same_length() -> None:
 def test_prefetch_moves_every_tensor_of_nested_batches() -> None:
     # Plain tuples, named tuples, lists and dicts: every tensor moves ("meta" stands for
     # another device; CI has no GPU), everything else stays as it is.
-    sparse = tfe.SparseValue(torch.zeros(2, 2, dtype=torch.int64), torch.ones(2), (3, 4))
-    batch = {"pair": (torch.ones(3), [torch.zeros(2), b"raw"]), "sparse": sparse, "n": 7}
+    indices, values, shape = cast(Any, (torch.zeros(2, 2, dtype=torch.int64), torch.ones(2), (3, 4)))
+    sparse = tfe.SparseValue(indices, values, shape)
+    batch: dict[str, Any] = {"pair": (torch.ones(3), [torch.zeros(2), b"raw"]), "sparse": sparse}
+    batch["n"] = 7
+    moved: Any
     (moved,) = prefetch_to_device([batch], "meta")
     assert moved["pair"][0].device.type == "meta"
     assert type(moved["pair"]) is tuple
     assert moved["pair"][1][0].device.type == "meta"
     assert moved["pair"][1][1] == b"raw"
-    assert type(moved["sparse"]) is tfe.SparseValue
     assert moved["sparse"].values.device.type == "meta"
     assert moved["sparse"].dense_shape == (3, 4)
+    assert type(moved["sparse"]) is tfe.SparseValue
     assert moved["n"] == 7
