@@ -144,7 +144,9 @@ def test_consumer_kernels_see_finished_copies_and_unreused_memory(
 
 def test_map_style_loader(ds: tfe.RecordDataset) -> None:
     plain = tfe.RecordDataset(ds.paths, features={"i": SPEC["i"], "x": SPEC["x"]})
-    loader: DataLoader[Any] = DataLoader(cast(Any, plain), batch_size=64, shuffle=True, num_workers=2, pin_memory=True)
+    loader: DataLoader[Any] = DataLoader(
+        cast(Any, plain), batch_size=64, shuffle=True, num_workers=2, pin_memory=True
+    )
     seen = []
     for b in prefetch_to_device(loader, "cuda"):
         assert b["x"].device.type == "cuda"

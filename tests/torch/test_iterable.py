@@ -394,7 +394,9 @@ def test_epoch_sampler_pad_gives_every_rank_the_same_length() -> None:
 def test_prefetch_moves_every_tensor_of_nested_batches() -> None:
     # Plain tuples, named tuples, lists and dicts: every tensor moves ("meta" stands for
     # another device; CI has no GPU), everything else stays as it is.
-    indices, values, shape = cast(Any, (torch.zeros(2, 2, dtype=torch.int64), torch.ones(2), (3, 4)))
+    indices, values, shape = cast(
+        Any, (torch.zeros(2, 2, dtype=torch.int64), torch.ones(2), (3, 4))
+    )
     sparse = tfe.SparseValue(indices, values, shape)
     batch: dict[str, Any] = {"pair": (torch.ones(3), [torch.zeros(2), b"raw"]), "sparse": sparse}
     batch["n"] = 7
