@@ -13,6 +13,7 @@ same output, by TensorFlow's own means.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -141,20 +142,28 @@ def _cases(path: str, name: str, shuffle: bool) -> list[tuple[str, Callable[[], 
 
 
 def _raw_epochs(path: str) -> list[tuple[str, Callable[[], tuple[int, int]]]]:
-    """Raw batches of one epoch in one process, in file order and globally shuffled."""
+    """Raw batches of one epoch in one process, in file order and globally shuffled:
+    later epochs of one dataset (a shuffled one takes the copy of the file kept from the
+    epoch before), and the first epoch of a new dataset each time (it reads the file)."""
     ds = tfe.RecordDataset(path)
 
-    def epoch(shuffle: bool) -> Callable[[], tuple[int, int]]:
+    def epoch(shuffle: bool, new: bool) -> Callable[[], tuple[int, int]]:
         def run() -> tuple[int, int]:
             n = b = 0
-            for batch in ds.batches(BATCH, shuffle=shuffle, seed=1):
-                n += len(batch)
-                b += sum(map(len, batch))
+            with tfe.RecordDataset(path) if new else contextlib.nullcontext(ds) as d:
+                for batch in d.batches(BATCH, shuffle=shuffle, seed=1):
+                    n += len(batch)
+                    b += sum(map(len, batch))
             return n, b
 
         return run
 
-    return [("raw batches, global shuffle", epoch(True)), ("raw batches, in order", epoch(False))]
+    return [
+        ("raw batches, global shuffle", epoch(True, False)),
+        ("raw batches, in order", epoch(False, False)),
+        ("raw batches, global shuffle, new dataset", epoch(True, True)),
+        ("raw batches, in order, new dataset", epoch(False, True)),
+    ]
 
 
 def run() -> str:
@@ -170,9 +179,14 @@ def run() -> str:
         ours, theirs, one_process = compare(_cases(path, name, shuffle))
         rows.append((f"{label}, workers={WORKERS}", ours, theirs))
         rows.append((f"{label}, one process", one_process, theirs))
-    shuffled, in_order = compare(_raw_epochs(mnist_like()))
+    shuffled, in_order, first_shuffled, first_in_order = compare(_raw_epochs(mnist_like()))
     raw_rows: list[tuple[str, Measurement, Measurement | None]] = [
-        ("MNIST-like raw epoch, shuffled against in order (one process)", shuffled, in_order)
+        ("MNIST-like raw epoch, shuffled against in order (one process)", shuffled, in_order),
+        (
+            "the same, first epoch of a new dataset (the shuffled one reads the file whole)",
+            first_shuffled,
+            first_in_order,
+        ),
     ]
     return (
         table("Parsed numpy batches", rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import crc32c
 import numpy as np
@@ -364,3 +364,96 @@ def test_batches_gathered_one_after_another_keep_their_bytes(files: list[str]) -
     assert reader._copy is not None
     assert len(reader._copy.scratch) == 1  # one buffer, reused
     reader.release()
+
+
+def _kept(ds: tfe.RecordDataset) -> list[int]:
+    return [cast("source.LocalFileRecords", r).kept_bytes() for r in ds._open()]
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records the path of every whole-file read (``LocalFileRecords._read_all``)."""
+    seen: list[str] = []
+    real = source.LocalFileRecords._read_all
+
+    def counted(self: source.LocalFileRecords, verify: bool) -> Any:
+        seen.append(os.path.basename(self.path))
+        return real(self, verify)
+
+    monkeypatch.setattr(source.LocalFileRecords, "_read_all", counted)
+    return seen
+
+
+def test_later_epochs_take_the_kept_copy(files: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = _reads(monkeypatch)
+    ds = tfe.RecordDataset(files)
+    plain = tfe.RecordDataset(files)
+    for epoch in range(3):
+        got = _flat(ds.batches(64, shuffle=True, seed=2, epoch=epoch))
+        assert got == _flat(plain.batches(64, shuffle=True, seed=2, epoch=epoch, in_memory=False))
+        assert _held(ds) == [False, False]  # between epochs: kept, not held
+    assert sorted(reads) == ["a.tfrecord", "b.tfrecord"]  # read once, for the first epoch
+    # ds[i] and sequential epochs read the file, not the kept copy.
+    assert ds.read_raw([5]) == plain.read_raw([5])
+    ds.close()  # drops the kept copies
+    assert _kept(plain) == [0, 0]
+    _flat(ds.batches(64, shuffle=True))
+    assert len(reads) == 4
+
+
+def test_a_file_changed_between_epochs_is_read_again(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _reads(monkeypatch)
+    ds = tfe.RecordDataset(files)
+    _flat(ds.batches(64, shuffle=True, seed=1))
+    # Damaged in place, same size: the next epoch reads the file again and finds it.
+    at = int(tfe.Index.build(files[0]).offsets[123]) + 12 + 3
+    stat = os.stat(files[0])
+    with open(files[0], "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(files[0], ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000))
+    with pytest.raises(tfe.CorruptedRecordError, match="record 123 "):
+        _flat(ds.batches(64, shuffle=True, seed=1))
+    assert reads.count("a.tfrecord") == 2
+    # Replaced by another file (a new inode): read again too.
+    os.replace(files[1], files[1] + ".old")
+    _write(Path(files[1]), 700, 301)
+    _flat(tfe.RecordDataset(files[1:]).batches(64, shuffle=True))
+    before = reads.count("b.tfrecord")
+    one = tfe.RecordDataset(files[1:])
+    _flat(one.batches(64, shuffle=True))
+    os.replace(files[1] + ".old", files[1])  # same bytes, another inode
+    assert _flat(one.batches(64, shuffle=True, seed=3, epoch=0)) == _flat(
+        tfe.RecordDataset(files[1:]).batches(64, shuffle=True, seed=3, epoch=0, in_memory=False)
+    )
+    assert reads.count("b.tfrecord") == before + 2
+
+
+def test_kept_copies_stay_within_the_limit(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _reads(monkeypatch)
+    sizes = [os.path.getsize(p) for p in files]
+    # Room for the bigger file alone: keeping the second evicts the first.
+    monkeypatch.setattr(dataset_module, "IN_MEMORY_LIMIT", max(sizes) + 1)
+    a = tfe.RecordDataset(files[:1])
+    b = tfe.RecordDataset(files[1:])
+    _flat(a.batches(64, shuffle=True))
+    assert _kept(a) == [sizes[0]]
+    _flat(b.batches(64, shuffle=True))
+    assert _kept(a) == [0]
+    assert _kept(b) == [sizes[1]]
+    _flat(a.batches(64, shuffle=True))
+    assert reads == ["a.tfrecord", "b.tfrecord", "a.tfrecord"]
+    # A file over the limit (in_memory=True) is held for its epoch, never kept.
+    monkeypatch.setattr(dataset_module, "IN_MEMORY_LIMIT", 100)
+    _flat(b.batches(64, shuffle=True, in_memory=True))
+    assert _kept(b) == [0]
+    # Epochs that do not hold keep nothing.
+    c = tfe.RecordDataset(files)
+    _flat(c.batches(64, shuffle=True, in_memory=False))
+    _flat(c.batches(64, shuffle=False))
+    assert _kept(c) == [0, 0]

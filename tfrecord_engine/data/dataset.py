@@ -783,8 +783,13 @@ class RecordDataset:
                 :data:`IN_MEMORY_LIMIT` bytes (1 GiB, or an eighth of the machine's
                 memory if less); ``True`` whatever their size, ``False`` never. The
                 copy is one per file, shared by concurrent epochs of this dataset,
-                dropped when the last epoch holding it ends or is closed; it is a
-                snapshot of the files as indexed. Output is the same either way.
+                and a snapshot of the files as indexed. When the last epoch holding it
+                ends or is closed, it is kept for the next shuffled epoch (which then
+                starts at once), unless the file changed meanwhile (device, inode, size
+                or modification time): the copies kept for all datasets of the process
+                stay within :data:`IN_MEMORY_LIMIT` bytes, the least recently used
+                dropped first; :meth:`close` drops this dataset's. Output is the same
+                either way.
 
         Returns:
             an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
@@ -906,6 +911,7 @@ class RecordDataset:
             workers=workers,
             drop_keys=drop,
             hold=self._to_hold(shuffle, workers, in_memory),
+            keep=IN_MEMORY_LIMIT,
         )
 
     def _chunk_records(self, shuffle: Shuffle) -> int:
@@ -978,12 +984,15 @@ class RecordBatchIterator(Iterator[Any]):
         workers: int = 0,
         drop_keys: frozenset[str] = frozenset(),
         hold: Sequence[LocalFileRecords] = (),
+        keep: int = 0,
     ) -> None:
         self._dataset = dataset
         self._drop_keys = drop_keys
         # Files to read whole before the first chunk (a shuffled epoch; see batches'
-        # in_memory), held until the epoch ends or closes.
+        # in_memory), held until the epoch ends or closes; their copies are then kept
+        # for the next epoch within ``keep`` bytes for all files (LocalFileRecords.release).
         self._to_hold = list(hold)
+        self._keep = keep
         self._held: list[LocalFileRecords] = []
         self._hold_lock = threading.Lock()
         self._closed = False
@@ -1022,7 +1031,7 @@ class RecordBatchIterator(Iterator[Any]):
             self._to_hold.clear()
             held, self._held = self._held, []
         for reader in held:
-            reader.release()
+            reader.release(self._keep)
 
     def __iter__(self) -> RecordBatchIterator:
         return self

@@ -15,6 +15,7 @@ import mmap
 import os
 import struct
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -65,6 +66,40 @@ _BIG_RECORD = 16 << 10
 # A held file is read (and its records' CRCs checked) this many bytes at a time: small
 # enough that the check finds the bytes just read still in the CPU's cache.
 _HOLD_STEP = 8 << 20
+
+
+#: Files whose copy is kept between shuffled epochs (``release(keep=...)``), least
+#: recently used first, by ``id``; together they stay within the budget of the last
+#: release that kept one.
+_KEPT: OrderedDict[int, weakref.ref[LocalFileRecords]] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
+
+def _keep(reader: LocalFileRecords, budget: int) -> None:
+    """Registers ``reader``'s kept copy as the most recent, dropping the least recently
+    used others' (or this one) until all of them fit in ``budget`` bytes."""
+    with _KEPT_LOCK:
+        _KEPT[id(reader)] = weakref.ref(reader)
+        _KEPT.move_to_end(id(reader))
+        live = [(key, ref()) for key, ref in _KEPT.items()]
+        total = sum(r.kept_bytes() for _, r in live if r is not None)
+        for key, r in live:
+            if total <= budget:
+                break
+            if r is not None:
+                total -= r.kept_bytes()
+                r.drop_kept()
+            del _KEPT[key]
+
+
+def _unkeep(reader: LocalFileRecords) -> None:
+    with _KEPT_LOCK:
+        _KEPT.pop(id(reader), None)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells a file apart from itself changed: device, inode, size, mtime."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _stored_crcs(buf: U8, ends: IntArray) -> npt.NDArray[np.uint32]:
@@ -225,6 +260,10 @@ class LocalFileRecords:
         self._copy: _Held | None = None
         self._held: mmap.mmap | bytes | None = None
         self._holders = 0
+        # The copy kept after the last hold ended (release(keep=...)), and the identity
+        # of the file it was read from: the next hold takes it if the file is unchanged.
+        self._kept: _Held | None = None
+        self._copied: tuple[int, int, int, int] | None = None
         # Reads under way through ``_fd`` (acquire/release): a map taking the
         # descriptor's place closes it only when none is (``_retired`` until then), so a
         # thread never reads through a closed or reused descriptor number.
@@ -329,7 +368,9 @@ class LocalFileRecords:
 
     def hold(self, verify: bool = True) -> None:
         """Reads the whole file into memory (sequentially) for the reads that follow,
-        until as many :meth:`release` calls; a file already held is not read again.
+        until as many :meth:`release` calls; a file already held is not read again, nor
+        one whose copy was kept (``release(keep=...)``) if the file is unchanged since
+        (same device, inode, size and modification time).
 
         A globally shuffled epoch reads records scattered over the whole file: copying
         them one by one out of the map costs ~1.4 µs each for small records, while
@@ -347,6 +388,19 @@ class LocalFileRecords:
             self._holders += 1
             if self._copy is not None:
                 return
+            kept, self._kept = self._kept, None
+        if kept is not None:
+            _unkeep(self)
+            try:
+                unchanged = _identity(os.stat(self.path)) == self._copied
+            except OSError:
+                unchanged = False  # gone or unreadable: reading it reports how
+            if unchanged:
+                with self._lock:
+                    if self._holders > 0 and self._copy is None:
+                        self._copy = kept
+                        self._held = kept.data
+                return
         try:
             copy = self._read_all(verify)
         except BaseException:
@@ -358,13 +412,31 @@ class LocalFileRecords:
                 self._copy = copy
                 self._held = copy.data
 
-    def release(self) -> None:
-        """Ends one :meth:`hold`; the copy is dropped with the last."""
+    def release(self, keep: int = 0) -> None:
+        """Ends one :meth:`hold`. With the last, the copy is dropped, or with ``keep``
+        (a budget in bytes) kept for the next hold: the copies kept for all files of
+        the process then stay within ``keep`` bytes, the least recently used dropped
+        first. :meth:`close` drops it too."""
         with self._lock:
             self._holders = max(0, self._holders - 1)
-            if self._holders == 0:
-                self._copy = None
-                self._held = None
+            if self._holders:
+                return
+            copy, self._copy = self._copy, None
+            self._held = None
+            if not keep or copy is None or self._copied is None:
+                return
+            self._kept = copy
+        _keep(self, keep)
+
+    def kept_bytes(self) -> int:
+        """The size of the copy kept between holds (0: none)."""
+        kept = self._kept
+        return 0 if kept is None else len(kept.data)
+
+    def drop_kept(self) -> None:
+        """Drops the copy kept between holds, if any."""
+        with self._lock:
+            self._kept = None
 
     def _read_all(self, verify: bool) -> _Held:
         """The whole file, read :data:`_HOLD_STEP` bytes at a time into huge pages, with
@@ -418,6 +490,7 @@ class LocalFileRecords:
         fd = self.acquire(where)  # (kept open for this long read if a map retires it)
         helper = None
         try:
+            self._copied = _identity(os.fstat(fd))
             if len(pieces) > 1 and (os.cpu_count() or 1) > 1:
                 helper = threading.Thread(target=work, name="tfe-hold", daemon=True)
                 helper.start()
@@ -763,6 +836,8 @@ class LocalFileRecords:
         self._copy = None
         self._held = None
         self._holders = 0
+        self._kept = None
+        _unkeep(self)
         self._base = None
         self._raw = None  # the numpy view pins the map; drop it first
         mapping, self._map = self._map, None
