@@ -81,20 +81,35 @@ def _keep(reader: LocalFileRecords, budget: int) -> None:
     with _KEPT_LOCK:
         _KEPT[id(reader)] = weakref.ref(reader)
         _KEPT.move_to_end(id(reader))
-        live = [(key, ref()) for key, ref in _KEPT.items()]
-        total = sum(r.kept_bytes() for _, r in live if r is not None)
+        live: list[tuple[int, LocalFileRecords]] = []
+        for key, ref in list(_KEPT.items()):
+            r = ref()
+            if r is None:
+                del _KEPT[key]  # its copy went with it
+            else:
+                live.append((key, r))
+        total = sum(r.kept_bytes() for _, r in live)
         for key, r in live:
             if total <= budget:
                 break
-            if r is not None:
-                total -= r.kept_bytes()
-                r.drop_kept()
+            total -= r.kept_bytes()
+            r.drop_kept()
             del _KEPT[key]
 
 
 def _unkeep(reader: LocalFileRecords) -> None:
     with _KEPT_LOCK:
         _KEPT.pop(id(reader), None)
+
+
+def _renew_kept_lock() -> None:
+    """In a forked child: the lock may have been held by a thread the child lacks."""
+    global _KEPT_LOCK  # noqa: PLW0603 - one module-wide lock, replaced after fork
+    _KEPT_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_kept_lock)
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
