@@ -183,9 +183,21 @@ def _forget_loader() -> None:
         _STATE.pop("loader", None)
 
 
+def _at_exit() -> None:
+    """At exit: lets a load under way finish, then drops the kernels (whatever still
+    runs falls back to the numpy paths). Dropped here, numba's compiled code is freed
+    while numba and llvmlite are intact; left to the interpreter's teardown (seen after
+    an uncaught exception, with PyTorch imported), each piece printed an "Exception
+    ignored in ObjectRef.__del__" traceback as llvmlite met its own modules torn down."""
+    _join_loader()
+    loader = _STATE.get("loader")
+    if loader is None or not loader.is_alive():
+        _STATE["kernels"] = None
+
+
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_join_loader, after_in_child=_forget_loader)
-atexit.register(_join_loader)
+atexit.register(_at_exit)
 
 
 def _has_crc_instruction() -> bool:
