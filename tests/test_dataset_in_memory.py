@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,6 +26,14 @@ def _write(path: Path, first: int, n: int) -> None:
     with tfe.TFRecordWriter(str(path)) as w:
         for i in range(first, first + n):
             w.write(tfe.encode_example({"x": [i], "s": [b"v" * (i % 50)]}))
+    _settle(path)
+
+
+def _settle(path: Path | str) -> None:
+    """Dates the file a minute back: a copy of a file changed less than
+    ``source._SETTLED_NS`` before it was read is not kept between epochs."""
+    old = time.time_ns() - 60_000_000_000
+    os.utime(path, ns=(old, old))
 
 
 @pytest.fixture
@@ -418,18 +430,125 @@ def test_a_file_changed_between_epochs_is_read_again(
     with pytest.raises(tfe.CorruptedRecordError, match="record 123 "):
         _flat(ds.batches(64, shuffle=True, seed=1))
     assert reads.count("a.tfrecord") == 2
-    # Replaced by another file (a new inode): read again too.
-    os.replace(files[1], files[1] + ".old")
-    _write(Path(files[1]), 700, 301)
-    _flat(tfe.RecordDataset(files[1:]).batches(64, shuffle=True))
-    before = reads.count("b.tfrecord")
+
+
+def _write_other(path: Path, first: int, n: int) -> None:
+    """Records of the same sizes as ``_write``'s, with other bytes."""
+    with tfe.TFRecordWriter(str(path)) as w:
+        for i in range(first, first + n):
+            w.write(tfe.encode_example({"x": [i], "s": [b"w" * (i % 50)]}))
+
+
+def test_an_open_dataset_reads_the_file_it_opened(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file replaced under its path (a new inode): an open dataset still reads the one
+    # it opened, kept copy or not; once closed, it opens the new one and reads it anew.
+    reads = _reads(monkeypatch)
     one = tfe.RecordDataset(files[1:])
-    _flat(one.batches(64, shuffle=True))
-    os.replace(files[1] + ".old", files[1])  # same bytes, another inode
-    assert _flat(one.batches(64, shuffle=True, seed=3, epoch=0)) == _flat(
-        tfe.RecordDataset(files[1:]).batches(64, shuffle=True, seed=3, epoch=0, in_memory=False)
+    before = _flat(one.batches(64, shuffle=True, seed=3, epoch=0))
+    _write_other(Path(files[1] + ".new"), 700, 301)
+    os.replace(files[1] + ".new", files[1])
+    assert _flat(one.batches(64, shuffle=True, seed=3, epoch=0)) == before
+    assert _flat(one.batches(64, shuffle=True, seed=3, epoch=0, in_memory=False)) == before
+    assert reads == ["b.tfrecord"]  # the kept copy served
+    one.close()
+    after = _flat(one.batches(64, shuffle=True, seed=3, epoch=0))
+    assert reads == ["b.tfrecord", "b.tfrecord"]
+    assert after != before
+    assert sorted(tfe.decode_example(r)["s"][0] for r in after)[-1] == b"w" * 49
+
+
+def test_a_file_changed_just_before_the_read_is_not_kept(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _reads(monkeypatch)
+    os.utime(files[0])  # now: within a timestamp's granularity of the read
+    ds = tfe.RecordDataset(files[:1])
+    _flat(ds.batches(64, shuffle=True))
+    assert _kept(ds) == [0]
+    _settle(files[0])
+    _flat(ds.batches(64, shuffle=True))  # read again (the identity changed), and kept
+    assert _kept(ds) == [os.path.getsize(files[0])]
+    _flat(ds.batches(64, shuffle=True))
+    assert reads == ["a.tfrecord", "a.tfrecord"]
+
+
+def test_a_file_changed_while_read_is_not_kept(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _reads(monkeypatch)
+    real = source._identity
+    calls = [0]
+
+    def moving(st: os.stat_result) -> tuple[int, int, int, int]:
+        calls[0] += 1
+        dev, ino, size, mtime = real(st)
+        return dev, ino, size, mtime + calls[0]  # a different mtime at every look
+
+    monkeypatch.setattr(source, "_identity", moving)
+    ds = tfe.RecordDataset(files[:1])
+    _flat(ds.batches(64, shuffle=True))
+    assert _kept(ds) == [0]
+    _flat(ds.batches(64, shuffle=True))
+    assert reads == ["a.tfrecord", "a.tfrecord"]
+
+
+def test_a_finalizer_inside_the_registry_does_not_deadlock(tmp_path: Path) -> None:
+    # An epoch abandoned without close() is released by the garbage collector, which
+    # may run inside a registry call on the same thread: it must not deadlock.
+    script = """
+import faulthandler, gc, os, sys
+faulthandler.dump_traceback_later(20, exit=True)
+import tfrecord_engine as tfe
+from tfrecord_engine.data import source
+paths = []
+for n in range(4):
+    p = os.path.join(sys.argv[1], f"f{n}.tfrecord")
+    with tfe.TFRecordWriter(p) as w:
+        w.write_many(tfe.encode_example({"x": [i]}) for i in range(2000))
+    os.utime(p, (1e9, 1e9))  # long settled: its copy is kept
+    paths.append(p)
+a, b = tfe.RecordDataset(paths[:2]), tfe.RecordDataset(paths[2:])
+gc.disable()
+it = a.batches(64, shuffle=True, readahead=0)
+next(it)
+del it  # abandoned in a reference cycle: released by the collector
+real, fired = source._forget, []
+def forget(key):
+    if not fired:
+        fired.append(1)
+        gc.collect()  # as an allocation inside the registry's lock may
+    real(key)
+source._forget = forget
+for _ in b.batches(64, shuffle=True, readahead=0):
+    pass
+assert fired
+print("done")
+"""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(root)},
     )
-    assert reads.count("b.tfrecord") == before + 2
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "done"
+
+
+def test_a_collected_dataset_leaves_the_registry(files: list[str]) -> None:
+    gc.collect()  # earlier tests' datasets leave first
+    before = source._KEPT_TOTAL[0]
+    ds = tfe.RecordDataset(files)
+    _flat(ds.batches(64, shuffle=True))
+    sizes = sum(os.path.getsize(p) for p in files)
+    assert source._KEPT_TOTAL[0] == before + sizes
+    del ds
+    gc.collect()
+    assert source._KEPT_TOTAL[0] == before
 
 
 def test_kept_copies_stay_within_the_limit(
@@ -448,10 +567,14 @@ def test_kept_copies_stay_within_the_limit(
     assert _kept(b) == [sizes[1]]
     _flat(a.batches(64, shuffle=True))
     assert reads == ["a.tfrecord", "b.tfrecord", "a.tfrecord"]
-    # A file over the limit (in_memory=True) is held for its epoch, never kept.
-    monkeypatch.setattr(dataset_module, "IN_MEMORY_LIMIT", 100)
-    _flat(b.batches(64, shuffle=True, in_memory=True))
-    assert _kept(b) == [0]
+    # A file over the limit (in_memory=True) is held for its epoch, never kept, and
+    # leaves the others' kept copies alone.
+    assert sizes[0] > sizes[1]
+    monkeypatch.setattr(dataset_module, "IN_MEMORY_LIMIT", sizes[1] + 1)
+    _flat(b.batches(64, shuffle=True))
+    assert (_kept(a), _kept(b)) == ([0], [sizes[1]])  # a, the least recent, made room
+    _flat(a.batches(64, shuffle=True, in_memory=True))
+    assert (_kept(a), _kept(b)) == ([0], [sizes[1]])
     # Epochs that do not hold keep nothing.
     c = tfe.RecordDataset(files)
     _flat(c.batches(64, shuffle=True, in_memory=False))

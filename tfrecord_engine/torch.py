@@ -520,7 +520,11 @@ def _move(batch: Any, device: torch.device, *, non_blocking: bool) -> Any:
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
         return type(batch)(*(_move(v, device, non_blocking=non_blocking) for v in batch))
     if isinstance(batch, (list, tuple)):
-        return type(batch)(_move(v, device, non_blocking=non_blocking) for v in batch)
+        moved = [_move(v, device, non_blocking=non_blocking) for v in batch]
+        try:
+            return type(batch)(moved)
+        except TypeError:  # a subclass whose constructor takes other arguments
+            return moved if isinstance(batch, list) else tuple(moved)
     return batch
 
 

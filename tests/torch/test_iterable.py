@@ -410,3 +410,11 @@ def test_prefetch_moves_every_tensor_of_nested_batches() -> None:
     assert moved["sparse"].dense_shape == (3, 4)
     assert type(moved["sparse"]) is tfe.SparseValue
     assert moved["n"] == 7
+
+    class Pair(tuple[Any, ...]):  # a tuple subclass whose constructor takes two arguments
+        def __new__(cls, a: Any, b: Any) -> Pair:
+            return super().__new__(cls, (a, b))
+
+    (pair,) = prefetch_to_device([Pair(torch.ones(1), torch.zeros(1))], "meta")
+    assert type(pair) is tuple
+    assert [t.device.type for t in pair] == ["meta", "meta"]

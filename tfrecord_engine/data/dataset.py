@@ -786,10 +786,11 @@ class RecordDataset:
                 and a snapshot of the files as indexed. When the last epoch holding it
                 ends or is closed, it is kept for the next shuffled epoch (which then
                 starts at once), unless the file changed meanwhile (device, inode, size
-                or modification time): the copies kept for all datasets of the process
-                stay within :data:`IN_MEMORY_LIMIT` bytes, the least recently used
-                dropped first; :meth:`close` drops this dataset's. Output is the same
-                either way.
+                or modification time, or a change less than 3 s before the read): the
+                copies kept for all datasets of the process stay within
+                :data:`IN_MEMORY_LIMIT` bytes, the least recently used dropped first;
+                :meth:`close` drops this dataset's (docs/reliability.md). Output is the
+                same either way.
 
         Returns:
             an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
@@ -1089,7 +1090,9 @@ class RecordBatchIterator(Iterator[Any]):
         self._release()
 
     def __del__(self) -> None:
-        # An epoch abandoned without close(): its files' copies go with it.
+        # An epoch abandoned without close(): its hold on its files' copies ends (they
+        # are kept for the next epoch as at its end; the registry's lock is reentrant,
+        # as the collector may run this inside a registry call).
         with contextlib.suppress(AttributeError):
             self._release()
 

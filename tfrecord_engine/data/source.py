@@ -15,6 +15,7 @@ import mmap
 import os
 import struct
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -69,47 +70,75 @@ _HOLD_STEP = 8 << 20
 
 
 #: Files whose copy is kept between shuffled epochs (``release(keep=...)``), least
-#: recently used first, by ``id``; together they stay within the budget of the last
-#: release that kept one.
-_KEPT: OrderedDict[int, weakref.ref[LocalFileRecords]] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
+#: recently used first, by ``id``, with the size of each copy; together they stay
+#: within the budget of the last release that kept one (``_KEPT_TOTAL`` bytes now).
+#: The lock is reentrant and never held while a reader's lock is taken: a finalizer
+#: (a dataset or an epoch garbage-collected inside a registry call, on any thread) may
+#: call in again, and must neither deadlock nor find the registry half-changed.
+_KEPT: OrderedDict[int, tuple[weakref.ref[LocalFileRecords], int]] = OrderedDict()
+_KEPT_TOTAL = [0]
+_KEPT_LOCK = threading.RLock()
 
 
-def _keep(reader: LocalFileRecords, budget: int) -> None:
-    """Registers ``reader``'s kept copy as the most recent, dropping the least recently
-    used others' (or this one) until all of them fit in ``budget`` bytes."""
+def _forget(key: int) -> None:
+    """Takes ``key`` out of the registry (the lock held)."""
+    entry = _KEPT.pop(key, None)
+    if entry is not None:
+        _KEPT_TOTAL[0] -= entry[1]
+
+
+def _keep(reader: LocalFileRecords, size: int, budget: int) -> None:
+    """Registers ``reader``'s kept copy of ``size`` bytes as the most recent, then drops
+    the least recently used others' until all fit in ``budget`` (a copy larger than
+    ``budget`` is dropped alone)."""
+    if size > budget:
+        reader.drop_kept()
+        return
+    victims: list[LocalFileRecords] = []
     with _KEPT_LOCK:
-        _KEPT[id(reader)] = weakref.ref(reader)
-        _KEPT.move_to_end(id(reader))
-        live: list[tuple[int, LocalFileRecords]] = []
-        for key, ref in list(_KEPT.items()):
-            r = ref()
-            if r is None:
-                del _KEPT[key]  # its copy went with it
-            else:
-                live.append((key, r))
-        total = sum(r.kept_bytes() for _, r in live)
-        for key, r in live:
-            if total <= budget:
-                break
-            total -= r.kept_bytes()
-            r.drop_kept()
-            del _KEPT[key]
+        _forget(id(reader))
+        _KEPT[id(reader)] = (weakref.ref(reader, _died(id(reader))), size)
+        _KEPT_TOTAL[0] += size
+        while _KEPT_TOTAL[0] > budget and _KEPT:
+            key, (ref, _) = next(iter(_KEPT.items()))
+            _forget(key)
+            victim = ref()
+            if victim is not None:
+                victims.append(victim)
+    for victim in victims:  # outside the registry's lock: each takes its own
+        victim.drop_kept()
+
+
+def _died(key: int) -> Callable[[object], None]:
+    """A weakref callback: a reader gone with its copy leaves the registry."""
+
+    def forget(_ref: object) -> None:
+        with _KEPT_LOCK:
+            entry = _KEPT.get(key)
+            if entry is not None and entry[0]() is None:
+                _forget(key)
+
+    return forget
 
 
 def _unkeep(reader: LocalFileRecords) -> None:
     with _KEPT_LOCK:
-        _KEPT.pop(id(reader), None)
+        _forget(id(reader))
 
 
 def _renew_kept_lock() -> None:
     """In a forked child: the lock may have been held by a thread the child lacks."""
     global _KEPT_LOCK  # noqa: PLW0603 - one module-wide lock, replaced after fork
-    _KEPT_LOCK = threading.Lock()
+    _KEPT_LOCK = threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_renew_kept_lock)
+
+
+#: How long before a whole-file read the file's last change must lie for the copy to
+#: be kept between epochs: more than the coarsest timestamps in use (FAT's 2 s).
+_SETTLED_NS = 3_000_000_000
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -134,6 +163,9 @@ class _Held(NamedTuple):
     #: Buffers that batches are gathered into, reused (a new one per batch would cost
     #: its page faults every time); one per thread gathering at once.
     scratch: list[U8]
+    #: The file's (device, inode, size, mtime) before and after it was read, when both
+    #: were equal (``None``: it changed meanwhile, or was not read: never kept).
+    identity: tuple[int, int, int, int] | None = None
 
     def intact(self, local: IntArray) -> bool:
         """Whether the records ``local`` were all found intact as the file was read."""
@@ -275,10 +307,9 @@ class LocalFileRecords:
         self._copy: _Held | None = None
         self._held: mmap.mmap | bytes | None = None
         self._holders = 0
-        # The copy kept after the last hold ended (release(keep=...)), and the identity
-        # of the file it was read from: the next hold takes it if the file is unchanged.
+        # The copy kept after the last hold ended (release(keep=...)): the next hold
+        # takes it if the file is unchanged since it was read (its identity).
         self._kept: _Held | None = None
-        self._copied: tuple[int, int, int, int] | None = None
         # Reads under way through ``_fd`` (acquire/release): a map taking the
         # descriptor's place closes it only when none is (``_retired`` until then), so a
         # thread never reads through a closed or reused descriptor number.
@@ -406,11 +437,7 @@ class LocalFileRecords:
             kept, self._kept = self._kept, None
         if kept is not None:
             _unkeep(self)
-            try:
-                unchanged = _identity(os.stat(self.path)) == self._copied
-            except OSError:
-                unchanged = False  # gone or unreadable: reading it reports how
-            if unchanged:
+            if kept.identity is not None and self._identity() == kept.identity:
                 with self._lock:
                     if self._holders > 0 and self._copy is None:
                         self._copy = kept
@@ -427,6 +454,21 @@ class LocalFileRecords:
                 self._copy = copy
                 self._held = copy.data
 
+    def _identity(self) -> tuple[int, int, int, int] | None:
+        """The identity of the file as this reader would read it now (through its own
+        descriptor: a file replaced under the path is not what an open dataset reads),
+        or ``None`` when it cannot be had."""
+        try:
+            fd = self.acquire()
+        except (OSError, StaleIndexError):
+            return None  # reading it again reports how
+        try:
+            return _identity(os.fstat(fd))
+        except OSError:
+            return None
+        finally:
+            self.unacquire()
+
     def release(self, keep: int = 0) -> None:
         """Ends one :meth:`hold`. With the last, the copy is dropped, or with ``keep``
         (a budget in bytes) kept for the next hold: the copies kept for all files of
@@ -438,10 +480,10 @@ class LocalFileRecords:
                 return
             copy, self._copy = self._copy, None
             self._held = None
-            if not keep or copy is None or self._copied is None:
+            if not keep or copy is None or copy.identity is None:
                 return
             self._kept = copy
-        _keep(self, keep)
+        _keep(self, len(copy.data), keep)
 
     def kept_bytes(self) -> int:
         """The size of the copy kept between holds (0: none)."""
@@ -505,7 +547,12 @@ class LocalFileRecords:
         fd = self.acquire(where)  # (kept open for this long read if a map retires it)
         helper = None
         try:
-            self._copied = _identity(os.fstat(fd))
+            # The copy may be kept between epochs only if nothing changed the file while
+            # it was read: its identity before and after must agree, and its last change
+            # must be older than the read by more than a timestamp's granularity (else a
+            # write in the same tick would leave the identity as it was).
+            started = time.time_ns()
+            before = _identity(os.fstat(fd))
             if len(pieces) > 1 and (os.cpu_count() or 1) > 1:
                 helper = threading.Thread(target=work, name="tfe-hold", daemon=True)
                 helper.start()
@@ -515,7 +562,10 @@ class LocalFileRecords:
                 with lock:
                     taken[0] = len(pieces)
                 helper.join()
-            self.unacquire()
+            try:
+                after = _identity(os.fstat(fd))
+            finally:
+                self.unacquire()
         if failed:
             raise failed[min(failed)]  # the first piece that failed, whichever thread
         if ok is not None:
@@ -526,7 +576,9 @@ class LocalFileRecords:
                 for a, b in zip(stop[:-1].tolist(), first[1:].tolist(), strict=True):
                     self._check_held(buf, ok, a, b)
         buf.flags.writeable = False
-        return _Held(data, buf, ok, ok is not None and bool(ok.all()), [])
+        settled = before[3] < started - _SETTLED_NS
+        same = before if after == before and settled else None
+        return _Held(data, buf, ok, ok is not None and bool(ok.all()), [], same)
 
     def _check_held(self, buf: U8, ok: npt.NDArray[np.bool_], first: int, stop: int) -> None:
         """Sets ``ok[first:stop]``: whether those records' data match their CRCs in ``buf``."""

@@ -184,11 +184,11 @@ def _forget_loader() -> None:
 
 
 def _at_exit() -> None:
-    """At exit: lets a load under way finish, then drops the kernels (whatever still
-    runs falls back to the numpy paths). Dropped here, numba's compiled code is freed
-    while numba and llvmlite are intact; left to the interpreter's teardown (seen after
-    an uncaught exception, with PyTorch imported), each piece printed an "Exception
-    ignored in ObjectRef.__del__" traceback as llvmlite met its own modules torn down."""
+    """At exit: lets a load under way finish, then drops the loaded kernels (whatever
+    still runs falls back to the numpy paths). Without that, a script that imported
+    PyTorch and died of an uncaught exception printed one "Exception ignored in
+    ObjectRef.__del__" traceback per piece of numba's code, as llvmlite met its own
+    modules torn down (tests/torch/test_exit.py)."""
     _join_loader()
     loader = _STATE.get("loader")
     if loader is None or not loader.is_alive():
