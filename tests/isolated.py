@@ -37,3 +37,16 @@ def run_cases(cases: Path, module: str) -> None:
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert " passed" in summary[0], done.stdout[-3000:]
     assert "skipped" not in summary[0] or os.environ.get("TFE_REQUIRE_FRAMEWORKS") != "1", summary
+
+
+def run_python(code: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -c code args`` in a fresh interpreter that imports this checkout, in the
+    current directory; its output is captured as text."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -18,6 +16,8 @@ import tfrecord_engine as tfe
 from tfrecord_engine import kernels
 from tfrecord_engine.data import dataset as dataset_module
 from tfrecord_engine.data import source
+
+from .isolated import run_python
 
 SPEC = {"x": tfe.FixedLenFeature([], "int64"), "s": tfe.FixedLenFeature([], "string")}
 
@@ -526,15 +526,7 @@ for _ in b.batches(64, shuffle=True, readahead=0):
 assert fired
 print("done")
 """
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(root)},
-    )
+    done = run_python(script, str(tmp_path), timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "done"
 

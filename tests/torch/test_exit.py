@@ -7,11 +7,9 @@ ObjectRef.__del__`` traceback per piece of numba's compiled code after its own e
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from ..isolated import run_python
 from ..optional import require
 
 require("torch")
@@ -27,16 +25,7 @@ raise KeyError("the script's own error")
 
 
 def test_an_uncaught_exception_exits_without_teardown_noise(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        cwd=tmp_path,
-    )
+    done = run_python(SCRIPT, str(tmp_path), timeout=300)
     assert done.returncode == 1
     assert 'KeyError: "the script\'s own error"' in done.stderr
     assert "Exception ignored" not in done.stderr, done.stderr[-3000:]
