@@ -70,27 +70,28 @@ def _crc8(typingctx: Any, crc: Any, data: Any) -> Any:
     return types.uint32(types.uint32, types.uint8), codegen
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _crc_bytes(c, buf, i, e):
+    """The CRC32C state ``c`` advanced by ``buf[i:e]`` a byte at a time (the unaligned
+    head and the tail of a span; inlined, so as cheap as the loop written out)."""
+    while i < e:
+        c = _crc8(c, buf[i])
+        i += 1
+    return c
+
+
 @njit(nogil=True, cache=True)
 def _crc_span(buf, words, base, s, e):
     """CRC32C of ``buf[s:e]``, ``words`` as in :func:`crc_spans`."""
-    c = np.uint32(0xFFFFFFFF)
     first = (max(s - base, 0) + 7) // 8
     last = (e - base) // 8 if e >= base else 0
-    i = s
     stop = min(e, base + 8 * first)
-    while i < stop:
-        c = _crc8(c, buf[i])
-        i += 1
-    wide = np.uint64(c)
+    wide = np.uint64(_crc_bytes(np.uint32(0xFFFFFFFF), buf, s, stop))
     k = first
     while k < last:
         wide = _crc64(wide, words[k])
         k += 1
-    c = np.uint32(wide)
-    i = max(i, base + 8 * last)
-    while i < e:
-        c = _crc8(c, buf[i])
-        i += 1
+    c = _crc_bytes(np.uint32(wide), buf, max(s, stop, base + 8 * last), e)
     return c ^ np.uint32(0xFFFFFFFF)
 
 
@@ -212,11 +213,7 @@ def _crc_span_folded(buf, s, e):
     while e - p >= 8:
         w = _crc64(w, _load8(buf, p))
         p += 8
-    c = np.uint32(w)
-    while p < e:
-        c = _crc8(c, buf[p])
-        p += 1
-    return c ^ np.uint32(0xFFFFFFFF)
+    return _crc_bytes(np.uint32(w), buf, p, e) ^ np.uint32(0xFFFFFFFF)
 
 
 @njit(nogil=True, cache=True)
