@@ -437,7 +437,7 @@ class LocalFileRecords:
             kept, self._kept = self._kept, None
         if kept is not None:
             _unkeep(self)
-            if kept.identity is not None and self._identity() == kept.identity:
+            if kept.identity is not None and self._file_identity() == kept.identity:
                 with self._lock:
                     if self._holders > 0 and self._copy is None:
                         self._copy = kept
@@ -454,7 +454,7 @@ class LocalFileRecords:
                 self._copy = copy
                 self._held = copy.data
 
-    def _identity(self) -> tuple[int, int, int, int] | None:
+    def _file_identity(self) -> tuple[int, int, int, int] | None:
         """The identity of the file as this reader would read it now (through its own
         descriptor: a file replaced under the path is not what an open dataset reads),
         or ``None`` when it cannot be had."""
@@ -484,11 +484,6 @@ class LocalFileRecords:
                 return
             self._kept = copy
         _keep(self, len(copy.data), keep)
-
-    def kept_bytes(self) -> int:
-        """The size of the copy kept between holds (0: none)."""
-        kept = self._kept
-        return 0 if kept is None else len(kept.data)
 
     def drop_kept(self) -> None:
         """Drops the copy kept between holds, if any."""
