@@ -47,6 +47,8 @@ from .example import (
     parse_sequence_example,
     parse_single_example,
     parse_single_sequence_example,
+    parse_tensor,
+    serialize_tensor,
 )
 from .index.sidecar import Index
 from .records.compression import Compression
@@ -105,5 +107,7 @@ __all__ = [
     "parse_sequence_example",
     "parse_single_example",
     "parse_single_sequence_example",
+    "parse_tensor",
     "read_records",
+    "serialize_tensor",
 ]

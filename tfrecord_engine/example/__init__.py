@@ -21,6 +21,7 @@ from .specs import (
     ValueRowIds,
     VarLenFeature,
 )
+from .tensors import parse_tensor, serialize_tensor
 from .values import RaggedValue, SparseValue
 
 __all__ = [
@@ -46,4 +47,6 @@ __all__ = [
     "parse_sequence_example",
     "parse_single_example",
     "parse_single_sequence_example",
+    "parse_tensor",
+    "serialize_tensor",
 ]
