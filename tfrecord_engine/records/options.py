@@ -8,7 +8,7 @@
 ``compression_level``       -1 (``Z_DEFAULT_COMPRESSION``, i.e. 6); 0 ... 9
 ``compression_method``      8 (``Z_DEFLATED``, the only method zlib has)
 ``window_bits``             15 for ZLIB, 31 (15 + 16) for GZIP; a given value is used
-                            as is, like TensorFlow: 9 ... 15 for ZLIB, 25 ... 31 for GZIP
+                            as is, like TensorFlow: 8 ... 15 for ZLIB, 25 ... 31 for GZIP
 ``mem_level``               **9** (zlib's own default is 8); 1 ... 9
 ``compression_strategy``    0 (``Z_DEFAULT_STRATEGY``); 1 filtered, 2 Huffman only,
                             3 RLE, 4 fixed
@@ -29,10 +29,12 @@ TensorFlow's very zlib calls through ctypes; without a loadable zlib library it 
 back to Python's ``zlib`` (the same stream, other blocks).
 
 ``flush_mode`` 4 (``Z_FINISH``) is refused: TensorFlow's writer then ends the stream at
-the first flush and silently drops every later record. ``window_bits`` 8 is refused too
-(zlib writes a 512-byte window and a header that claims 256 bytes, which its own
-``inflate`` rejects), and so is a ZLIB window with GZIP (or the reverse): TensorFlow
-writes such a file, but its reader then fails on it.
+the first flush and silently drops every later record. ``window_bits`` 8 (a 256-byte
+window) is taken for ZLIB as TensorFlow takes it: zlib's deflate has no such window and
+writes with 512 bytes (9), header included, so the file is the one 9 gives, byte for
+byte; for GZIP (24) zlib refuses it, and TensorFlow's writer then aborts the process,
+so it is refused here. A ZLIB window with GZIP (or the reverse) is refused too:
+TensorFlow writes such a file, but its reader then fails on it.
 """
 
 from __future__ import annotations
@@ -121,11 +123,11 @@ class ZlibSettings:
                 f"method), got {self.compression_method!r}"
             )
         if self.window_bits is not None:
-            _int("window_bits", self.window_bits, 9, 31)
+            _int("window_bits", self.window_bits, 8, 31)
             if 16 <= self.window_bits <= 24:
                 raise InvalidArgumentError(
-                    f"window_bits must be 9..15 (ZLIB) or 25..31 (GZIP: 16 + 9..15), "
-                    f"got {self.window_bits}"
+                    f"window_bits must be 8..15 (ZLIB) or 25..31 (GZIP: 16 + 9..15; zlib "
+                    f"has no 256-byte window with a gzip header), got {self.window_bits}"
                 )
         _int("mem_level", self.mem_level, 1, 9)
         _int("compression_strategy", self.compression_strategy, 0, 4)
@@ -156,7 +158,7 @@ class ZlibSettings:
         if self.window_bits is None:
             return 31 if gzip else 15
         if gzip != (self.window_bits > 15):
-            want = "25..31 (16 + 9..15)" if gzip else "9..15"
+            want = "25..31 (16 + 9..15)" if gzip else "8..15"
             raise InvalidArgumentError(
                 f"window_bits={self.window_bits} does not write {kind.value}: use {want} "
                 f"for {kind.value} (TensorFlow would write the other format under this "
@@ -188,7 +190,8 @@ class TFRecordOptions:
         flush_mode: 0 (``Z_NO_FLUSH``, default), 1 partial, 2 sync, 3 full, 5 block.
         input_buffer_size, output_buffer_size: TensorFlow's zlib buffers (bytes); with a
             flush mode they decide where flushes land, and are honoured exactly.
-        window_bits: 9..15 for ZLIB, 25..31 for GZIP (default 15 / 31).
+        window_bits: 8..15 for ZLIB (8 writes what 9 writes, as in TensorFlow), 25..31
+            for GZIP (default 15 / 31).
         compression_level: -1 (default, i.e. 6) or 0..9.
         compression_method: 8 (``Z_DEFLATED``).
         mem_level: 1..9 (default 9).
