@@ -33,7 +33,7 @@ from .columns import Column, empty_values, from_rows, object_array
 from .names import example_name_list, named_errors
 from .parse import _plan, parse_single_example
 from .parse import parse_example as parse_example_exact
-from .records import Request, decode_requests, to_records
+from .records import Request, decode_requests, tensor_value, to_records
 from .specs import FeatureSpec, FixedLenFeature, RawFeature, as_feature_specs
 from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
@@ -649,6 +649,7 @@ def parse_example(
     """
     del name  # TensorFlow's op name
     features = as_feature_specs(features)
+    serialized, example_names = tensor_value(serialized), tensor_value(example_names)
     if isinstance(serialized, (bytes, bytearray, memoryview)):
         return parse_single_example(serialized, features, example_names)
     records = to_records(serialized)

@@ -27,7 +27,7 @@ from ..errors import ExampleParseError, InvalidArgumentError, MalformedExampleEr
 from . import assemble
 from .columns import Column, from_rows
 from .raw import assemble_raw
-from .records import KIND_OF, Request, add_request, decode_requests, to_records
+from .records import KIND_OF, Request, add_request, decode_requests, tensor_value, to_records
 from .specs import (
     FeatureSpec,
     FixedLenFeature,
@@ -210,6 +210,7 @@ def parse_single_example(
         ([b'a', b'b'], [2])
     """
     del example_names, name  # TensorFlow's single-Example texts carry no name
+    serialized = tensor_value(serialized)
     if not isinstance(serialized, (bytes, bytearray, memoryview)):
         raise InvalidArgumentError(f"serialized must be bytes, got {type(serialized).__name__}")
     features = as_feature_specs(features)

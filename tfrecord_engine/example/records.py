@@ -38,6 +38,7 @@ __all__ = [
     "error_prefix",
     "list_failure",
     "object_array",
+    "tensor_value",
     "to_records",
 ]
 
@@ -72,6 +73,23 @@ def error_prefix(key: str, index: int | None) -> str:
     if index is None:
         return f"Key: {key}.  "
     return f"Name: <unknown>, Key: {key}, Index: {index}.  "
+
+
+def tensor_value(value: Any) -> Any:
+    """The value of a tensor-like input: ``value.numpy()`` for an object that has it and
+    is no numpy array (a ``tf.Tensor``: its bytes, or an object array of them), else
+    ``value`` itself. TensorFlow is never imported for it.
+
+    >>> class Scalar:
+    ...     def numpy(self) -> bytes:
+    ...         return b"x"
+    >>> tensor_value(Scalar()), tensor_value([b"y"])
+    (b'x', [b'y'])
+    """
+    method = getattr(value, "numpy", None)
+    if callable(method) and not isinstance(value, (np.ndarray, bytes, bytearray, memoryview)):
+        return method()
+    return value
 
 
 def to_records(serialized: object) -> list[bytes]:

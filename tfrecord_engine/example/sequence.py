@@ -38,6 +38,7 @@ from .records import (
     concat_values,
     list_failure,
     object_array,
+    tensor_value,
     to_records,
 )
 from .specs import (
@@ -417,6 +418,7 @@ def parse_sequence_example(
     del name  # TensorFlow's op name
     context = dict(as_feature_specs(context_features or {}))
     sequence = dict(as_feature_specs(sequence_features or {}))
+    serialized, example_names = tensor_value(serialized), tensor_value(example_names)
     if isinstance(serialized, (bytes, bytearray, memoryview)):
         with named_errors(None, example_names):
             return _parse([bytes(serialized)], context, sequence, single=True)
@@ -449,6 +451,7 @@ def parse_single_sequence_example(
         >>> lists["t"].dense_shape.tolist()
         [2, 2]
     """
+    serialized, example_name = tensor_value(serialized), tensor_value(example_name)
     if not isinstance(serialized, (bytes, bytearray, memoryview)):
         raise InvalidArgumentError(f"serialized must be bytes, got {type(serialized).__name__}")
     del name  # TensorFlow's op name
