@@ -36,7 +36,7 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, (np.ndarray, np.generic)):
-        nan = a.dtype.kind == "f"
+        nan = a.dtype.kind in "fc"
         return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=nan)
     return bool(a == b)
 

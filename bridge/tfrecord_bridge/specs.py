@@ -56,8 +56,7 @@ def tf_feature_spec(tf: TF, spec: Any) -> Any:
     if isinstance(spec, S.RawFeature):
         raw_default: bytes | None = None
         if spec.default_value is not None:
-            little = np.dtype(spec.dtype).newbyteorder("<")
-            raw_default = np.asarray(spec.default_value, little).tobytes()
+            raw_default = np.asarray(spec.default_value, spec.wire_dtype).tobytes()
         return tf.io.FixedLenFeature([], tf.string, default_value=raw_default)
     dt = _tf_dtype(tf, spec.dtype) if hasattr(spec, "dtype") else None
     if isinstance(spec, S.FixedLenFeature):
@@ -90,11 +89,16 @@ def tf_feature_spec(tf: TF, spec: Any) -> Any:
 def tf_decode_raw(tf: TF, spec: S.RawFeature, strings: Any) -> Any:
     """``[batch, *shape]`` values of a RawFeature from TensorFlow's parsed strings ``[batch]``.
 
-    ``tf.io.decode_raw`` (little-endian) then a reshape; uint32, which ``decode_raw``
-    does not offer, is decoded as int32 and bitcast.
+    ``tf.io.decode_raw`` (with the spec's byte order and ``fixed_length``) then a
+    reshape; uint32, which ``decode_raw`` does not offer, is decoded as int32 and bitcast.
     """
     name = "int32" if spec.dtype == "uint32" else spec.dtype
-    values = tf.io.decode_raw(strings, getattr(tf, name), little_endian=True)
+    values = tf.io.decode_raw(
+        strings,
+        getattr(tf, name),
+        little_endian=spec.little_endian,
+        fixed_length=spec.fixed_length,
+    )
     if spec.dtype == "uint32":
         values = tf.bitcast(values, tf.uint32)
     shape = tf.constant(list(spec.shape), tf.int32)

@@ -86,13 +86,14 @@ def _raw(spec: RawFeature) -> Convert | None:
     if nbytes == 0:
         return None
     dtype = np.dtype(spec.dtype)
-    little = dtype.newbyteorder("<")  # as tf.io.decode_raw
+    little = spec.wire_dtype  # the stored byte order, as tf.io.decode_raw's little_endian
     shape = spec.shape
+    fit = spec.fit
 
     def raw(v: RawValues) -> Any:
         if len(v) != 1:
             return None
-        data: bytes = v[0]  # type: ignore[assignment]  # a bytes list (KIND_BYTES)
+        data: bytes = fit(v[0])  # type: ignore[arg-type]  # a bytes list (KIND_BYTES)
         if len(data) != nbytes:
             return None
         # astype copies: the sample owns writable memory (torch.from_numpy wants it).

@@ -104,10 +104,14 @@ class BatchDecoder:
         self._order = list(self._requests.values())
         self._keys = [r.raw_key for r in self._order]
         self._kinds = [r.kind for r in self._order]
-        # Bytes per value of each RawFeature key (None for other keys): their values are
-        # gathered as uint8 rows, never as bytes objects (see :mod:`.raw`).
+        # Bytes per value of each RawFeature key (None for other keys, and for a
+        # fixed_length, whose values may have any size): their values are gathered as
+        # uint8 rows, never as bytes objects (see :mod:`.raw`).
         self._widths = [
-            spec.nbytes if isinstance(spec := self.features.get(r.key), RawFeature) else None
+            spec.nbytes
+            if isinstance(spec := self.features.get(r.key), RawFeature)
+            and spec.fixed_length is None
+            else None
             for r in self._order
         ]
         self._templates: list[template.Template] = []

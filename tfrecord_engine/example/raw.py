@@ -59,8 +59,11 @@ def _check(name: str, spec: RawFeature, col: Column, single: bool) -> None:
     bad = col.present & ~one
     if spec.default_value is None:
         bad |= ~col.present
-    # Rows (the fast paths) hold only values of nbytes bytes; bytes objects are measured.
-    if col.values.dtype == object or col.values.shape[1:] != (nbytes,):
+    # Rows (the fast paths) hold only values of nbytes bytes; bytes objects are measured
+    # (any size fits a fixed_length, which cuts or pads it).
+    if spec.fixed_length is None and (
+        col.values.dtype == object or col.values.shape[1:] != (nbytes,)
+    ):
         sizes = _sizes(col.values)
         take = col.present & one
         bad[take] |= sizes[col.offsets[:-1][take]] != nbytes
@@ -100,11 +103,15 @@ def assemble_raw(name: str, spec: RawFeature, col: Column, single: bool) -> npt.
     _check(name, spec, col, single)
     n = col.counts.shape[0]
     nbytes = spec.nbytes
-    rows = as_rows(col.values, nbytes)
-    assert rows is not None  # sizes were checked
-    # Little-endian as tf.io.decode_raw; astype is a no-op on little-endian machines.
+    values = col.values
+    if spec.fixed_length is not None and values.dtype == object:
+        values = np.array([spec.fit(v) for v in values.tolist()] or [], dtype=object)
+    rows = as_rows(values, nbytes)
+    assert rows is not None  # sizes were checked (or fitted)
+    # In the stored byte order (tf.io.decode_raw's little_endian); astype to the native
+    # order is a no-op for little-endian values on little-endian machines.
     dtype = np.dtype(spec.dtype)
-    little = dtype.newbyteorder("<")
+    little = spec.wire_dtype
     if nbytes == 0:
         out: npt.NDArray[Any] = np.zeros((n, 0), dtype)
     elif col.present.all():

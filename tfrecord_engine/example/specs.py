@@ -426,7 +426,19 @@ class SparseFeature:
 
 
 RawDType = Literal[
-    "uint8", "int8", "uint16", "int16", "int32", "uint32", "int64", "float16", "float32", "float64"
+    "uint8",
+    "int8",
+    "uint16",
+    "int16",
+    "int32",
+    "uint32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "bool",
+    "complex64",
+    "complex128",
 ]
 _RAW_DTYPES: tuple[RawDType, ...] = (
     "uint8",
@@ -439,6 +451,9 @@ _RAW_DTYPES: tuple[RawDType, ...] = (
     "float16",
     "float32",
     "float64",
+    "bool",
+    "complex64",
+    "complex128",
 )
 
 
@@ -458,10 +473,11 @@ def _raw_dtype(dtype: object) -> RawDType:
             f"RawFeature: unsupported dtype {dtype!r}: must be one of {', '.join(_RAW_DTYPES)}"
         )
     if np_dtype.byteorder == ">" or (np_dtype.byteorder == "=" and not np.little_endian):
-        # Values are read little-endian (tf.io.decode_raw's default): a big-endian dtype
-        # would silently mean something else.
+        # The byte order is little_endian's to say (tf.io.decode_raw's argument): a
+        # big-endian numpy dtype would silently mean something else.
         raise InvalidArgumentError(
-            f"RawFeature: dtype {dtype!r} is big-endian; values are read little-endian"
+            f"RawFeature: dtype {dtype!r} is big-endian: give the native dtype and "
+            "little_endian=False to read big-endian values"
         )
     return _RAW_DTYPES[_RAW_DTYPES.index(np_dtype.name)]
 
@@ -472,37 +488,81 @@ class RawFeature:
 
     The feature must be a ``bytes_list`` holding exactly one value of
     ``prod(shape) * itemsize`` bytes in every record; the output is ``[batch, *shape]``
-    of ``dtype``, the value's bytes read little-endian and row-major, exactly what
-    ``tf.io.decode_raw(value, dtype)`` then a reshape give. This is the usual way arrays
-    are stored in TFRecords (``array.tobytes()``); decoding straight into the array
-    spares a bytes object and an ``np.frombuffer`` per record.
+    of ``dtype``, the value's bytes read row-major (little-endian unless told otherwise),
+    exactly what ``tf.io.decode_raw(value, dtype, little_endian, fixed_length)`` then a
+    reshape give. This is the usual way arrays are stored in TFRecords
+    (``array.tobytes()``); decoding straight into the array spares a bytes object and an
+    ``np.frombuffer`` per record.
 
     Args:
         shape: the output shape per record (``[]`` for one value).
         dtype: uint8 (default), int8, uint16, int16, int32, uint32, int64, float16,
-            float32 or float64: a name, a numpy dtype/type, or an object with ``.name``
-            (``tf.uint8``). Big-endian dtypes are refused.
+            float32, float64, bool, complex64 or complex128: a name, a numpy dtype/type,
+            or an object with ``.name`` (``tf.uint8``). Big-endian numpy dtypes are
+            refused: say ``little_endian=False`` instead.
         default_value: used when the feature is missing: an array-like with
             ``prod(shape)`` values that ``dtype`` holds exactly. ``None``: required.
+        little_endian: the values' byte order (``decode_raw``'s argument; each part of a
+            complex value is swapped on its own, as TensorFlow does).
+        fixed_length: ``decode_raw``'s ``fixed_length``: each value is cut to this many
+            bytes or padded with zero bytes, so values of any size are accepted. It
+            must be ``prod(shape) * itemsize`` (the bytes the output holds); not for
+            bool or complex dtypes (TensorFlow has none for them).
 
     Example:
         >>> spec = RawFeature([2, 2], "uint16")
         >>> spec.dtype, spec.nbytes
         ('uint16', 8)
+        >>> RawFeature([3], "int32", little_endian=False, fixed_length=12).wire_dtype.str
+        '>i4'
     """
 
     shape: tuple[int, ...]
     dtype: RawDType
     default_value: tuple[Any, ...] | None = None
+    little_endian: bool = True
+    fixed_length: int | None = None
 
     def __init__(
-        self, shape: ShapeLike, dtype: DTypeLike = "uint8", default_value: object = None
+        self,
+        shape: ShapeLike,
+        dtype: DTypeLike = "uint8",
+        default_value: object = None,
+        *,
+        little_endian: bool = True,
+        fixed_length: int | None = None,
     ) -> None:
         shape = _shape(shape, "RawFeature")
         name = _raw_dtype(dtype)
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", name)
         object.__setattr__(self, "default_value", None)
+        if not isinstance(little_endian, (bool, np.bool_)):
+            raise InvalidArgumentError(
+                f"RawFeature: little_endian must be True or False, got {little_endian!r}"
+            )
+        object.__setattr__(self, "little_endian", bool(little_endian))
+        object.__setattr__(self, "fixed_length", None)
+        if fixed_length is not None:
+            if isinstance(fixed_length, bool) or not isinstance(fixed_length, (int, np.integer)):
+                raise InvalidArgumentError(
+                    f"RawFeature: fixed_length must be an int, got {fixed_length!r}"
+                )
+            if name in ("bool", "complex64", "complex128"):
+                raise InvalidArgumentError(
+                    f"RawFeature: fixed_length is not offered for {name} (as in "
+                    "tf.io.decode_raw): store values of the exact size instead"
+                )
+            if int(fixed_length) <= 0:
+                raise InvalidArgumentError(
+                    f"RawFeature: fixed_length ({fixed_length}) must be greater than zero"
+                )
+            if int(fixed_length) != self.nbytes:
+                raise InvalidArgumentError(
+                    f"RawFeature: fixed_length={fixed_length} but shape {list(shape)} of "
+                    f"{name} holds {self.nbytes} bytes: they must agree"
+                )
+            object.__setattr__(self, "fixed_length", int(fixed_length))
         if default_value is not None:
             object.__setattr__(self, "default_value", _raw_default(default_value, shape, name))
 
@@ -511,12 +571,27 @@ class RawFeature:
         """Bytes of one record's value: ``prod(shape) * itemsize``."""
         return math.prod(self.shape) * np.dtype(self.dtype).itemsize
 
+    @property
+    def wire_dtype(self) -> np.dtype[Any]:
+        """The dtype the stored bytes are read as (``dtype`` in the stored byte order)."""
+        dtype: np.dtype[Any] = np.dtype(self.dtype).newbyteorder("<" if self.little_endian else ">")
+        return dtype
+
+    def fit(self, value: bytes) -> bytes:
+        """``value`` cut or zero-padded to ``fixed_length`` (unchanged without one)."""
+        size = self.fixed_length
+        if size is None or len(value) == size:
+            return value
+        return value[:size] if len(value) > size else value + bytes(size - len(value))
+
 
 def _raw_default(value: object, shape: tuple[int, ...], dtype: RawDType) -> tuple[Any, ...]:
     try:
         given = np.asarray(value)
-        if given.dtype.kind not in "biuf":
+        if given.dtype.kind not in "biufc":
             raise TypeError(f"not numbers ({given.dtype})")
+        if given.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+            raise TypeError(f"complex values for a {dtype} feature")
         with np.errstate(all="ignore"):
             cast = given.astype(dtype)
     except (TypeError, ValueError) as exc:
@@ -528,7 +603,7 @@ def _raw_default(value: object, shape: tuple[int, ...], dtype: RawDType) -> tupl
             f"RawFeature: default value has {cast.size} values, but the requested shape "
             f"{list(shape)} has {math.prod(shape)}"
         )
-    exact = np.array_equal(cast, given, equal_nan=cast.dtype.kind == "f")
+    exact = np.array_equal(cast, given, equal_nan=cast.dtype.kind in "fc")
     if not exact:
         raise InvalidArgumentError(
             f"RawFeature: default value {value!r} does not fit {dtype} exactly"

@@ -62,8 +62,7 @@ class RawCase:
         """The default value's bytes (little-endian), or None."""
         if self.spec.default_value is None:
             return None
-        little = np.dtype(self.spec.dtype).newbyteorder("<")
-        return np.asarray(self.spec.default_value, little).tobytes()
+        return np.asarray(self.spec.default_value, self.spec.wire_dtype).tobytes()
 
     @property
     def string_spec(self) -> FixedLenFeature:
@@ -72,16 +71,17 @@ class RawCase:
 
     def expected(self) -> npt.NDArray[Any]:
         """``[batch, *shape]``: each record's value through ``np.frombuffer``."""
-        little = np.dtype(self.spec.dtype).newbyteorder("<")
         rows = []
         for v in self.values:
-            value = self.default_bytes if v is None else v
+            value = self.default_bytes if v is None else self.spec.fit(v)
             assert value is not None
-            rows.append(np.frombuffer(value, little).reshape(self.spec.shape))
-        out = np.empty((len(rows), *self.spec.shape), np.dtype(self.spec.dtype))
-        for i, row in enumerate(rows):
-            out[i] = row
-        return out
+            rows.append(np.frombuffer(value, self.spec.wire_dtype).reshape(self.spec.shape))
+        # Stacked, not assigned: a bool byte other than 0 or 1 stays as stored (as
+        # tf.io.decode_raw leaves it); the native byte order comes from astype.
+        out = np.stack(rows) if rows else np.zeros((0, *self.spec.shape), self.spec.wire_dtype)
+        return out.astype(np.dtype(self.spec.dtype), copy=False).reshape(
+            len(rows), *self.spec.shape
+        )
 
 
 @dataclass(frozen=True)
@@ -95,22 +95,48 @@ class RawErrorCase:
 
 @st.composite
 def raw_specs(
-    draw: st.DrawFn, *, max_dims: int = 3, max_dim: int = 5, default: bool | None = None
+    draw: st.DrawFn,
+    *,
+    max_dims: int = 3,
+    max_dim: int = 5,
+    default: bool | None = None,
+    fixed_length: bool = True,
 ) -> RawFeature:
-    """A RawFeature of any supported dtype and a small shape (zero sizes included).
+    """A RawFeature of any supported dtype and a small shape (zero sizes included), in
+    either byte order, with or without a ``fixed_length``.
 
     ``default``: True/False forces a default value or none; None draws either.
+    ``fixed_length=False`` never draws one (values must then have the exact size).
     """
     shape = draw(st.lists(st.integers(0, max_dim), max_size=max_dims))
     dtype = draw(st.sampled_from(RAW_DTYPES))
+    # Big-endian values and TensorFlow's fixed_length (values of any size, cut or padded).
+    little = draw(st.booleans()) if np.dtype(dtype).itemsize > 1 else True
+    padded = (
+        math.prod(shape) * np.dtype(dtype).itemsize
+        if fixed_length
+        and math.prod(shape) > 0
+        and dtype not in ("bool", "complex64", "complex128")
+        and draw(st.booleans())
+        else None
+    )
     if default is None:
         default = draw(st.booleans())
     if not default:
-        return RawFeature(shape, dtype)
-    size = math.prod(shape) * np.dtype(dtype).itemsize
-    raw = draw(st.binary(min_size=size, max_size=size))
-    values = np.frombuffer(raw, np.dtype(dtype).newbyteorder("<")).astype(dtype)
-    return RawFeature(shape, dtype, default_value=values.reshape(shape))
+        return RawFeature(shape, dtype, little_endian=little, fixed_length=padded)
+    size = math.prod(shape)
+    if dtype == "bool":
+        values = np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size)), np.bool_)
+    else:
+        raw = draw(
+            st.binary(
+                min_size=size * np.dtype(dtype).itemsize, max_size=size * np.dtype(dtype).itemsize
+            )
+        )
+        values = np.frombuffer(raw, np.dtype(dtype).newbyteorder("<")).astype(dtype)
+    return RawFeature(
+        shape, dtype, default_value=values.reshape(shape), little_endian=little, fixed_length=padded
+    )
 
 
 _KEYS = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=12)
@@ -137,7 +163,10 @@ def raw_cases(
     values: list[bytes | None] = []
     label_of = st.integers(0, 127) if uniform else st.integers(-(1 << 63), (1 << 63) - 1)
     for _ in range(n):
-        value: bytes | None = draw(st.binary(min_size=size, max_size=size))
+        if spec.fixed_length is not None and not uniform:  # any size: cut or padded
+            value: bytes | None = draw(st.binary(max_size=size + 6))
+        else:
+            value = draw(st.binary(min_size=size, max_size=size))
         if spec.default_value is not None and not uniform and draw(st.integers(0, 4)) == 0:
             value = None
         entries: list[Entry] = [("label", ("int64", [draw(label_of)]))]
@@ -180,7 +209,7 @@ def raw_error_cases(
     draw: st.DrawFn, *, min_records: int = 1, max_records: int = 12, uniform: bool | None = None
 ) -> RawErrorCase:
     """A valid :func:`raw_cases` batch with one record replaced by a faulty one."""
-    spec = draw(raw_specs(default=False))
+    spec = draw(raw_specs(default=False, fixed_length=False))
     case = draw(
         raw_cases(min_records=min_records, max_records=max_records, uniform=uniform, spec=spec)
     )
