@@ -21,8 +21,13 @@ from .errors import (
     MissingDependencyError,
     OutOfRangeError,
     ParseError,
+    RangeIgnoredWarning,
     ReadOnlyStorageError,
     RecordTooLargeError,
+    RemoteAccessDeniedError,
+    RemoteChangedError,
+    RemoteNotFoundError,
+    RemoteReadError,
     StaleIndexError,
     TFRecordError,
     TruncatedRecordError,
@@ -56,6 +61,7 @@ from .records.follow import RecordFollower
 from .records.options import TFRecordCompressionType, TFRecordOptions
 from .records.reader import read_records
 from .records.recovery import DamageReport
+from .storage.retry import RetryPolicy, set_default_retry_policy
 from .writing.writer import TFRecordWriter
 
 __version__ = "0.1.0"
@@ -80,11 +86,17 @@ __all__ = [
     "ParseError",
     "RaggedFeature",
     "RaggedValue",
+    "RangeIgnoredWarning",
     "RawFeature",
     "ReadOnlyStorageError",
     "RecordDataset",
     "RecordFollower",
     "RecordTooLargeError",
+    "RemoteAccessDeniedError",
+    "RemoteChangedError",
+    "RemoteNotFoundError",
+    "RemoteReadError",
+    "RetryPolicy",
     "SparseFeature",
     "SparseValue",
     "StaleIndexError",
@@ -110,4 +122,5 @@ __all__ = [
     "parse_tensor",
     "read_records",
     "serialize_tensor",
+    "set_default_retry_policy",
 ]

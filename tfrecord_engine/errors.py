@@ -44,6 +44,21 @@ Each subclass also inherits the built-in exception that callers already catch, s
   ``fsspec`` for URLs: ``pip install tfrecord-engine[remote]``).
 - :class:`ReadOnlyStorageError` (``PermissionError``): a write to a storage that cannot
   be written through its URL (HTTP/HTTPS).
+- :class:`RemoteReadError` (``OSError``): a read of a URL failed: a transient error that
+  outlasted the retries, or a permanent one. It carries ``url``, the byte range
+  (``start``, ``end``; ``None`` for a size query or a whole-file read), ``status`` (the
+  HTTP status, when there was one) and ``attempts``, and its message names them.
+
+  - :class:`RemoteNotFoundError` (also ``FileNotFoundError``): the URL does not exist
+    (404/410). Only this ever becomes a ``FileNotFoundError``: a 503 or a reset never does.
+  - :class:`RemoteAccessDeniedError` (also ``PermissionError``): 401/403.
+
+- :class:`RemoteChangedError` (a :class:`StaleIndexError`): a remote file's identity
+  (ETag, else Last-Modified) or size changed while it was in use; it names the URL, the
+  byte range whose answer showed it, and both identities.
+- :class:`RangeIgnoredWarning` (``UserWarning``): a server answered a byte-range request
+  with the whole file (``200`` for ``206``); the range was cut out of it, but every such
+  read downloads the whole file.
 """
 
 from __future__ import annotations
@@ -64,8 +79,13 @@ __all__ = [
     "MissingDependencyError",
     "OutOfRangeError",
     "ParseError",
+    "RangeIgnoredWarning",
     "ReadOnlyStorageError",
     "RecordTooLargeError",
+    "RemoteAccessDeniedError",
+    "RemoteChangedError",
+    "RemoteNotFoundError",
+    "RemoteReadError",
     "StaleIndexError",
     "TFRecordError",
     "TruncatedRecordError",
@@ -296,3 +316,137 @@ class ReadOnlyStorageError(TFRecordError, PermissionError):
 
 class WorkerError(TFRecordError, RuntimeError):
     """A decode worker process (``batches(..., workers=N)``) failed to start or died."""
+
+
+def _span(start: int | None, end: int | None) -> str:
+    return "" if start is None or end is None else f" bytes [{start}, {end})"
+
+
+class RemoteReadError(TFRecordError, OSError):
+    """A read of a remote file failed (after the retries, for a transient error).
+
+    Attributes:
+        url: the file's URL.
+        start, end: the half-open byte range asked for; ``None`` for a size query or a
+            whole-file read.
+        status: the HTTP status of the last answer, or ``None`` (a connection error, a
+            backend that does not expose one).
+        attempts: how many times the request was sent.
+        reason: what went wrong and what to do next.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        url: str,
+        start: int | None = None,
+        end: int | None = None,
+        status: int | None = None,
+        attempts: int = 1,
+    ) -> None:
+        self.reason = reason
+        self.url = url
+        self.start = start
+        self.end = end
+        self.status = status
+        self.attempts = attempts
+        tries = "" if attempts == 1 else f" (after {attempts} attempts)"
+        where = f"{url}:{_span(start, end)}" if start is not None else url
+        super().__init__(f"{where}: {reason}{tries}")
+
+    def __str__(self) -> str:
+        # OSError.__str__ would format errno-style tuples; keep our one-line message.
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Raised in decode workers and re-raised in the parent: keep the keywords.
+        return (
+            _rebuild_remote,
+            (
+                type(self),
+                self.reason,
+                self.url,
+                self.start,
+                self.end,
+                self.status,
+                self.attempts,
+            ),
+        )
+
+
+def _rebuild_remote(  # noqa: PLR0917 - the fields of one error
+    cls: type[RemoteReadError],
+    reason: str,
+    url: str,
+    start: int | None,
+    end: int | None,
+    status: int | None,
+    attempts: int,
+) -> RemoteReadError:
+    return cls(reason, url=url, start=start, end=end, status=status, attempts=attempts)
+
+
+class RemoteNotFoundError(RemoteReadError, FileNotFoundError):
+    """The remote file does not exist (HTTP 404/410, or the backend's own not-found)."""
+
+
+class RemoteAccessDeniedError(RemoteReadError, PermissionError):
+    """The remote file may not be read with the credentials in use (HTTP 401/403)."""
+
+
+class RemoteChangedError(StaleIndexError):
+    """A remote file was replaced or changed while in use (its ETag, Last-Modified or
+    size is not the one it had when first asked).
+
+    Records read before and after the change would come from two different files, so
+    nothing after it is returned: reopen the dataset (or re-open the file) to read the
+    new version, whose index is then validated again.
+
+    Attributes:
+        url: the file's URL.
+        start, end: the byte range whose answer showed the change (``None``: a size query
+            or a whole-file read).
+        before, after: the identity first seen and the one seen now (e.g.
+            ``'ETag "a1"'`` and ``'ETag "b2"'``, or sizes).
+    """
+
+    def __init__(
+        self, *, url: str, start: int | None, end: int | None, before: str, after: str
+    ) -> None:
+        self.url = url
+        self.start = start
+        self.end = end
+        self.before = before
+        self.after = after
+        seen = _span(start, end).strip() or "a size query or whole-file read"
+        super().__init__(
+            f"{url}: changed while in use ({before} -> {after}), seen in the answer for "
+            f"{seen}: records read before and after would come from two different files; "
+            "reopen the dataset to read the new version"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_changed,
+            (type(self), self.url, self.start, self.end, self.before, self.after),
+        )
+
+
+def _rebuild_changed(  # noqa: PLR0917 - the fields of one error
+    cls: type[RemoteChangedError],
+    url: str,
+    start: int | None,
+    end: int | None,
+    before: str,
+    after: str,
+) -> RemoteChangedError:
+    return cls(url=url, start=start, end=end, before=before, after=after)
+
+
+class RangeIgnoredWarning(TFRecordError, UserWarning):
+    """A server answered a byte-range request with the whole file (``200``, not ``206``).
+
+    The range was cut out of the whole body, so the data is right, but every such read
+    downloads the whole file: serve the data from a server that honours ``Range``.
+    """

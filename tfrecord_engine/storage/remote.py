@@ -18,8 +18,10 @@ The I/O plans, every request counted in :attr:`RemoteFile.requests`:
   current one is parsed. A file costs one size query plus ``ceil(size / 8 MiB)`` reads.
 - **Random access** (``RecordDataset`` on an uncompressed file) sorts a batch's records
   by offset and merges those at most ``max_gap`` bytes apart into one range
-  (:func:`~tfrecord_engine.data.source.coalesce`); the ranges of a batch go out in one
-  ``fs.cat_ranges`` call, concurrently on async backends (HTTP, S3, GCS).
+  (:func:`~tfrecord_engine.data.source.coalesce`); the ranges of a batch go out
+  together, concurrently on async backends (HTTP: our own range requests on fsspec's
+  aiohttp session, :mod:`~tfrecord_engine.storage.remote_http`; S3, GCS ...: one
+  ``fs.cat_ranges`` call, :mod:`~tfrecord_engine.storage.remote_fsspec`).
   :data:`DEFAULT_MAX_GAP` is 64 KiB: at the tens of MB/s one object-store connection
   streams, 64 KiB take about 1 ms, an order of magnitude less than a request's time to
   first byte (10-50 ms on S3/GCS), so reading a gap that small is always cheaper than
@@ -28,20 +30,41 @@ The I/O plans, every request counted in :attr:`RemoteFile.requests`:
   A merged request stops growing at :data:`DEFAULT_MAX_REQUEST` (32 MiB; a single larger
   record is fetched whole): a long run of records (a sequential epoch's chunk of 4,096)
   becomes several requests sent concurrently, and no request is unbounded.
+
+When a request fails:
+
+- transiently (HTTP 408/429/5xx, a connection refused, reset or cut mid-body, a
+  timeout): it is sent again, with exponential backoff and jitter, at most
+  ``RetryPolicy.attempts`` times in all (:mod:`~tfrecord_engine.storage.retry`; per file
+  with ``RemoteFile(url, retry=...)``, process-wide with
+  :func:`~tfrecord_engine.storage.retry.set_default_retry_policy`); then a
+  :class:`~tfrecord_engine.errors.RemoteReadError` names the URL, the byte range, the
+  status and the attempts. A transient failure never becomes ``FileNotFoundError``.
+- for good: 404/410 raise :class:`~tfrecord_engine.errors.RemoteNotFoundError` (a
+  ``FileNotFoundError``), 401/403 :class:`~tfrecord_engine.errors.RemoteAccessDeniedError`
+  (a ``PermissionError``), both naming the URL and range, without a retry.
+- the file changed: the first answer pins the file's version (ETag, else
+  Last-Modified) and size; an HTTP answer from another version raises
+  :class:`~tfrecord_engine.errors.RemoteChangedError` (a ``StaleIndexError``) at once,
+  so an epoch never mixes records of two versions.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import random
 import re
-import threading
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, Final
 
-from ..errors import MissingDependencyError, ReadOnlyStorageError, StaleIndexError
+from ..errors import MissingDependencyError, ReadOnlyStorageError
 from .readahead import DEFAULT_BLOCK_SIZE, ReadAheadStream
+from .remote_fsspec import FsspecRanges
+from .remote_http import HttpRanges, is_http_filesystem
+from .remote_identity import RemoteIdentity, VersionPin
+from .retry import RetryPolicy, default_retry_policy, set_default_retry_policy
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
@@ -49,12 +72,16 @@ __all__ = [
     "DEFAULT_MAX_REQUEST",
     "READ_ONLY_PROTOCOLS",
     "RemoteFile",
+    "RemoteIdentity",
+    "RetryPolicy",
+    "default_retry_policy",
     "filesystem",
     "glob",
     "is_url",
     "local_path",
     "protocol",
     "same_file",
+    "set_default_retry_policy",
     "write_bytes",
 ]
 
@@ -165,11 +192,33 @@ def glob(pattern: str) -> list[str]:
 class RemoteFile:
     """One remote file: its size, counted byte-range reads, a read-ahead stream.
 
+    Every request is retried on transient failures (HTTP 408/429/5xx, connections
+    refused, reset or cut mid-body, timeouts) under ``retry``; a read that still fails
+    raises :class:`~tfrecord_engine.errors.RemoteReadError` naming the URL and byte range
+    (a missing file: :class:`~tfrecord_engine.errors.RemoteNotFoundError`, a
+    ``FileNotFoundError``; a transient failure never becomes one). See
+    :mod:`tfrecord_engine.storage.retry`.
+
+    The file's version is pinned by the first answer that names one (the size query,
+    normally: ``ETag``, else ``Last-Modified``; S3's ETag, GCS's generation through
+    ``fs.info``) or by ``identity``. Over HTTP(S) every later answer's label, size
+    (``Content-Range``) and length are checked against it, so a file replaced while in
+    use raises :class:`~tfrecord_engine.errors.RemoteChangedError` at the first answer
+    from the new version instead of mixing records of both (other backends check the
+    size and each answer's length; see :mod:`tfrecord_engine.storage.remote_fsspec`).
+
     Args:
         url: the file's URL.
+        retry: the retry policy (default: the process-wide one when constructed,
+            :func:`~tfrecord_engine.storage.retry.default_retry_policy`).
+        identity: the version the caller expects (e.g. the one its index was validated
+            against); default: the first one seen.
+        size: the size the caller expects; default: asked on first use.
 
     Attributes:
-        requests: data requests made so far (size queries are not counted).
+        requests: data requests sent so far, retries included (size queries are not
+            counted).
+        retries: how many of them were retries.
         bytes_fetched: bytes those requests returned.
 
     Example:
@@ -180,69 +229,79 @@ class RemoteFile:
         (10, b'234', [b'01', b'89'], 3)
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        retry: RetryPolicy | None = None,
+        identity: RemoteIdentity | None = None,
+        size: int | None = None,
+    ) -> None:
         self.url = url
         self.fs, self.fs_path = filesystem(url)
-        self.requests = 0
-        self.bytes_fetched = 0
-        self._size: int | None = None
-        self._lock = threading.Lock()  # counters are updated from loader threads
+        self.retry = default_retry_policy() if retry is None else retry
+        self.pin = VersionPin(url, identity, size)
+        # The jitter's own generator, seeded from the OS: never the global one, and not
+        # seeded from the URL, or every reader of one file would back off in lockstep.
+        rng = random.Random()
+        self._io: HttpRanges | FsspecRanges
+        if protocol(url) in {"http", "https"} and is_http_filesystem(self.fs):
+            self._io = HttpRanges(self.fs, self.fs_path, self.retry, rng, self.pin)
+        else:
+            self._io = FsspecRanges(self.fs, self.fs_path, url, self.retry, rng, self.pin)
+
+    @property
+    def requests(self) -> int:
+        """Data requests sent so far, retries included."""
+        return self._io.sent
+
+    @property
+    def retries(self) -> int:
+        """Data requests that were retries of a failed one."""
+        return self._io.retried
+
+    @property
+    def bytes_fetched(self) -> int:
+        """Bytes the data requests returned."""
+        return self._io.received
+
+    @property
+    def identity(self) -> RemoteIdentity | None:
+        """The version pinned so far (``None``: none seen, or the backend names none)."""
+        return self.pin.identity
 
     @property
     def size(self) -> int:
         """The file's size in bytes (queried once).
 
         Raises:
-            FileNotFoundError: no such file.
+            RemoteNotFoundError: no such file (a ``FileNotFoundError``).
+            RemoteReadError: the query failed, after the retries.
         """
-        if self._size is None:
-            size = self.fs.size(self.fs_path)
-            if size is None:
-                raise OSError(f"{self.url}: the server does not report the file's size")
-            self._size = int(size)
-        return self._size
-
-    def _count(self, requests: int, nbytes: int) -> None:
-        with self._lock:
-            self.requests += requests
-            self.bytes_fetched += nbytes
-
-    def _check(self, data: bytes, start: int, end: int) -> bytes:
-        if len(data) != end - start:
-            raise StaleIndexError(
-                f"{self.url}: asked for bytes [{start}, {end}), got {len(data)}: the file "
-                "is shorter than expected (changed while in use, or a server that ignores "
-                "Range requests?)"
-            )
-        return data
+        if self.pin.size is None:
+            self._io.size()
+        assert self.pin.size is not None
+        return self.pin.size
 
     def fetch(self, offset: int, size: int) -> bytes:
         """Returns the half-open byte range ``[offset, offset + size)`` (a ``Fetcher``)."""
         if size == 0:
             return b""
-        data = bytes(self.fs.cat_file(self.fs_path, start=offset, end=offset + size))
-        self._count(1, len(data))
-        return self._check(data, offset, offset + size)
+        return self._io.fetch_ranges([offset], [offset + size])[0]
 
     def fetch_ranges(self, starts: Sequence[int], ends: Sequence[int]) -> list[bytes]:
         """Returns the half-open ranges ``[starts[i], ends[i])``, fetched together.
 
-        Async backends (HTTP, S3, GCS) send the requests concurrently.
+        Async backends (HTTP, S3, GCS) send the requests concurrently; a failed range is
+        retried on its own.
         """
         if not starts:
             return []
-        got = self.fs.cat_ranges(
-            [self.fs_path] * len(starts), list(starts), list(ends), on_error="raise"
-        )
-        out = [bytes(d) for d in got]
-        self._count(len(out), sum(map(len, out)))
-        return [self._check(d, a, b) for d, a, b in zip(out, starts, ends, strict=True)]
+        return self._io.fetch_ranges(starts, ends)
 
     def read_all(self) -> bytes:
         """Returns the whole file in one request (small files: sidecar indexes)."""
-        data = bytes(self.fs.cat_file(self.fs_path))
-        self._count(1, len(data))
-        return data
+        return self._io.read_all()
 
     def open_stream(self, block_size: int = DEFAULT_BLOCK_SIZE) -> ReadAheadStream:
         """Returns a forward-only stream of the file, read ahead in ``block_size`` blocks."""

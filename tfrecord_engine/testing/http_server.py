@@ -1,10 +1,20 @@
-"""A loopback HTTP file server with ``Range`` support that counts requests.
+"""A loopback HTTP file server with ``Range`` support that counts requests and
+misbehaves on request.
 
 The standard library's ``SimpleHTTPRequestHandler`` ignores ``Range`` headers (it always
 sends whole files), so remote random access cannot be tested with it. This server
 answers single byte ranges with ``206 Partial Content``, serves directory listings
 (which fsspec's HTTP filesystem globs over) and logs every request, so tests can count
-what a reader asked for.
+what a reader asked for. Files carry an ``ETag`` (from inode, size and modification
+time, as nginx and Apache build theirs) and a ``Last-Modified`` date, so a file replaced
+in the served folder is a new version to a client.
+
+Faults, injected for the next N requests of a file (or for all of them until
+:meth:`RangeServer.heal`): an error status (:meth:`RangeServer.fail`: ``503``,
+``404`` ...), a body cut half-way by closing the connection (:meth:`RangeServer.cut`),
+a connection closed before any answer (:meth:`RangeServer.drop`), and the whole file
+with ``200`` in place of a ``206`` (:meth:`RangeServer.ignore_range`). Each logged
+request names the fault it got.
 
 Example:
     >>> import pathlib, tempfile, urllib.request
@@ -22,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import os
 import re
 import threading
@@ -29,9 +40,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["LoggedRequest", "RangeServer", "serve_directory"]
+
+FaultKind = Literal["status", "cut", "drop", "whole"]
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -43,12 +56,24 @@ class LoggedRequest:
     Attributes:
         method: ``"GET"``, ``"HEAD"``, ``"PUT"`` ...
         path: the URL path.
-        range: the half-open byte range served for a ``Range`` request, else ``None``.
+        range: the half-open byte range served for a ``Range`` request, else ``None``
+            (also ``None`` for a ranged request that a fault answered otherwise).
+        fault: the fault injected into the answer: ``"503"`` (a status), ``"cut"``,
+            ``"drop"``, ``"whole"``; ``None`` for a normal answer.
     """
 
     method: str
     path: str
     range: tuple[int, int] | None
+    fault: str | None = None
+
+
+@dataclass(slots=True)
+class _Fault:
+    kind: FaultKind
+    left: int | None  # answers still to spoil; None: until healed
+    status: int
+    methods: frozenset[str]
 
 
 class _Handler(SimpleHTTPRequestHandler):
@@ -58,9 +83,28 @@ class _Handler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: tests read :attr:`RangeServer.requests` instead."""
 
-    def _log(self, served: tuple[int, int] | None) -> None:
+    def _log(self, served: tuple[int, int] | None, fault: str | None = None) -> None:
         with self.server.lock:
-            self.server.log.append(LoggedRequest(self.command, self.path, served))
+            self.server.log.append(LoggedRequest(self.command, self.path, served, fault))
+
+    def _faulty(self, ranged: bool) -> bool:
+        """Answers with the next injected status or drop that applies (``True``), if any."""
+        fault = self.server.take(self.command, ranged)
+        if fault is None:
+            return False
+        if fault.kind == "drop":
+            self._log(None, "drop")
+            self.close_connection = True  # closed with nothing sent: a reset to the client
+            return True
+        self._log(None, str(fault.status))
+        self.send_response(fault.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
+    def _file_headers(self, st: os.stat_result) -> None:
+        self.send_header("ETag", f'"{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"')
+        self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
 
     def _serve(self, body: bool) -> None:
         path = self.translate_path(self.path)
@@ -78,9 +122,15 @@ class _Handler(SimpleHTTPRequestHandler):
             self.send_error(404, "File not found")
             return
         with f:
-            size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            size = st.st_size
             start, end = 0, size
             header = self.headers.get("Range")
+            if self._faulty(header is not None):
+                return
+            fault = self.server.pending_body_fault(self.command, header is not None)
+            if fault == "whole":
+                header = None
             partial_content = header is not None
             if header is not None:
                 m = _RANGE.match(header.strip())
@@ -100,17 +150,26 @@ class _Handler(SimpleHTTPRequestHandler):
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-            self._log((start, end) if partial_content else None)
+            self._log((start, end) if partial_content else None, fault)
             self.send_response(206 if partial_content else 200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("Content-Length", str(end - start))
+            self._file_headers(st)
             if partial_content:
                 self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
             self.end_headers()
             if body:
                 f.seek(start)
-                self.wfile.write(f.read(end - start))
+                data = f.read(end - start)
+                if fault == "cut":
+                    # Half the body, then the connection closes: the client sees fewer
+                    # bytes than Content-Length announced (a payload error).
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(data)
 
     def do_GET(self) -> None:
         """Serves a file (whole or one byte range) or a directory listing."""
@@ -142,6 +201,30 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), partial(_Handler, directory=root))
         self.lock = threading.Lock()
         self.log: list[LoggedRequest] = []
+        self.faults: list[_Fault] = []
+
+    def _claim(self, method: str, ranged: bool, kinds: frozenset[str]) -> _Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.kind not in kinds or method not in fault.methods:
+                    continue
+                if fault.kind == "whole" and not ranged:
+                    continue
+                if fault.left is not None:
+                    fault.left -= 1
+                    if fault.left == 0:
+                        self.faults.remove(fault)
+                return fault
+        return None
+
+    def take(self, method: str, ranged: bool) -> _Fault | None:
+        """The next fault answered in place of the file (a status, a dropped connection)."""
+        return self._claim(method, ranged, frozenset({"status", "drop"}))
+
+    def pending_body_fault(self, method: str, ranged: bool) -> str | None:
+        """The next fault of the body (``"cut"``, ``"whole"``), or ``None``."""
+        fault = self._claim(method, ranged, frozenset({"cut", "whole"}))
+        return None if fault is None else fault.kind
 
 
 class RangeServer:
@@ -173,6 +256,38 @@ class RangeServer:
         """Forgets the requests logged so far."""
         with self._server.lock:
             self._server.log.clear()
+
+    def _inject(
+        self, kind: FaultKind, times: int | None, status: int, methods: tuple[str, ...]
+    ) -> None:
+        if times is not None and times < 1:
+            raise ValueError(f"times must be >= 1 or None, got {times}")
+        with self._server.lock:
+            self._server.faults.append(_Fault(kind, times, status, frozenset(methods)))
+
+    def fail(
+        self, status: int = 503, times: int | None = 1, methods: tuple[str, ...] = ("GET", "HEAD")
+    ) -> None:
+        """Answers the next ``times`` file requests (``None``: all, until :meth:`heal`)
+        with ``status`` and an empty body."""
+        self._inject("status", times, status, methods)
+
+    def cut(self, times: int | None = 1) -> None:
+        """Closes the connection half-way through the body of the next ``times`` GETs."""
+        self._inject("cut", times, 0, ("GET",))
+
+    def drop(self, times: int | None = 1, methods: tuple[str, ...] = ("GET", "HEAD")) -> None:
+        """Closes the connection without an answer to the next ``times`` file requests."""
+        self._inject("drop", times, 0, methods)
+
+    def ignore_range(self, times: int | None = 1) -> None:
+        """Answers the next ``times`` ranged GETs with ``200`` and the whole file."""
+        self._inject("whole", times, 0, ("GET",))
+
+    def heal(self) -> None:
+        """Removes every injected fault not used up yet."""
+        with self._server.lock:
+            self._server.faults.clear()
 
 
 @contextlib.contextmanager
