@@ -139,6 +139,12 @@ def test_convert_then_schema_round_trip(tmp_path: Path) -> None:
     assert done.stdout.decode().splitlines() == [
         "out/t-00000-of-00002.tfrecord: 1 records",
         "out/t-00001-of-00002.tfrecord: 2 records",
+        "# The feature spec of these records (tfe.parse_example), shapes included:",
+        "features = {",
+        '    "id": tfe.FixedLenFeature([], "int64"),',
+        '    "score": tfe.FixedLenFeature([], "float32", default_value=0.0),',
+        '    "name": tfe.FixedLenFeature([], "string"),',
+        "}",
     ]
     schema = run("schema", "out/t-*", cwd=tmp_path)
     assert schema.returncode == 0

@@ -41,7 +41,14 @@ def test_npz_to_gzip_shards_with_indexes(cwd: Path) -> None:
     assert result.exit_code == 0, result.output
     names = [f"out/d-0000{i}-of-00003.tfrecord.gz" for i in range(3)]
     assert result.stdout.splitlines() == [
-        f"{n}: {c} records" for n, c in zip(names, [3, 3, 4], strict=True)
+        *(f"{n}: {c} records" for n, c in zip(names, [3, 3, 4], strict=True)),
+        "# The feature spec of these records (tfe.parse_example), shapes included:",
+        "features = {",
+        '    "x": tfe.FixedLenFeature([2], "float32"),',
+        '    "y": tfe.FixedLenFeature([], "int64"),',
+        '    "s": tfe.FixedLenFeature([], "string"),',
+        '    "b": tfe.FixedLenFeature([], "int64"),',
+        "}",
     ]
     assert "float64 values stored as float32" in result.stderr
     for name in names:
@@ -54,13 +61,15 @@ def test_npz_to_gzip_shards_with_indexes(cwd: Path) -> None:
 def test_npy_and_records_per_shard(cwd: Path) -> None:
     np.save("pix.npy", np.arange(24, dtype=np.int32).reshape(4, 2, 3))
     result = invoke("convert", "pix.npy", "-o", "p", "--records-per-shard", "3", "--no-index")
-    assert result.stdout.splitlines() == [
-        "p-00000-of-00002.tfrecord: 2 records",
-        "p-00001-of-00002.tfrecord: 2 records",
+    # Three records per shard, the last shard holding the rest.
+    assert result.stdout.splitlines()[:2] == [
+        "p-00000-of-00002.tfrecord: 3 records",
+        "p-00001-of-00002.tfrecord: 1 records",
     ]
+    assert '    "pix": tfe.FixedLenFeature([2, 3], "int64"),' in result.stdout.splitlines()
     assert not Path(".tfeidx/p-00000-of-00002.tfrecord.tfeidx").exists()
     rows = [tfe.decode_example(r) for r in tfe.read_records("p-00001-of-00002.tfrecord")]
-    assert rows[1]["pix"].tolist() == list(range(18, 24))
+    assert rows[0]["pix"].tolist() == list(range(18, 24))
     keyed = invoke("convert", "pix.npy", "--key", "image", "-o", "k")
     assert keyed.exit_code == 0
     assert set(tfe.decode_example(next(tfe.read_records("k-00000-of-00001.tfrecord")))) == {"image"}

@@ -15,6 +15,7 @@ MODULES = [
     "tfrecord_engine.cli.repair",
     "tfrecord_engine.cli.shards",
     "tfrecord_engine.cli.show",
+    "tfrecord_engine.cli.sources",
 ]
 
 

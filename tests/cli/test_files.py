@@ -202,7 +202,7 @@ def test_compression_is_recognised_from_the_bytes_not_the_name(cwd: Path) -> Non
     write_examples("fresh.tfrecord", mnist_like(3), "GZIP")  # no index to count from
     wrong = invoke("verify", "-c", "none", "fresh.tfrecord")
     assert wrong.exit_code == 1
-    assert "GZIP magic (1f 8b); pass compression='GZIP' or 'auto'" in wrong.stdout
+    assert "GZIP magic (1f 8b); pass -c gzip or -c auto" in wrong.stdout
 
 
 def _screen(raw: str) -> list[str]:

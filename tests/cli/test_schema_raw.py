@@ -55,11 +55,12 @@ def test_fixed_size_bytes_get_the_hint_and_it_parses(cwd: Path) -> None:
 @pytest.mark.parametrize(
     ("values", "hint"),
     [
-        ([b"x" * RAW_HINT_BYTES] * 3, True),
-        ([b"x" * (RAW_HINT_BYTES - 1)] * 3, False),  # short strings: no hint
-        ([b"x" * 20, b"y" * 20, b"z" * 21], False),  # one size differs
-        ([[b"x" * 20, b"y" * 20]] * 3, False),  # two values per record
-        ([b"x" * 20, b"y" * 20, None], False),  # missing in one record
+        ([b"\0" * RAW_HINT_BYTES] * 3, True),
+        ([b"\0" * (RAW_HINT_BYTES - 1)] * 3, False),  # short values: no hint
+        ([b"\0" * 20, b"\1" * 20, b"\2" * 21], False),  # one size differs
+        ([[b"\0" * 20, b"\1" * 20]] * 3, False),  # two values per record
+        ([b"\0" * 20, b"\1" * 20, None], False),  # missing in one record
+        ([b"x" * RAW_HINT_BYTES] * 3, False),  # text of one size: a string, not an array
     ],
 )
 def test_hint_only_for_one_value_of_one_size(cwd: Path, values: list[Any], hint: bool) -> None:

@@ -16,7 +16,8 @@ from ..errors import (
     ParseError,
     TFRecordError,
 )
-from .common import BadInput, Failure, Settings
+from .common import BadInput, Failure, Settings, cli_hints
+from .interrupt import Interrupted, handling_sigint
 
 __all__ = ["cli", "main"]
 
@@ -25,6 +26,7 @@ Exit codes:
   0  success
   1  damage found, a check failed, or an input's contents are unusable
   2  usage error: bad options or arguments, a missing or unreadable path
+ 130 interrupted (Ctrl-C): what was done so far is summarised, JSON stays whole
  141 the reader of the output went away (a closed pipe, e.g. `| head`)
 
 Paths may be globs (quote them to let tfr expand them, sorted). Indexes (kept in a
@@ -36,22 +38,35 @@ Compression is recognised from each file's first bytes (the extension, .gz, .zz,
 EXIT_BROKEN_PIPE = 141
 
 
-def _translate(exc: BaseException) -> click.ClickException | None:
-    """Maps an expected error to the one-line CLI error and its exit code."""
+def _translate(exc: BaseException, compression_flag: str = "-c") -> click.ClickException | None:
+    """Maps an expected error to the one-line CLI error and its exit code.
+
+    The library's advice names Python arguments (``pass compression='GZIP'``); the CLI's
+    names its flags (``-c gzip``): see :func:`~tfrecord_engine.cli.common.cli_hints`.
+    """
+    text = cli_hints(str(exc), compression_flag=compression_flag)
     if isinstance(exc, DataLossError):
-        return Failure(f"damaged file: {exc} (run `tfr verify` for every damage)")
+        return Failure(f"damaged file: {text} (run `tfr verify` for every damage)")
     if isinstance(exc, (ParseError, IndexFormatError)):
-        return Failure(str(exc))
+        return Failure(text)
     if isinstance(exc, InvalidArgumentError):
-        return BadInput(str(exc))
+        return BadInput(text)
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
         name = exc.filename if exc.filename is not None else exc
         return BadInput(f"no such file: {name}" if isinstance(exc, FileNotFoundError) else str(exc))
     if isinstance(exc, PermissionError):
         return BadInput(f"permission denied: {exc.filename}")
     if isinstance(exc, (TFRecordError, OSError)):
-        return Failure(str(exc))
+        return Failure(text)
     return None
+
+
+def _compression_flag(command: click.Command | None) -> str:
+    """The flag that sets the inputs' compression of ``command`` (reshard's differs)."""
+    for param in [] if command is None else command.params:
+        if param.name == "input_compression":
+            return param.opts[0]
+    return "-c"
 
 
 class _Group(click.Group):
@@ -59,7 +74,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with handling_sigint():
+                return super().invoke(ctx)
         except BrokenPipeError:
             # The consumer closed the pipe (`tfr cat ... | head`): stop quietly. Point
             # stdout at devnull so the interpreter's final flush does not fail again.
@@ -68,8 +84,14 @@ class _Group(click.Group):
             ctx.exit(EXIT_BROKEN_PIPE)
         except click.ClickException:
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C outside a command's own summary (e.g. while expanding globs): click
+            # would print "Aborted!" and exit 1, the code of "damage found".
+            raise Interrupted(f"tfr {ctx.invoked_subcommand} stopped") from None
         except (TFRecordError, OSError) as exc:
-            err = _translate(exc)
+            name = ctx.invoked_subcommand
+            command = None if name is None else self.get_command(ctx, name)
+            err = _translate(exc, _compression_flag(command))
             if err is None:  # pragma: no cover - _translate covers both bases
                 raise
             raise err from exc

@@ -2,7 +2,8 @@
 
 Exit codes (see ``tfr --help``): 0 ok; 1 damage found, a check failed, or an input's
 contents are unusable; 2 usage error (bad options or arguments, a path that does not
-exist or cannot be opened). Expected errors print one line, never a traceback.
+exist or cannot be opened); 130 interrupted (Ctrl-C, see :mod:`.interrupt`). Expected
+errors print one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import contextlib
 import dataclasses
 import itertools
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -25,6 +27,7 @@ from ..records.detect import AUTO, detect_file
 from ..records.recovery import DamageReport
 from ..storage.filekind import stream_kind
 from ..storage.remote import same_file
+from .interrupt import whole
 
 __all__ = [
     "DALI_SUFFIX",
@@ -36,6 +39,7 @@ __all__ = [
     "Failure",
     "Progress",
     "chunked",
+    "cli_hints",
     "compression_option",
     "damage_json",
     "detect_compression",
@@ -91,13 +95,43 @@ def is_remote(path: str) -> bool:
     return "://" in path
 
 
+# The library's advice names the arguments of its Python API; these name the flags.
+_COMPRESSION_ARG: Final = re.compile(r"(?<![\w.])compression=(None|'\w*')(?: or (None|'\w*'))?")
+_MAX_RECORD_BYTES_ARG: Final = re.compile(r"(?<![\w.])max_record_bytes=(\d+)")
+
+
+def _compression_value(spelled: str) -> str:
+    name = spelled.strip("'").lower()
+    return "none" if name in ("none", "") else name
+
+
+def cli_hints(text: str, *, compression_flag: str = "-c") -> str:
+    """``text`` with the Python API's advice spelled as ``tfr``'s flags.
+
+    >>> cli_hints("the file starts with the GZIP magic (1f 8b); pass compression='GZIP' or 'auto'")
+    'the file starts with the GZIP magic (1f 8b); pass -c gzip or -c auto'
+    >>> cli_hints("more than max_record_bytes=64")
+    'more than --max-record-bytes 64'
+    """
+
+    def flag(match: re.Match[str]) -> str:
+        out = f"{compression_flag} {_compression_value(match[1])}"
+        if match[2] is not None:
+            out += f" or {compression_flag} {_compression_value(match[2])}"
+        return out
+
+    text = _COMPRESSION_ARG.sub(flag, text)
+    text = _MAX_RECORD_BYTES_ARG.sub(r"--max-record-bytes \1", text)
+    return text.replace("with shuffle=False", "without --shuffle")
+
+
 def damage_json(report: DamageReport) -> dict[str, object]:
-    """A :class:`~tfrecord_engine.DamageReport` as a JSON object."""
+    """A :class:`~tfrecord_engine.DamageReport` as a JSON object (advice as flags)."""
     return {
         "record_index": report.record_index,
         "offset": report.offset,
         "bytes_skipped": report.bytes_skipped,
-        "reason": report.reason,
+        "reason": cli_hints(report.reason),
     }
 
 
@@ -189,10 +223,12 @@ def chunked(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
 
 
 def echo_json(value: object) -> None:
-    """Writes ``value`` as one line of compact JSON to stdout."""
+    """Writes ``value`` as one line of compact JSON to stdout (Ctrl-C never cuts it)."""
     import json  # noqa: PLC0415 - only the --json paths need it
 
-    click.echo(json.dumps(value, separators=(",", ":"), allow_nan=False))
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    with whole():
+        click.echo(text)
 
 
 class Progress:

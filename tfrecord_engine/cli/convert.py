@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
 from ..records.compression import normalize_compression
 from .common import chunked, expand_inputs, progress
-from .shards import ShardedWriter, resolve_shards
-from .sources import open_source
+from .infer import quote_key
+from .interrupt import on_interrupt
+from .shards import ShardedWriter, plan_shards
+from .sources import Source, Spec, open_source
 
-__all__ = ["COMMANDS", "shard_options"]
+__all__ = ["COMMANDS", "print_shards", "shard_options", "shards_interrupted"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -28,11 +31,16 @@ def shard_options(command: _F) -> _F:
                 required=True,
                 help="Output prefix: PREFIX-00000-of-00010.tfrecord[.gz|.zz].",
             ),
-            click.option("--shards", type=click.IntRange(min=1), help="Number of output shards."),
+            click.option(
+                "--shards",
+                type=click.IntRange(min=1),
+                help="Number of output shards (sizes differ by at most one record).",
+            ),
             click.option(
                 "--records-per-shard",
                 type=click.IntRange(min=1),
-                help="Records per shard (instead of --shards) [default: one shard].",
+                help="Records in every shard but the last, which holds the rest (instead "
+                "of --shards) [default: one shard].",
             ),
             click.option(
                 "--compression",
@@ -102,17 +110,26 @@ def convert_command(
 ) -> None:
     """Convert .npz/.npy arrays, CSV files or image folders to sharded TFRecords.
 
-    Records of all inputs go, in order, into shards of sizes that differ by at most
-    one record. .npz: one feature per array, split along axis 0; CSV: one feature per
-    column, types inferred (int64, float32, else bytes); image folder: one sub-folder
-    per class (sorted names -> labels 0, 1, ...), features image (file bytes), label
-    and class.
+    PATHS are .npz/.npy/.csv/.tsv files, image folders or quoted globs. Records of all
+    inputs go, in order, into the shards. .npz: one feature per array, split along
+    axis 0; CSV: one feature per column, types inferred (int64, float32, else bytes);
+    image folder: one sub-folder per class (sorted names -> labels 0, 1, ...),
+    features image (file bytes), label and class. Then the feature spec that reads
+    the records back is printed, with each array's shape per record (an Example
+    stores values flat: `tfr schema` cannot see the shape).
 
     \b
     Example:
       $ tfr convert mnist.npz -o out/mnist --shards 4 --compression gzip
-      out/mnist-00000-of-00004.tfrecord.gz: 17500 records
-      ...
+      out/mnist-00000-of-00004.tfrecord.gz: 250 records
+      out/mnist-00001-of-00004.tfrecord.gz: 250 records
+      out/mnist-00002-of-00004.tfrecord.gz: 250 records
+      out/mnist-00003-of-00004.tfrecord.gz: 250 records
+      # The feature spec of these records (tfe.parse_example), shapes included:
+      features = {
+          "image": tfe.FixedLenFeature([28, 28], "int64"),
+          "label": tfe.FixedLenFeature([], "int64"),
+      }
     """
     files = expand_inputs(paths, allow_dirs=True)
     exts = tuple(e.lower() if e.startswith(".") else f".{e.lower()}" for e in extensions)
@@ -134,18 +151,65 @@ def convert_command(
         for note in source.notes:
             click.echo(f"note: {note}", err=True)
     total = sum(len(s) for s in sources)
-    n = resolve_shards(total, shards, records_per_shard)
+    sizes = plan_shards(total, shards, records_per_shard)
     kind = normalize_compression("" if out_compression == "none" else out_compression)
-    with (
-        ShardedWriter(prefix, total, n, kind, index=index) as out,
-        progress(total, "converting") as bar,
-    ):
+    out = ShardedWriter(prefix, total, sizes, kind, index=index)
+    with on_interrupt(lambda: shards_interrupted(out)), out, progress(total, "converting") as bar:
         for source in sources:
             for chunk in chunked(source.records(), 256):
                 out.write_many(chunk)
                 bar.update(len(chunk))
-    for path, count in zip(out.paths, out.counts, strict=True):
+    print_shards(out)
+    specs = _merged_specs(sources)
+    if specs is None:
+        click.echo(
+            "note: the inputs hold different features, so no one spec reads every record "
+            "(`tfr schema` shows what the records hold)",
+            err=True,
+        )
+        return
+    click.echo("# The feature spec of these records (tfe.parse_example), shapes included:")
+    click.echo("features = {")
+    for name, spec in specs.items():
+        if spec is None:
+            click.echo(f"    # {quote_key(name)}: an object array: each value's type decides")
+        else:
+            click.echo(f"    {quote_key(name)}: {spec.expression()},")
+    click.echo("}")
+
+
+def print_shards(out: ShardedWriter, *, published_only: bool = False) -> None:
+    """One line per shard: its name and records (``published_only``: complete ones)."""
+    shown = out.published if published_only else len(out.paths)
+    for path, count in zip(out.paths[:shown], out.counts[:shown], strict=True):
         click.echo(f"{path}: {count} records")
+
+
+def shards_interrupted(out: ShardedWriter) -> str:
+    """The summary of an interrupted ``convert``/``reshard``: the shards it published."""
+    print_shards(out, published_only=True)
+    done = sum(out.counts[: out.published])
+    return (
+        f"{out.published} of {len(out.paths)} shards written ({done} of {out.total} "
+        "records); the shard being written was dropped: run the command again for all"
+    )
+
+
+def _merged_specs(sources: Sequence[Source]) -> dict[str, Spec | None] | None:
+    """One spec for the records of all sources, or ``None`` where they differ."""
+    merged = dict(sources[0].specs)
+    for source in sources[1:]:
+        if source.specs.keys() != merged.keys():
+            return None
+        for key, spec in source.specs.items():
+            have = merged[key]
+            if have is None or spec is None:
+                merged[key] = None
+            elif (have.shape, have.dtype, have.raw) != (spec.shape, spec.dtype, spec.raw):
+                return None
+            else:  # a key missing in some rows of one input needs the default for all
+                merged[key] = dataclasses.replace(have, default=have.default or spec.default)
+    return merged
 
 
 COMMANDS = [convert_command]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -20,6 +21,7 @@ from .common import (
     DALI_SUFFIX,
     EXIT_DAMAGE,
     BadInput,
+    cli_hints,
     compression_option,
     damage_json,
     detect_compression,
@@ -29,22 +31,42 @@ from .common import (
     progress,
     settings,
 )
+from .interrupt import on_interrupt, whole
 
-__all__ = ["COMMANDS", "count_records", "dali_index_path"]
+__all__ = ["COMMANDS", "Tally", "count_records", "dali_index_path"]
 
 _READ_HELP = "Compression of the inputs (auto: from each file's first bytes)."
 
 
-def count_records(path: str, kind: CompressionArg) -> tuple[int, bool]:
+@dataclasses.dataclass
+class Tally:
+    """How far a command got in the file it is reading (for an interrupted summary)."""
+
+    path: str | None = None
+    records: int | None = None
+    damage: list[DamageReport] = dataclasses.field(default_factory=list)
+
+    def start(self, path: str | None, records: int | None) -> None:
+        """A new file: ``records`` is ``None`` while its progress cannot be counted."""
+        self.path, self.records, self.damage = path, records, []
+
+
+def count_records(path: str, kind: CompressionArg, tally: Tally | None = None) -> tuple[int, bool]:
     """Records in ``path`` and whether a valid sidecar index gave the count.
 
     Without a valid index the file's headers are walked (GZIP/ZLIB: decompressed); no
-    index is written. A pipe is read through once (length CRCs checked, as a walk does).
+    index is written. A pipe is read through once (length CRCs checked, as a walk does),
+    its records counted in ``tally`` as they come.
     """
     limit = settings().max_record_bytes
     if stream_kind(path) is not None:
-        records = read_records(path, kind, verify=False, max_record_bytes=limit)
-        return sum(1 for _ in records), False
+        tally = Tally() if tally is None else tally
+        tally.start(path, 0)
+        n = 0
+        for _ in read_records(path, kind, verify=False, max_record_bytes=limit):
+            n += 1
+            tally.records = n
+        return n, False
     try:
         idx = Index.load(path)
         if limit is None or len(idx) == 0 or int(idx.lengths.max()) <= limit:
@@ -54,6 +76,24 @@ def count_records(path: str, kind: CompressionArg) -> tuple[int, bool]:
     return len(Index.build(path, kind, max_record_bytes=limit)), False
 
 
+def _unfinished(tally: Tally) -> dict[str, object] | None:
+    if tally.path is None:
+        return None
+    return {
+        "path": tally.path,
+        "records": tally.records,
+        "damages": [damage_json(r) for r in tally.damage],
+    }
+
+
+def _stopped_in(tally: Tally) -> str:
+    """The end of an interrupted summary: the file that was not finished, if any."""
+    if tally.path is None:
+        return ""
+    so_far = "" if tally.records is None else f" ({tally.records} records read)"
+    return f"; {tally.path} was not finished{so_far}"
+
+
 @click.command("count")
 @click.argument("paths", nargs=-1)
 @compression_option(_READ_HELP)
@@ -61,38 +101,59 @@ def count_records(path: str, kind: CompressionArg) -> tuple[int, bool]:
 def count_command(paths: tuple[str, ...], compression: str, as_json: bool) -> None:
     """Records per file and in total.
 
-    A valid index (.tfeidx/FILE.tfeidx, FILE.tfeidx or the user's index cache) gives
-    the count at once; otherwise the record headers are walked (payloads are not read,
-    no index is written). Reads pipes and "-" (standard input) too.
+    PATHS are files, pipes or quoted globs. A valid index (.tfeidx/FILE.tfeidx,
+    FILE.tfeidx or the user's index cache) gives the count at once; otherwise the record
+    headers are walked (payloads are not read, no index is written). Reads pipes and "-"
+    (standard input) too.
 
     \b
     Example:
       $ tfr count 'train-*.tfrecord'
-          761  train-00000-of-00002.tfrecord
-          511  train-00001-of-00002.tfrecord
-         1272  total
+           761  train-00000-of-00002.tfrecord
+           511  train-00001-of-00002.tfrecord
+          1272  total
     """
     files = expand_inputs(paths, allow_streams=True)
     rows: list[tuple[str, int, bool]] = []
-    with progress(len(files), "counting") as bar:
+    tally = Tally()
+
+    def table() -> dict[str, object]:
+        return {
+            "files": [{"path": p, "records": n, "from_index": i} for p, n, i in rows],
+            "total": sum(n for _, n, _ in rows),
+        }
+
+    def interrupted() -> str:
+        done = table()
+        if as_json:
+            unfinished = _unfinished(tally)
+            if unfinished is not None:
+                del unfinished["damages"]  # a count checks no data
+            echo_json({**done, "interrupted": True, "unfinished": unfinished})
+        else:
+            _print_counts(rows, total=False)
+        counted = f"counted {len(rows)} of {_plural(len(files), 'file')}"
+        return f"{counted} ({done['total']} records){_stopped_in(tally)}"
+
+    with on_interrupt(interrupted), progress(len(files), "counting") as bar:
         for path in files:
-            n, from_index = count_records(path, detect_compression(path, compression))
+            tally.start(path, None)
+            n, from_index = count_records(path, detect_compression(path, compression), tally)
             rows.append((path, n, from_index))
+            tally.start(None, None)
             bar.update(1)
-    total = sum(n for _, n, _ in rows)
     if as_json:
-        echo_json(
-            {
-                "files": [{"path": p, "records": n, "from_index": i} for p, n, i in rows],
-                "total": total,
-            }
-        )
+        echo_json(table())
         return
-    width = max(8, len(str(total)))
+    _print_counts(rows, total=len(rows) > 1)
+
+
+def _print_counts(rows: list[tuple[str, int, bool]], *, total: bool) -> None:
+    width = max(8, len(str(sum(n for _, n, _ in rows))))
     for path, n, _ in rows:
         click.echo(f"{n:>{width}}  {path}")
-    if len(rows) > 1:
-        click.echo(f"{total:>{width}}  total")
+    if total:
+        click.echo(f"{sum(n for _, n, _ in rows):>{width}}  total")
 
 
 @click.command("verify")
@@ -103,11 +164,12 @@ def count_command(paths: tuple[str, ...], compression: str, as_json: bool) -> No
 def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quiet: bool) -> None:
     """Check every length and data CRC; one line per damaged region.
 
-    Every damage of a file is listed (the reader steps over each one to the next intact
-    record), as "FILE: record I at offset O: REASON; N byte(s) not read". For GZIP/ZLIB
-    files offsets are in the decompressed stream; damage inside the deflate stream
-    itself ends the check of that file. Exits 1 when any damage is found. Reads pipes
-    and "-" (standard input) too.
+    PATHS are files, pipes or quoted globs. Every damage of a file is listed (the
+    reader steps over each one to the next intact record), as "FILE: record I at
+    offset O: REASON; N byte(s) not read". For GZIP/ZLIB files offsets are in the
+    decompressed stream; damage inside the deflate stream itself ends the check of
+    that file. Exits 1 when any damage is found. Reads pipes and "-" (standard
+    input) too.
 
     \b
     Example:
@@ -119,43 +181,58 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
     kinds = [detect_compression(p, compression) for p in files]
     sizes = _plain_sizes(files, kinds)
     results: list[tuple[str, int, list[DamageReport]]] = []
-    with progress(len(files) if sizes is None else sum(sizes), "verifying") as bar:
+    tally = Tally()
+
+    def interrupted() -> str:
+        if as_json:
+            echo_json(
+                {
+                    **_verify_json(results, ok=False),
+                    "interrupted": True,
+                    "unfinished": _unfinished(tally),
+                }
+            )
+        else:
+            for r in tally.damage:  # (the finished files' damage is printed already)
+                click.secho(cli_hints(str(r)), fg="red")
+        read = sum(r[1] for r in results) + (tally.records or 0)
+        regions = sum(len(r[2]) for r in results) + len(tally.damage)
+        return (
+            f"checked {len(results)} of {_plural(len(files), 'file')}, {read} records read, "
+            f"{_plural(regions, 'damaged region')} found so far{_stopped_in(tally)}"
+        )
+
+    with (
+        on_interrupt(interrupted),
+        progress(len(files) if sizes is None else sum(sizes), "verifying") as bar,
+    ):
         for k, (path, kind) in enumerate(zip(files, kinds, strict=True)):
-            reports: list[DamageReport] = []
+            tally.start(path, 0)
             n = 0
             done = 0
             for record in read_records(
                 path,
                 kind,
                 on_damage="skip",
-                on_damage_report=reports.append,
+                on_damage_report=tally.damage.append,
                 max_record_bytes=settings().max_record_bytes,
             ):
                 n += 1
+                tally.records = n
                 if sizes is not None:
                     done += len(record) + framing.FRAME_OVERHEAD
                     bar.update(len(record) + framing.FRAME_OVERHEAD, flush_every=1 << 22)
             # Whatever the records did not account for (damage) completes the file.
             bar.update(1 if sizes is None else sizes[k] - done)
-            results.append((path, n, reports))
+            results.append((path, n, tally.damage))
+            tally.start(None, None)
             if not as_json:
-                for r in reports:
-                    bar.echo(str(r), fg="red")
+                for r in results[-1][2]:
+                    with whole():
+                        bar.echo(cli_hints(str(r)), fg="red")
     damaged = [r for r in results if r[2]]
     if as_json:
-        echo_json(
-            {
-                "ok": not damaged,
-                "files": [
-                    {
-                        "path": path,
-                        "records": n,
-                        "damages": [damage_json(r) for r in reports],
-                    }
-                    for path, n, reports in results
-                ],
-            }
-        )
+        echo_json(_verify_json(results, ok=not damaged))
     elif not quiet:
         regions = sum(len(r[2]) for r in damaged)
         read = sum(r[1] for r in results)
@@ -168,6 +245,18 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
         click.secho(summary, fg="red" if damaged else "green")
     if damaged:
         click.get_current_context().exit(EXIT_DAMAGE)
+
+
+def _verify_json(
+    results: list[tuple[str, int, list[DamageReport]]], *, ok: bool
+) -> dict[str, object]:
+    return {
+        "ok": ok,
+        "files": [
+            {"path": path, "records": n, "damages": [damage_json(r) for r in reports]}
+            for path, n, reports in results
+        ],
+    }
 
 
 def _plain_sizes(files: list[str], kinds: Sequence[CompressionArg]) -> list[int] | None:
@@ -214,18 +303,20 @@ def index_command(
 ) -> None:
     """Write an index for each file.
 
-    The index goes to .tfeidx/FILE.tfeidx, a hidden folder beside FILE that shard
-    globs (train-*) do not match. A valid index there, or an old FILE.tfeidx, is kept
-    unless --force: one written with the data (TFRecordWriter(..., index=True),
-    `tfr convert`, `tfr reshard`) holds the full-flush restart points of a GZIP/ZLIB
-    stream, which a rebuild cannot recover (it finds member starts only). Damaged or
-    stale ones are replaced by a new index in .tfeidx/. --format dali writes the text
-    index from the valid index when there is one, else from a walk of the file.
+    PATHS are files or quoted globs. The index goes to .tfeidx/FILE.tfeidx, a hidden
+    folder beside FILE that shard globs (train-*) do not match. A valid index there,
+    or an old FILE.tfeidx, is kept unless --force: one written with the data
+    (TFRecordWriter(..., index=True), `tfr convert`, `tfr reshard`) holds the
+    full-flush restart points of a GZIP/ZLIB stream, which a rebuild cannot recover
+    (it finds member starts only). Damaged or stale ones are replaced by a new index
+    in .tfeidx/. --format dali writes the text index from the valid index when there
+    is one, else from a walk of the file.
 
     \b
     Example:
       $ tfr index 'train-*.tfrecord'
       .tfeidx/train-00000-of-00002.tfrecord.tfeidx: 761 records
+      .tfeidx/train-00001-of-00002.tfrecord.tfeidx: 511 records
       $ tfr index --format dali train-00000-of-00002.tfrecord
       train-00000-of-00002.tfindex: 761 records
     """
@@ -233,8 +324,16 @@ def index_command(
     if output is not None and len(files) != 1:
         raise BadInput(f"--output takes one input file, got {len(files)}")
     written: list[tuple[str, int, bool]] = []
-    with progress(len(files), "indexing") as bar:
+    current: list[str] = []  # the file being indexed
+
+    def interrupted() -> str:
+        _print_indexes(written)
+        rest = f"; {current[0]} was not indexed" if current else ""
+        return f"indexed {len(written)} of {_plural(len(files), 'file')}{rest}"
+
+    with on_interrupt(interrupted), progress(len(files), "indexing") as bar:
         for path in files:
+            current[:] = [path]
             kind = detect_compression(path, compression)
             if fmt == "dali" and kind in (Compression.GZIP, Compression.ZLIB):
                 # Refused before indexing the whole file, and before any file is made.
@@ -256,7 +355,12 @@ def index_command(
             else:
                 target = idx.save(output or index_path_for(path))
             written.append((target, len(idx), kept))
+            current.clear()
             bar.update(1)
+    _print_indexes(written)
+
+
+def _print_indexes(written: list[tuple[str, int, bool]]) -> None:
     for target, n, kept in written:
         click.echo(f"{target}: {n} records{' (valid, kept)' if kept else ''}")
 

@@ -16,7 +16,9 @@ A bytes key with one value in every record, every value of the same size of at l
 ``RAW_HINT_BYTES`` bytes (an array stored with ``tobytes()``, typically), keeps its
 ``FixedLenFeature([], "string")`` suggestion; the comment adds that
 ``RawFeature([size], "uint8")`` reads it as an array (the dtype and shape are the
-writer's to say). Not when the values are encoded files (PNG, JPEG, GIF, WebP, ... :
+writer's to say). Only for binary values: not when most values are text (printable
+UTF-8, :func:`is_text`: captions of one length are strings, not arrays; the comment
+says "text"), nor when the values are encoded files (PNG, JPEG, GIF, WebP, ... :
 :func:`encoded_format` recognises their magic bytes): encoded images of equal size are
 still variable-format bytes to decode, never a fixed array, so the comment names the
 format instead.
@@ -40,6 +42,8 @@ __all__ = [
     "FeatureStats",
     "SchemaStats",
     "encoded_format",
+    "is_text",
+    "quote_key",
     "render_json",
     "render_python",
 ]
@@ -87,6 +91,22 @@ def encoded_format(value: bytes) -> str | None:
     return None
 
 
+def is_text(value: bytes) -> bool:
+    """Whether ``value`` is printable UTF-8 text (tabs and line breaks allowed).
+
+    A raw array is binary: a zero byte, a control byte or invalid UTF-8 in 16 bytes is
+    all but certain (16 random bytes are printable ASCII about once in eight million).
+
+    >>> is_text("a photo of a cat".encode()), is_text(bytes(16)), is_text(b"\\xff\\xfe")
+    (True, False, False)
+    """
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return text.isprintable() or all(c.isprintable() or c in "\t\n\r" for c in text)
+
+
 _DTYPES: Final = {"int64": "int64", "float": "float32", "bytes": "string"}
 _TF_DTYPES: Final = {"int64": "tf.int64", "float": "tf.float32", "bytes": "tf.string"}
 _ZEROS: Final = {"int64": "0", "float": "0.0", "bytes": 'b""'}
@@ -116,11 +136,18 @@ class FeatureStats:
     max_bytes: int | None = None
     # Bytes values only: how many values start as an encoded file of each format.
     formats: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Bytes values only: how many are text (see is_text).
+    texts: int = 0
 
     def add_formats(self, values: Iterable[bytes]) -> None:
-        """Counts the bytes values that are encoded files (see :func:`encoded_format`)."""
-        for name in filter(None, map(encoded_format, values)):
-            self.formats[name] = self.formats.get(name, 0) + 1
+        """Counts the bytes values that are encoded files (see :func:`encoded_format`)
+        and those that are text (see :func:`is_text`)."""
+        for value in values:
+            name = encoded_format(value)
+            if name is not None:
+                self.formats[name] = self.formats.get(name, 0) + 1
+            elif is_text(value):
+                self.texts += 1
 
     def add_sizes(self, sizes: npt.NDArray[np.int64]) -> None:
         """Counts the byte sizes of bytes values."""
@@ -241,6 +268,10 @@ def _raw_hint(s: FeatureStats) -> str:
         # Encoded files of one size are a coincidence of the encoder, not an array.
         kinds = "/".join(sorted(s.formats))
         return f" of {size} bytes, encoded {kinds} data: decode it (not a RawFeature array)"
+    if 2 * s.texts > s.present:
+        # Text of one length (captions, ids, hashes in hex) is a string, not an array; a
+        # majority, as an array may read as text by chance (a row of one printable byte).
+        return f" of {size} bytes, text"
     return f' of {size} bytes: tfe.RawFeature([{size}], "uint8") reads arrays'
 
 
@@ -256,12 +287,13 @@ def _block(name: str, stats: SchemaStats, *, sequence: bool, tf: bool) -> list[s
         if expr is None:
             lines.append(f"    # {key!r}: {comment}")
         else:
-            lines.append(f"    {_quote(key)}: {expr},  # {comment}")
+            lines.append(f"    {quote_key(key)}: {expr},  # {comment}")
     lines.append("}")
     return lines
 
 
-def _quote(key: str) -> str:
+def quote_key(key: str) -> str:
+    """``key`` as a Python string literal, double-quoted where it can be."""
     # repr() gives a valid Python literal for any key; prefer double quotes (ruff style).
     text = repr(key)
     return f'"{key}"' if text == f"'{key}'" and '"' not in key and "\\" not in key else text

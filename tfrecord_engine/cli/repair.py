@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Iterator
 
 import click
 
+from ..records.detect import CompressionArg
 from ..records.reader import read_records
 from ..records.recovery import DamageReport
 from ..writing.writer import TFRecordWriter
 from .common import (
     BadInput,
     chunked,
+    cli_hints,
     compression_option,
     damage_json,
     detect_compression,
@@ -22,6 +26,7 @@ from .common import (
     same_file,
     settings,
 )
+from .interrupt import on_interrupt, whole
 
 __all__ = ["COMMANDS", "repaired_path"]
 
@@ -66,19 +71,20 @@ def repair_command(
 ) -> None:
     """Copy every intact record of each file into a new file; report what was lost.
 
-    The reader steps over each damaged region to the next intact record (both CRCs
-    valid); every region is reported with its offset, the index the first lost
-    record had and the bytes skipped (records inside a region cannot be counted).
-    Outputs default to NAME.repaired.EXT next to each input; an input is never
-    overwritten. A damaged GZIP/ZLIB deflate stream cannot be resynchronized: the
-    records before the damage are kept. Exit status 0 when every repaired file was
-    written, whether or not damage was found (use `tfr verify` to test for damage).
+    PATHS are files or quoted globs. The reader steps over each damaged region to the
+    next intact record (both CRCs valid); every region is reported with its offset,
+    the index the first lost record had and the bytes skipped (records inside a region
+    cannot be counted). Outputs default to NAME.repaired.EXT next to each input; an
+    input is never overwritten. A damaged GZIP/ZLIB deflate stream cannot be
+    resynchronized: the records before the damage are kept. Exit status 0 when every
+    repaired file was written, whether or not damage was found (use `tfr verify` to
+    test for damage).
 
     \b
     Example:
       $ tfr repair data.tfrecord
       data.tfrecord: record 3 at offset 1205: data CRC mismatch ...; 402 byte(s) not read
-      data.repaired.tfrecord: 8 records kept, 1 damaged region, 402 bytes lost
+      data.repaired.tfrecord: 9 records kept, 1 damaged region(s), 402 bytes lost
     """
     files = expand_inputs(paths)
     if output is not None and (len(files) != 1 or output_dir is not None):
@@ -89,43 +95,110 @@ def repair_command(
             raise BadInput(f"refusing to overwrite the input {path}")
     if output_dir is not None and not is_remote(output_dir):
         os.makedirs(output_dir, exist_ok=True)
-    results = []
-    with progress(len(files), "repairing") as bar:
+    results: list[Repaired] = []
+    current: list[Repaired] = []  # the file being repaired
+
+    def interrupted() -> str:
+        unfinished = current[0] if current else None
+        if as_json:
+            echo_json(
+                {
+                    **_repairs_json(results),
+                    "interrupted": True,
+                    "unfinished": None
+                    if unfinished is None
+                    else {
+                        "input": unfinished.path,
+                        "records_read": unfinished.read,
+                        "damages": [damage_json(r) for r in unfinished.reports],
+                    },
+                }
+            )
+        else:
+            _print_repairs(results)
+            for r in [] if unfinished is None else unfinished.reports:
+                click.secho(cli_hints(str(r)), fg="yellow")
+        rest = (
+            ""
+            if unfinished is None
+            else f"; {unfinished.path} was not finished: {unfinished.target} was not written"
+        )
+        return f"repaired {len(results)} of {len(files)} file(s){rest}"
+
+    with on_interrupt(interrupted), progress(len(files), "repairing") as bar:
         for path, target in zip(files, targets, strict=True):
             kind = detect_compression(path, compression)
-            reports: list[DamageReport] = []
-            kept = 0
-            with TFRecordWriter(target, kind, index=index) as w:
-                records = read_records(
-                    path,
-                    kind,
-                    on_damage="skip",
-                    on_damage_report=reports.append,
-                    max_record_bytes=settings().max_record_bytes,
-                )
-                for chunk in chunked(records, 1024):
-                    kept += w.write_many(chunk)
-            results.append((path, target, kept, reports))
+            state = Repaired(path, target)
+            current[:] = [state]
+            _repair(state, kind, index=index)
+            results.append(state)
+            current.clear()
             bar.update(1)
     if as_json:
-        echo_json(
-            {
-                "files": [
-                    {
-                        "input": path,
-                        "output": target,
-                        "records_kept": kept,
-                        "bytes_lost": _lost(reports),
-                        "damages": [damage_json(r) for r in reports],
-                    }
-                    for path, target, kept, reports in results
-                ]
-            }
-        )
+        echo_json(_repairs_json(results))
         return
-    for _, target, kept, reports in results:
+    _print_repairs(results)
+
+
+@dataclasses.dataclass
+class Repaired:
+    """One input's repair: records read and copied so far, and the damage met."""
+
+    path: str
+    target: str
+    read: int = 0
+    kept: int = 0
+    reports: list[DamageReport] = dataclasses.field(default_factory=list)
+
+
+def _repair(state: Repaired, kind: CompressionArg, *, index: bool) -> None:
+    """Copies the intact records of ``state.path``; the output appears whole or not at all
+    (also on Ctrl-C: publishing is never cut)."""
+    writer = TFRecordWriter(state.target, kind, index=index)
+    try:
+        records = read_records(
+            state.path,
+            kind,
+            on_damage="skip",
+            on_damage_report=state.reports.append,
+            max_record_bytes=settings().max_record_bytes,
+        )
+        for chunk in chunked(_counted(records, state), 1024):
+            state.kept += writer.write_many(chunk)
+    except BaseException:
+        with whole():
+            writer.abort()
+        raise
+    with whole():
+        writer.close()
+
+
+def _counted(records: Iterator[bytes], state: Repaired) -> Iterator[bytes]:
+    for record in records:
+        state.read += 1
+        yield record
+
+
+def _repairs_json(results: list[Repaired]) -> dict[str, object]:
+    return {
+        "files": [
+            {
+                "input": r.path,
+                "output": r.target,
+                "records_kept": r.kept,
+                "bytes_lost": _lost(r.reports),
+                "damages": [damage_json(d) for d in r.reports],
+            }
+            for r in results
+        ]
+    }
+
+
+def _print_repairs(results: list[Repaired]) -> None:
+    for result in results:
+        reports = result.reports
         for r in reports:
-            click.secho(str(r), fg="yellow")
+            click.secho(cli_hints(str(r)), fg="yellow")
         lost = _lost(reports)
         regions = "no damage" if not reports else f"{len(reports)} damaged region(s), "
         if not reports:
@@ -140,7 +213,7 @@ def repair_command(
             )
         else:
             tail = f"{lost} bytes lost"
-        click.echo(f"{target}: {kept} records kept, {regions}{tail}")
+        click.echo(f"{result.target}: {result.kept} records kept, {regions}{tail}")
 
 
 def _lost(reports: list[DamageReport]) -> int | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import contextlib
+from collections.abc import Generator, Sequence
 from typing import Final
 
 import click
@@ -21,9 +22,10 @@ from .common import (
     same_file,
     settings,
 )
-from .convert import shard_options
+from .convert import print_shards, shard_options, shards_interrupted
 from .files import count_records
-from .shards import ShardedWriter, resolve_shards, shard_paths
+from .interrupt import on_interrupt
+from .shards import ShardedWriter, plan_shards, shard_paths
 
 __all__ = ["COMMANDS"]
 
@@ -31,14 +33,18 @@ __all__ = ["COMMANDS"]
 _CHUNK: Final = 4096
 
 
-def _in_order(files: Sequence[str], kinds: Sequence[CompressionArg]) -> Iterator[list[bytes]]:
+def _in_order(
+    files: Sequence[str], kinds: Sequence[CompressionArg]
+) -> Generator[list[bytes], None, None]:
     for path, kind in zip(files, kinds, strict=True):
         yield from chunked(
             read_records(path, kind, max_record_bytes=settings().max_record_bytes), _CHUNK
         )
 
 
-def _shuffled(files: Sequence[str], kind: CompressionArg, seed: int) -> Iterator[list[bytes]]:
+def _shuffled(
+    files: Sequence[str], kind: CompressionArg, seed: int
+) -> Generator[list[bytes], None, None]:
     # The dataset's own global shuffle: a seeded permutation of all records of all
     # files, read by random access in batches (indexes are loaded, or built and cached).
     ds = RecordDataset(list(files), compression=kind)
@@ -70,9 +76,11 @@ def reshard_command(
     shuffle: bool,
     seed: int,
 ) -> None:
-    """Rewrite N input files as M shards (sizes differ by at most one record).
+    """Rewrite N input files as M shards.
 
-    Records keep their order unless --shuffle, which writes a uniform, seeded
+    PATHS are files or quoted globs. --shards M writes sizes that differ by at most
+    one record; --records-per-shard R writes R records in every shard but the last,
+    which holds the rest. Records keep their order unless --shuffle, which writes a uniform, seeded
     permutation of all records of all inputs (the same one for the same seed and
     inputs), read by random access through the inputs' indexes (built when missing
     and kept in the user's index cache, not beside them). --compression sets the
@@ -81,29 +89,35 @@ def reshard_command(
 
     \b
     Example:
-      $ tfr reshard 'raw/*.tfrecord' -o train --shards 16 --shuffle --seed 7 \\
-          --compression gzip
+      $ tfr reshard 'train-*.tfrecord' -o shuffled/train --records-per-shard 500 \\
+          --shuffle --seed 7 --compression gzip
+      shuffled/train-00000-of-00003.tfrecord.gz: 500 records
+      shuffled/train-00001-of-00003.tfrecord.gz: 500 records
+      shuffled/train-00002-of-00003.tfrecord.gz: 272 records
     """
     files = expand_inputs(paths)
     kinds = [detect_compression(p, input_compression) for p in files]
     out_kind = normalize_compression("" if out_compression == "none" else out_compression)
     total = sum(count_records(p, k)[0] for p, k in zip(files, kinds, strict=True))
-    n = resolve_shards(total, shards, records_per_shard)
+    sizes = plan_shards(total, shards, records_per_shard)
     if shuffle and len(set(kinds)) > 1:
         raise BadInput("--shuffle needs inputs of one compression (or --input-compression)")
-    for planned in shard_paths(prefix, n, out_kind):
+    for planned in shard_paths(prefix, len(sizes), out_kind):
         if any(same_file(planned, p) for p in files):
             raise BadInput(f"an output shard would replace an input: {planned}")
     chunks = _shuffled(files, kinds[0], seed) if shuffle else _in_order(files, kinds)
+    out = ShardedWriter(prefix, total, sizes, out_kind, index=index)
+    # closing(): the shuffle's read-ahead thread stops with the command, also on Ctrl-C.
     with (
-        ShardedWriter(prefix, total, n, out_kind, index=index) as out,
+        on_interrupt(lambda: shards_interrupted(out)),
+        contextlib.closing(chunks),
+        out,
         progress(total, "resharding") as bar,
     ):
         for chunk in chunks:
             out.write_many(chunk)
             bar.update(len(chunk))
-    for path, count in zip(out.paths, out.counts, strict=True):
-        click.echo(f"{path}: {count} records")
+    print_shards(out)
 
 
 COMMANDS = [reshard_command]

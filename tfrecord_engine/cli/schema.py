@@ -9,6 +9,7 @@ import click
 from .collect import add_records
 from .common import chunked, compression_option, echo_json, expand_inputs, progress
 from .infer import SchemaStats, render_json, render_python
+from .interrupt import on_interrupt, whole
 from .render import Kind
 from .show import iter_range
 
@@ -48,12 +49,14 @@ def schema_command(
 ) -> None:
     """Infer the feature spec: per key the type, fixed or variable length, presence.
 
-    Prints ready-to-paste Python for tfe.parse_example (or, with --tf, tf.io.parse_example):
-    FixedLenFeature for keys with one length in every record, FixedLenFeature with a
-    default for single values missing in some records, VarLenFeature otherwise; keys
-    with conflicting types are commented out. SequenceExamples get context_features and
-    sequence_features. The sample is the first N records in file order: a length that
-    never varies in the sample may still vary later (use --all to be sure).
+    PATHS are files or quoted globs. Prints ready-to-paste Python for
+    tfe.parse_example (or, with --tf, tf.io.parse_example): FixedLenFeature for keys
+    with one length in every record, FixedLenFeature with a default for single values
+    missing in some records, VarLenFeature otherwise; keys with conflicting types are
+    commented out. SequenceExamples get context_features and sequence_features. The
+    sample is the first N records in file order: a length that never varies in the
+    sample may still vary later (use --all to be sure). A binary value of one size in
+    every record gets a RawFeature hint; text (UTF-8) and encoded images do not.
 
     \b
     Example:
@@ -63,34 +66,45 @@ def schema_command(
     \b
       # Inferred by `tfr schema` from all 761 records of 1 file.
       features = {
-          "image": tfe.FixedLenFeature([], 'string'),  # always 1 value(s)
-          "label": tfe.FixedLenFeature([], 'int64'),  # always 1 value(s)
+          "caption": tfe.FixedLenFeature([], "string"),  # always 1 value of 21 bytes, text
+          "image": tfe.FixedLenFeature([], "string"),  # always 1 value of 784 bytes: ...
+          "label": tfe.FixedLenFeature([], "int64"),  # always 1 value
       }
     """
     files = expand_inputs(paths)
     stop = None if use_all else sample
     stats = SchemaStats()
-    with progress(stop or len(files), "reading") as bar:
+    nfiles = f"{len(files)} file{'s' if len(files) != 1 else ''}"
+
+    def show(source: str, **extra: object) -> None:
+        if as_json:
+            echo_json({**render_json(stats, source=source), **extra})
+        else:
+            click.echo(render_python(stats, source=source, tf=tf_style), nl=False)
+
+    def interrupted() -> str:
+        # What was read is a sample too: the spec it gives, said to be partial.
+        show(f"the first {stats.records} records of {nfiles} (interrupted)", interrupted=True)
+        return f"inferred from the first {stats.records} records read"
+
+    with on_interrupt(interrupted), progress(stop or len(files), "reading") as bar:
         last = None
         for chunk in chunked(iter_range(files, compression, 0, stop), _BATCH):
             wheres = [f"{path}: record {i}" for path, i, _ in chunk]
-            add_records(stats, [r for _, _, r in chunk], wheres, cast(Kind, kind))
+            with whole():  # the statistics take a batch whole or not at all
+                add_records(stats, [r for _, _, r in chunk], wheres, cast(Kind, kind))
             if stop is not None:
                 bar.update(len(chunk))
             else:
                 names = [path for path, _, _ in chunk]
                 bar.update(len(set(names) - {last}))
                 last = names[-1]
-    nfiles = f"{len(files)} file{'s' if len(files) != 1 else ''}"
     source = (
         f"all {stats.records} records of {nfiles}"
         if use_all or stats.records < sample
         else f"the first {stats.records} records of {nfiles}"
     )
-    if as_json:
-        echo_json(render_json(stats, source=source))
-    else:
-        click.echo(render_python(stats, source=source, tf=tf_style), nl=False)
+    show(source)
 
 
 COMMANDS = [schema_command]

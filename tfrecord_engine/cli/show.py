@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, BinaryIO, Final, TypeVar
 
 import click
@@ -26,6 +27,7 @@ from .common import (
     settings,
 )
 from .files import count_records
+from .interrupt import on_interrupt, whole
 from .render import BytesMode, Kind, decode_record, to_json, to_text
 
 __all__ = ["COMMANDS", "iter_range", "parse_range"]
@@ -75,7 +77,7 @@ def _read_indexed(path: str, kind: CompressionArg, a: int, b: int) -> Iterator[L
 
 def iter_range(
     files: Sequence[str], compression: str, start: int | None, stop: int | None
-) -> Iterator[Located]:
+) -> Generator[Located, None, None]:
     """Yields ``(path, index in file, record)`` for records ``[start, stop)`` of all files.
 
     Indices count across the files in order; negative ones count from the end (which
@@ -173,7 +175,7 @@ def _output_options(command: _F) -> _F:
 
 
 def _emit(
-    records: Iterator[Located],
+    records: Generator[Located, None, None],
     *,
     kind: Kind,
     as_json: bool,
@@ -182,38 +184,63 @@ def _emit(
     raw: str | None,
     flush: bool = False,
 ) -> None:
-    if raw is not None:
-        if as_json:
-            raise click.UsageError("--json and --raw/--payload exclude each other")
-        stream: BinaryIO = sys.stdout.buffer
-        if sys.stdout.isatty():
-            raise click.UsageError("refusing to write binary records to a terminal")
-        for _, _, record in records:
-            stream.write(framing.frame(record) if raw == "framed" else record)
-            if flush:  # a follower's reader sees each record as it comes
+    """Writes ``records``; Ctrl-C stops after a whole one and says how many were written."""
+    written = 0
+    last: tuple[str, int] | None = None
+
+    def interrupted() -> str:
+        where = "" if last is None else f" (the last: {last[0]} record {last[1]})"
+        return f"wrote {written} record{'s' if written != 1 else ''}{where}"
+
+    with on_interrupt(interrupted), contextlib.closing(records):
+        if raw is not None:
+            if as_json:
+                raise click.UsageError("--json and --raw/--payload exclude each other")
+            stream: BinaryIO = sys.stdout.buffer
+            if sys.stdout.isatty():
+                raise click.UsageError("refusing to write binary records to a terminal")
+            for path, i, record in records:
+                with whole():
+                    stream.write(framing.frame(record) if raw == "framed" else record)
+                    if flush:  # a follower's reader sees each record as it comes
+                        stream.flush()
+                    written, last = written + 1, (path, i)
+            with whole():
                 stream.flush()
-        stream.flush()
-        return
-    for path, i, record in records:
-        decoded = decode_record(record, kind, where=f"{path}: record {i}")
-        if as_json:
-            echo_json(to_json(decoded, path=path, index=i, mode=bytes_mode))
-        else:
-            click.echo("\n".join(to_text(decoded, path=path, index=i, mode=bytes_mode, full=full)))
+            return
+        for path, i, record in records:
+            decoded = decode_record(record, kind, where=f"{path}: record {i}")
+            with whole():  # the record's line(s), and counting them
+                if as_json:
+                    echo_json(to_json(decoded, path=path, index=i, mode=bytes_mode))
+                else:
+                    click.echo(
+                        "\n".join(to_text(decoded, path=path, index=i, mode=bytes_mode, full=full))
+                    )
+                written, last = written + 1, (path, i)
 
 
 @click.command("head")
-@click.option("-n", "--records", "n", default=10, show_default=True, type=click.IntRange(min=0))
+@click.option(
+    "-n",
+    "--records",
+    "n",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="How many records to print (counted across the inputs, in order).",
+)
 @_output_options
 def head_command(paths: tuple[str, ...], compression: str, n: int, **out: Any) -> None:
     """The first N records of the inputs (taken as one sequence, in order), decoded.
 
-    Reads pipes and "-" (standard input) too.
+    PATHS are files, pipes or quoted globs. Reads pipes and "-" (standard input) too.
 
     \b
     Example:
       $ tfr head -n 1 train-00000-of-00002.tfrecord
-      train-00000-of-00002.tfrecord[0]: Example, 2 features
+      train-00000-of-00002.tfrecord[0]: Example, 3 features
+        caption: bytes[1] "a handwritten digit 0"
         image: bytes[1] b64:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA... (784 bytes)
         label: int64[1] 0
       $ tfr head -n 1 --json train-00000-of-00002.tfrecord
@@ -237,7 +264,8 @@ def head_command(paths: tuple[str, ...], compression: str, n: int, **out: Any) -
     "--follow",
     is_flag=True,
     help="Like tail -f: at the end of the file wait for the records a writer appends "
-    "(one local file; a record only partly written is waited for). Ctrl-C ends it.",
+    "(one local file; a record only partly written is waited for). Ctrl-C ends it "
+    "(exit 130).",
 )
 @click.option(
     "--poll-interval",
@@ -266,10 +294,10 @@ def cat_command(
 ) -> None:
     """Records of the inputs (all, or --range A:B across the files), decoded.
 
-    Files with a valid sidecar index are read by random access (only the records in
-    the range); others are read from the start. Reads pipes and "-" (standard input)
-    too, with non-negative indices. --follow waits for more records at the end of a
-    file that is still being written.
+    PATHS are files, pipes or quoted globs. Files with a valid sidecar index are read
+    by random access (only the records in the range); others are read from the start.
+    Reads pipes and "-" (standard input) too, with non-negative indices. --follow
+    waits for more records at the end of a file that is still being written.
 
     \b
     Example:
@@ -291,7 +319,7 @@ def _follow(
     span: str,
     poll_interval: float,
     idle_timeout: float | None,
-) -> Iterator[Located]:
+) -> Generator[Located, None, None]:
     if span != ":":
         raise click.UsageError("--follow reads a file from its start: it takes no --range")
     files = expand_inputs(paths, allow_streams=True)

@@ -17,11 +17,17 @@ and yields serialized ``tf.train.Example`` records in a fixed order:
   features ``image`` (the file's bytes, not decoded), ``label`` (int64) and, unless
   turned off, ``class`` (the class name); files with other extensions are counted and
   reported, not read.
+
+Each source also says how to read its records back (:class:`Spec`, what ``tfr convert``
+prints): an Example stores a row's values flat, so the shape of an array's rows (an
+``(N, 8, 8)`` array: ``FixedLenFeature([8, 8])``) is known only here, not to ``tfr
+schema`` reading the output.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
 from collections.abc import Iterator
 from typing import Any, Final, Protocol
@@ -32,9 +38,50 @@ import numpy.typing as npt
 from ..example import encode_example
 from .common import BadInput, Failure
 
-__all__ = ["CsvSource", "ImageFolderSource", "NumpySource", "Source", "open_source"]
+__all__ = [
+    "CsvSource",
+    "ImageFolderSource",
+    "NumpySource",
+    "Source",
+    "Spec",
+    "open_source",
+]
 
 IMAGE_EXTENSIONS: Final = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
+
+
+_ZEROS: Final = {"int64": "0", "float32": "0.0", "string": 'b""'}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Spec:
+    """How one converted feature reads back: its shape per record and dtype.
+
+    Attributes:
+        shape: the values of one record, in the input's shape (``()``: one value).
+        dtype: ``"int64"``, ``"float32"`` or ``"string"``; with ``raw``, the array's.
+        raw: one bytes value per record holding the array (``--uint8-as-bytes``).
+        default: missing in some records (an empty CSV cell): a zero default fills it.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    raw: bool = False
+    default: bool = False
+
+    def expression(self) -> str:
+        """The spec as Python, e.g. ``tfe.FixedLenFeature([8, 8], "float32")``.
+
+        >>> Spec((8, 8), "float32").expression()
+        'tfe.FixedLenFeature([8, 8], "float32")'
+        >>> Spec((), "int64", default=True).expression()
+        'tfe.FixedLenFeature([], "int64", default_value=0)'
+        """
+        shape = "[" + ", ".join(map(str, self.shape)) + "]"
+        if self.raw:
+            return f'tfe.RawFeature({shape}, "{self.dtype}")'
+        default = f", default_value={_ZEROS[self.dtype]}" if self.default else ""
+        return f'tfe.FixedLenFeature({shape}, "{self.dtype}"{default})'
 
 
 class Source(Protocol):
@@ -42,12 +89,29 @@ class Source(Protocol):
 
     path: str
     notes: list[str]
+    #: Per feature, how its records read back (``None``: known per value only).
+    specs: dict[str, Spec | None]
 
     def __len__(self) -> int: ...
 
     def records(self) -> Iterator[bytes]:
         """Yields the serialized Examples, ``len(self)`` of them."""
         ...
+
+
+def _array_spec(array: npt.NDArray[Any], *, uint8_bytes: bool) -> Spec | None:
+    """How a row of ``array`` reads back, as :func:`_row_converter` stores it."""
+    shape = tuple(int(d) for d in array.shape[1:])
+    if uint8_bytes and array.dtype == np.uint8:
+        return Spec(shape, "uint8", raw=True)
+    kind = array.dtype.kind
+    if kind in "biu":
+        return Spec(shape, "int64")
+    if kind == "f":
+        return Spec(shape, "float32")
+    if kind in "SU":
+        return Spec(shape, "string")
+    return None  # object arrays: each value's type decides
 
 
 def _row_converter(
@@ -95,6 +159,7 @@ class NumpySource:
             k: _row_converter(f"{path}: {k}", a, self.notes, uint8_bytes=uint8_bytes)
             for k, a in arrays.items()
         }
+        self.specs = {k: _array_spec(a, uint8_bytes=uint8_bytes) for k, a in arrays.items()}
         self._n = next(iter(lengths.values())) or 0
 
     def __len__(self) -> int:
@@ -142,6 +207,7 @@ class CsvSource:
             ints = [True] * len(header)
             floats = [True] * len(header)
             seen = [False] * len(header)
+            empty = [False] * len(header)
             n = 0
             for row in reader:
                 if len(row) != len(header):
@@ -152,6 +218,7 @@ class CsvSource:
                 n += 1
                 for j, cell in enumerate(row):
                     if cell == "":
+                        empty[j] = True
                         continue
                     seen[j] = True
                     if ints[j] and not _is_int(cell):
@@ -165,6 +232,13 @@ class CsvSource:
             for i, fl, v in zip(ints, floats, seen, strict=True)
         ]
         self._n = n
+        # An empty cell of a numeric column leaves the feature out of that record.
+        self.specs: dict[str, Spec | None] = {
+            name: Spec((), "string")
+            if kind == "bytes"
+            else Spec((), "int64" if kind == "int64" else "float32", default=e)
+            for name, kind, e in zip(header, self.types, empty, strict=True)
+        }
 
     def __len__(self) -> int:
         return self._n
@@ -219,6 +293,12 @@ class ImageFolderSource:
                 f"({' '.join(extensions)}) not converted"
             )
         self._class_names = class_names
+        self.specs: dict[str, Spec | None] = {
+            "image": Spec((), "string"),
+            "label": Spec((), "int64"),
+        }
+        if class_names:
+            self.specs["class"] = Spec((), "string")
 
     def __len__(self) -> int:
         return len(self._files)
