@@ -21,7 +21,10 @@ import tfrecord_engine as tfe
 from tfrecord_engine.data import compressed_source
 from tfrecord_engine.data.compressed_source import CompressedFileRecords
 from tfrecord_engine.hosts.splits import plan_pieces
-from tfrecord_engine.index.sidecar import MEMBER_STARTS_VERSION_OFFSET
+from tfrecord_engine.index.sidecar import (
+    CONTENT_CHECK_VERSION_OFFSET,
+    MEMBER_STARTS_VERSION_OFFSET,
+)
 from tfrecord_engine.records.compression import Compression, Decompressor
 from tfrecord_engine.testing.members import BGZF_BLOCK, bgzf, framed, members
 
@@ -186,7 +189,8 @@ def test_index_with_member_starts_round_trips_and_old_layouts_stay(tmp_path: pat
     idx = tfe.Index.build(path)
     blob = idx.to_bytes()
     version = int.from_bytes(blob[8:12], "little")
-    assert version == 1 + MEMBER_STARTS_VERSION_OFFSET  # a header walk, member starts
+    # A header walk, member starts, a content check.
+    assert version == 1 + MEMBER_STARTS_VERSION_OFFSET + CONTENT_CHECK_VERSION_OFFSET
     back = tfe.Index.from_bytes(blob, path)
     assert back.restarts.tolist() == idx.restarts.tolist()
     assert back.member_starts.tolist() == idx.member_starts.tolist() == [True] * len(idx.restarts)
@@ -199,18 +203,20 @@ def test_index_with_member_starts_round_trips_and_old_layouts_stay(tmp_path: pat
     # An index built by a skip scan keeps them too (version 3 + 16: data CRCs checked).
     skip = tfe.Index.build(path, on_damage="skip")
     assert skip.restarts.tolist() == idx.restarts.tolist()
-    assert int.from_bytes(skip.to_bytes()[8:12], "little") == 3 + MEMBER_STARTS_VERSION_OFFSET
-    # The writer's single-stream index keeps the old layout byte for byte (version 3).
+    assert int.from_bytes(skip.to_bytes()[8:12], "little") == (
+        3 + MEMBER_STARTS_VERSION_OFFSET + CONTENT_CHECK_VERSION_OFFSET
+    )
+    # The writer's single-stream index marks no member start (version 3, content check).
     single = tmp_path / "w.tfrecord.gz"
     with tfe.TFRecordWriter(single, "GZIP", index=True, index_flush_every=10) as w:
         w.write_many(records)
     written = tfe.Index.load(single)
     assert len(written.restarts) > 0
     assert not written.member_starts.any()
-    assert int.from_bytes(written.to_bytes()[8:12], "little") == 3
+    assert int.from_bytes(written.to_bytes()[8:12], "little") == 3 + CONTENT_CHECK_VERSION_OFFSET
     # A restart offset with the member bit in an index that does not announce it is damage.
     forged = bytearray(written.to_bytes())
-    at = 48 + 16 * len(written)
+    at = 48 + 16 + 16 * len(written)  # header, content check, offsets and lengths
     forged[at + 7] |= 0x80
     body = bytes(forged[:-4])
     from tfrecord_engine.records import framing

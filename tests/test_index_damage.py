@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tfrecord_engine.index.placement import cache_index_path
 from tfrecord_engine.index.sidecar import (
+    CONTENT_CHECK_VERSION_OFFSET,
     DAMAGE_FORMAT_VERSION,
     FORMAT_VERSION,
     VERIFIED_FORMAT_VERSION,
@@ -146,7 +147,8 @@ def test_clean_file_under_tolerant_policies(tmp_path: Path) -> None:
 
 
 def _version(blob: bytes) -> int:
-    return int(struct.unpack_from("<I", blob, 8)[0])
+    """The base version (content-check flag left out)."""
+    return int(struct.unpack_from("<I", blob, 8)[0]) & ~CONTENT_CHECK_VERSION_OFFSET
 
 
 @pytest.mark.parametrize("compression", ["", "GZIP"])

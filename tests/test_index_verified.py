@@ -24,6 +24,7 @@ import tfrecord_engine.index.sidecar as index_module
 from tfrecord_engine.index.placement import cache_index_path
 from tfrecord_engine.index.scan import fingerprint
 from tfrecord_engine.index.sidecar import (
+    CONTENT_CHECK_VERSION_OFFSET,
     DAMAGE_FORMAT_VERSION,
     FORMAT_VERSION,
     VERIFIED_FORMAT_VERSION,
@@ -45,11 +46,13 @@ def _bad_data_crc(which: int) -> bytes:
 
 
 def _version(path: str) -> int:
-    """The version of the index saved last: an open's (in the cache, for the file as it
-    is now), else the writer's (hidden folder), else an old one beside the data."""
+    """The base version (content-check flag left out) of the index saved last: an
+    open's (in the cache, for the file as it is now), else the writer's (hidden folder),
+    else an old one beside the data."""
     for where in (cache_index_path(path), index_path_for(path), index_path_for(path, "beside")):
         if Path(where).exists():
-            return int(struct.unpack_from("<I", Path(where).read_bytes(), 8)[0])
+            version = int(struct.unpack_from("<I", Path(where).read_bytes(), 8)[0])
+            return version & ~CONTENT_CHECK_VERSION_OFFSET
     raise AssertionError(f"no index saved for {path}")
 
 
@@ -288,7 +291,8 @@ def test_versions_round_trip(tmp_path: Path) -> None:
     clean = tfe.Index(path, [0], [1], data_size=17, fingerprint=0, data_verified=True)
     for idx, version in [(walked, 1), (skip, 2), (clean, 3)]:
         blob = idx.to_bytes()
-        assert struct.unpack_from("<I", blob, 8)[0] == version
+        stored = struct.unpack_from("<I", blob, 8)[0]
+        assert stored & ~CONTENT_CHECK_VERSION_OFFSET == version
         back = tfe.Index.from_bytes(blob, path)
         assert back.data_verified == (version != 1)
         assert back.to_bytes() == blob

@@ -73,6 +73,7 @@ __all__ = [
     "DataLossError",
     "ExampleParseError",
     "IndexFormatError",
+    "IndexPublishError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
     "MalformedExampleError",
@@ -450,3 +451,45 @@ class RangeIgnoredWarning(TFRecordError, UserWarning):
     The range was cut out of the whole body, so the data is right, but every such read
     downloads the whole file: serve the data from a server that honours ``Range``.
     """
+
+
+class IndexPublishError(TFRecordError, OSError):
+    """Writing the index of a written file failed (a full disk, say).
+
+    ``errno`` is the failed call's. The message says whether the data was published:
+
+    Attributes:
+        path: the data file.
+        index_path: where its index was to go.
+        published: ``True`` when the data is under ``path`` without its index (readers
+            index it themselves; ``tfr index PATH`` writes one); ``False`` when nothing
+            was published (the previous version of ``path``, if any, is unchanged).
+    """
+
+    def __init__(
+        self, message: str, *, path: str, index_path: str, published: bool, code: int | None
+    ) -> None:
+        if code is None:
+            super().__init__(message)
+        else:
+            super().__init__(code, message)
+        self.path = path
+        self.index_path = index_path
+        self.published = published
+
+    def __str__(self) -> str:
+        return str(self.strerror if self.errno is not None else self.args[0])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_publish,
+            (str(self), self.path, self.index_path, self.published, self.errno),
+        )
+
+
+def _rebuild_publish(
+    message: str, path: str, index_path: str, published: bool, code: int | None
+) -> IndexPublishError:
+    return IndexPublishError(
+        message, path=path, index_path=index_path, published=published, code=code
+    )

@@ -11,8 +11,8 @@ import numpy.typing as npt
 from ..errors import InvalidArgumentError
 from ..records import framing
 from ..records.compression import Compression
+from .identity import identify, opened
 from .placement import IndexPlacement
-from .scan import file_identity
 from .sidecar import Index
 
 __all__ = ["DEFAULT_FLUSH_EVERY", "IndexRecorder"]
@@ -28,9 +28,9 @@ class IndexRecorder:
     The writer hands each batch of records to :meth:`write` with two callbacks: ``emit``
     frames and writes a chunk of records, ``restart`` (compressed files only) fully
     flushes the deflate stream and returns the compressed file offset reached. Chunks are
-    cut so that a restart point falls every ``flush_every`` records; :meth:`finish`
-    writes the index file (at ``placement``, see :mod:`.placement`) once the data file
-    is closed.
+    cut so that a restart point falls every ``flush_every`` records; :meth:`index_of`
+    makes the index once the data file is closed, which the writer publishes with the
+    data (at ``placement``, see :mod:`.placement`).
     """
 
     def __init__(
@@ -83,8 +83,16 @@ class IndexRecorder:
                 self._since = 0
         return self._stream - start
 
-    def finish(self) -> Index:
-        """Writes the sidecar index of the closed data file and returns it.
+    @property
+    def placement(self) -> IndexPlacement:
+        """Where the index goes (see :mod:`.placement`)."""
+        return self._placement
+
+    def index_of(self, written: str) -> Index:
+        """The index of the closed data file, stamped with the identity of the bytes at
+        ``written``: the writer's own temporary file before it is renamed onto the data
+        path (so that a file another writer renames there meanwhile cannot lend the
+        index its identity), or the data path itself for a writer that wrote there.
 
         The index is :attr:`~tfrecord_engine.Index.data_verified` (a version-3 sidecar):
         every data CRC in the file was computed here, so it serves every damage policy.
@@ -92,16 +100,16 @@ class IndexRecorder:
         lengths = np.concatenate([np.zeros(0, np.int64), *self._lengths]).astype(np.uint64)
         framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
         offsets = np.cumsum(framed, dtype=np.uint64) - framed
-        size, fp = file_identity(self._path)
-        idx = Index(
+        with opened(written) as data:
+            found = identify(data, self._kind is Compression.NONE, offsets, lengths)
+        return Index(
             self._path,
             offsets,
             lengths,
-            data_size=size,
-            fingerprint=fp,
+            data_size=found.size,
+            fingerprint=found.fingerprint,
             compression=self._kind,
             restarts=np.array(self._restarts, dtype=np.uint64).reshape(-1, 2),
             data_verified=True,  # every data CRC is one we computed while writing
+            content=found.content,
         )
-        idx.save(placement=self._placement)
-        return idx

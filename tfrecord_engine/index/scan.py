@@ -24,12 +24,15 @@ from ..storage import remote
 from ..storage.ranges import coalesce
 
 __all__ = [
+    "FileStat",
     "as_u64",
     "check_headers",
     "file_identity",
+    "file_stat",
     "fingerprint",
     "fingerprint_of",
     "fingerprint_ranges",
+    "local_identity",
     "mapped",
     "refuse_larger",
     "walk_headers",
@@ -98,6 +101,31 @@ def file_identity(path: str) -> tuple[int, int]:
         )
     ]
     return size, fingerprint_of(size, windows)
+
+
+#: ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of a local file: what tells
+#: one open file (or the file a path names) from another without reading it.
+FileStat = tuple[int, int, int, int, int]
+
+
+def file_stat(st: os.stat_result) -> FileStat:
+    """The :data:`FileStat` of a ``stat``/``fstat`` result."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def local_identity(path: str) -> tuple[int, int, FileStat]:
+    """:func:`file_identity` of a local file with the :data:`FileStat` of the very
+    descriptor its bytes were read through (so the two describe one file)."""
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if st.st_size == 0:
+            return 0, fingerprint(b""), file_stat(st)
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            return len(buf), fingerprint(buf), file_stat(st)
+        finally:
+            with contextlib.suppress(BufferError):
+                buf.close()
 
 
 @contextlib.contextmanager

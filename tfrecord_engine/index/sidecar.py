@@ -1,52 +1,24 @@
 """The sidecar index of a TFRecord file: where every record starts and how long it is.
 
 Where an index file lives (a hidden ``.tfeidx/`` sub-folder beside the data, the user's
-index cache, or the old ``<data>.tfeidx``) is :mod:`.placement`'s business. Binary
-layout (little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``)::
-
-    magic        8 bytes   b"TFEIDX\\r\\n"
-    version      uint32    1, 2 or 3 (see below); 16 more (17, 18, 19) when the
-                           restart table marks member starts
-    compression  uint32    0 none, 1 ZLIB, 2 GZIP
-    data_size    uint64    size of the data file in bytes (compressed size for GZIP/ZLIB)
-    fingerprint  uint64    crc32c of sampled windows of the data file (see ``fingerprint``)
-    count        uint64    number of records n
-    restarts     uint64    number of restart points m (compressed files)
-    offsets      uint64[n] start of each record's header (decompressed stream offset
-                           for GZIP/ZLIB)
-    lengths      uint64[n] data length of each record (framing excluded)
-    restart      uint64[m, 2]  (compressed offset, decompressed offset) of each point
-                           where inflating can begin, ascending: a full flush inside
-                           a deflate stream (our writer's), or, with bit 63 of the
-                           compressed offset set, the start of a GZIP member (or
-                           ZLIB stream) of a multi-member file, where a fresh
-                           inflater begins
-    damage       (version 2 only) the damage list, see :mod:`.index_damage`
-    checksum     uint32    masked crc32c of every byte before it
-
-The version also says whether every record's data CRC was checked when the index was
-built (:attr:`Index.data_verified`):
-
-- 1: a clean index built from the record headers only (a header walk under
-  ``on_damage="raise"``, an imported text index, and every sidecar written before
-  version 3 existed): data CRCs are not known to be good. It serves ``"raise"`` only.
-- 2: an index with a damage list, built under ``on_damage="stop"``/``"skip"`` by a
-  scan that checks every data CRC.
-- 3: the layout of version 1 (clean, no damage list), with every data CRC checked: an
-  index written with the data (``TFRecordWriter(..., index=True)``) or a clean file
-  indexed under ``"stop"``/``"skip"``. It serves every policy.
+index cache, or the old ``<data>.tfeidx``) is :mod:`.placement`'s business; its binary
+format (versions 1 to 3, with flags for member starts and a content check) is
+:mod:`.format`'s. The version says whether every record's data CRC was checked when
+the index was built (:attr:`Index.data_verified`): 1 (a header walk) serves
+``on_damage="raise"`` only, 2 (with a damage list) and 3 (clean) every policy they
+answer (see :meth:`Index.for_policy`).
 
 Member starts are found when an index is built by reading the file (:meth:`Index.build`,
 and the index built on a first read): each member of a bgzip (BGZF) file, of ``cat a.gz
 b.gz`` or of a file appended to with ``gzip.open(p, "ab")`` is a restart point that
-costs 16 bytes of index and nothing to keep in memory. An index that marks any is
-written as version 16 + v (v as above), which builds from before member starts refuse
-(they would read the marked offsets as full flushes) and then index the file again;
-an index without member starts keeps versions 1 to 3, byte for byte.
+costs 16 bytes of index and nothing to keep in memory.
 
-A stale index (data file appended, truncated or replaced) is caught when it is opened:
-the size and the fingerprint must match and, for uncompressed files, the last record
-must end exactly at the end of the file.
+A stale index (data file appended, truncated or replaced) is caught when it is opened
+(:meth:`Index.validate`): the size, the sampled fingerprint and (local files) the
+content check of :mod:`.identity` (every byte of a file up to 4 MiB, sampled records or
+windows of a larger one) must match and, for uncompressed files, the last record must end exactly at
+the end of the file. An index is stamped with the identity of the bytes it was built
+from, read through the descriptor that read them.
 
 Records span ``[offset, offset + HEADER_SIZE + length + FOOTER_SIZE)``.
 """
@@ -55,10 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Final
+from collections.abc import Hashable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -77,7 +47,20 @@ from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, norma
 from ..storage import remote
 from ..storage.filekind import require_regular
 from ..storage.fileops import naming_final
-from .damage import decode_damage, encode_damage, reporter, tolerant_scan
+from . import identity as ident
+from .damage import reporter, tolerant_scan
+from .format import (
+    CONTENT_CHECK_VERSION_OFFSET,
+    DAMAGE_FORMAT_VERSION,
+    FORMAT_VERSION,
+    MEMBER_BIT,
+    MEMBER_STARTS_VERSION_OFFSET,
+    VERIFIED_FORMAT_VERSION,
+    Fields,
+    decode,
+    encode,
+)
+from .identity import ContentCheck, DataBytes, opened
 from .placement import (
     INDEX_SUFFIX,
     IndexPlacement,
@@ -90,33 +73,30 @@ from .placement import (
     prune_cache,
 )
 from .scan import (
+    FileStat,
     as_u64,
-    check_headers,
-    file_identity,
-    fingerprint,
-    mapped,
+    file_stat,
+    fingerprint_of,
+    fingerprint_ranges,
     refuse_larger,
     walk_headers,
     walk_stream,
 )
+from .text import parse_text, text_of
 
-__all__ = ["FORMAT_VERSION", "INDEX_SUFFIX", "Index", "index_path_for"]
+__all__ = [
+    "CONTENT_CHECK_VERSION_OFFSET",
+    "DAMAGE_FORMAT_VERSION",
+    "FORMAT_VERSION",
+    "INDEX_SUFFIX",
+    "MEMBER_STARTS_VERSION_OFFSET",
+    "VERIFIED_FORMAT_VERSION",
+    "Index",
+    "index_path_for",
+]
 
-FORMAT_VERSION: Final = 1
-#: The version of sidecars that carry a damage list.
-DAMAGE_FORMAT_VERSION: Final = 2
-#: The version of clean sidecars whose every data CRC was checked (layout of version 1).
-VERIFIED_FORMAT_VERSION: Final = 3
-_VERSIONS: Final = (FORMAT_VERSION, DAMAGE_FORMAT_VERSION, VERIFIED_FORMAT_VERSION)
-#: Added to the version of an index whose restart table marks member starts.
-MEMBER_STARTS_VERSION_OFFSET: Final = 16
-#: Bit of a restart's compressed offset (in the file) that marks a member start.
-_MEMBER_BIT: Final = np.uint64(1 << 63)
-_MAGIC: Final = b"TFEIDX\r\n"
-_HEAD = struct.Struct("<8sIIQQQQ")
-_CRC = struct.Struct("<I")
-_CODES: Final = {Compression.NONE: 0, Compression.ZLIB: 1, Compression.GZIP: 2}
-_KINDS: Final = {v: k for k, v in _CODES.items()}
+#: Times :meth:`Index.build` reads a file that keeps changing under it before it gives up.
+_BUILD_TRIES = 3
 
 U64Array = npt.NDArray[np.uint64]
 PathLike = str | os.PathLike[str]
@@ -152,6 +132,14 @@ def _useful_members(
     return as_u64(table[last])
 
 
+def _names(path: str, stat: FileStat) -> bool:
+    """Whether ``path`` still names the file of ``stat``, unchanged."""
+    try:
+        return file_stat(os.stat(path)) == stat
+    except OSError:
+        return False
+
+
 class Index:
     """Record offsets and lengths of one TFRecord file, plus what identifies the file.
 
@@ -159,7 +147,10 @@ class Index:
         data_path: the data file this index describes.
         compression: the data file's compression.
         data_size: the data file's size in bytes when indexed.
-        fingerprint: :func:`fingerprint` of the data file when indexed.
+        fingerprint: :func:`~.scan.fingerprint` of the data file when indexed.
+        content: the data file's :class:`~.identity.ContentCheck` when indexed (the
+            CRC of every byte of a file up to 4 MiB, of sampled records or windows of a
+            larger one), or ``None`` for an index loaded from an older format.
         offsets: ``uint64[n]`` start of each record (decompressed offset if compressed).
         lengths: ``uint64[n]`` data length of each record.
         restarts: ``uint64[m, 2]`` restart points ``(compressed, decompressed)``
@@ -191,11 +182,13 @@ class Index:
 
     __slots__ = (
         "compression",
+        "content",
         "damage",
         "damage_policy",
         "data_path",
         "data_size",
         "data_verified",
+        "file_stat",
         "fingerprint",
         "lengths",
         "member_starts",
@@ -217,6 +210,7 @@ class Index:
         damage_policy: DamagePolicy = "raise",
         data_verified: bool = False,
         member_starts: object = None,
+        content: ContentCheck | None = None,
     ) -> None:
         self.data_path = os.fspath(data_path)
         self.damage = tuple(damage)
@@ -232,6 +226,11 @@ class Index:
         self.lengths = as_u64(lengths)
         self.data_size = int(data_size)
         self.fingerprint = int(fingerprint)
+        self.content = content
+        #: The :data:`~.scan.FileStat` of the local data file as it was when this index
+        #: was last checked against it (:meth:`validate`); ``None`` for URLs and for an
+        #: index not yet checked. A reader compares it with the file it opens.
+        self.file_stat: FileStat | None = None
         self.compression = normalize_compression(compression)
         self.restarts = as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
         m = len(self.restarts)
@@ -244,7 +243,7 @@ class Index:
                 f"member_starts must have one flag per restart point ({m}), got "
                 f"{len(self.member_starts)}"
             )
-        if m and bool(np.any(self.restarts[:, 0] >= _MEMBER_BIT)):
+        if m and bool(np.any(self.restarts[:, 0] >= MEMBER_BIT)):
             raise InvalidArgumentError("a restart point's compressed offset must be < 2**63")
         if self.offsets.shape != self.lengths.shape or self.offsets.ndim != 1:
             raise InvalidArgumentError(
@@ -346,53 +345,82 @@ class Index:
         path = remote.local_path(os.fspath(path))
         want = requested(compression)
         policy = normalize_policy(on_damage)
-        damage: list[DamageReport] = []
-        members: list[tuple[int, int]] = []
-        if remote.is_url(path):
-            size, fp = file_identity(path)
-            head = remote.RemoteFile(path).fetch(0, min(size, HEAD_SIZE)) if size else b""
-            kind = detect(head, path) if want is None else want  # (one small request)
-            with _noting_errors(head, kind, auto=want is None):
-                if policy != "raise":
-                    offsets, lengths, damage = tolerant_scan(
-                        path, kind, policy, max_record_bytes, members, auto=want is None
-                    )
-                else:
-                    offsets, lengths = walk_stream(path, kind, max_record_bytes, members)
-        else:
+        if not remote.is_url(path):
             require_regular(path, "indexing")
-            with mapped(path) as buf:
-                fp = fingerprint(buf)
-                size = len(buf)
-                head = bytes(buf[:HEAD_SIZE])
-                kind = detect(head, path) if want is None else want
-                with _noting_errors(head, kind, auto=want is None):
-                    if policy != "raise":
-                        offsets, lengths, damage = tolerant_scan(
-                            path, kind, policy, max_record_bytes, members, auto=want is None
-                        )
-                    elif kind is Compression.NONE:
-                        offsets, lengths = walk_headers(buf, path)
-                        if max_record_bytes is not None:
-                            refuse_larger(buf, offsets, lengths, path, max_record_bytes)
-                    else:
-                        offsets, lengths = walk_stream(path, kind, max_record_bytes, members)
+        for attempt in range(1, _BUILD_TRIES + 1):
+            damage: list[DamageReport] = []
+            members: list[tuple[int, int]] = []
+            with opened(path) as data:
+                offsets, lengths, kind, by_path = cls._scan(
+                    data, want, policy, max_record_bytes, members=members, damage=damage
+                )
+                # A scan that opened the path again read the file it names: the one
+                # read here, or the identity below would describe other bytes.
+                same = not by_path or data.stat is None or _names(path, data.stat)
+                found = (
+                    ident.identify(data, kind is Compression.NONE, offsets, lengths)
+                    if same
+                    else None
+                )
+            if found is not None:
+                break
+            if attempt == _BUILD_TRIES:
+                raise StaleIndexError(
+                    f"{path}: the file changed while it was being indexed, {attempt} times "
+                    "in a row: index it once it is complete (e.g. `tfr index` after its "
+                    "writer closed it)"
+                )
+        assert found is not None  # (the loop ends at a break or a raise)
         restarts = _useful_members(members, offsets, lengths)
         idx = cls(
             path,
             offsets,
             lengths,
-            data_size=size,
-            fingerprint=fp,
+            data_size=found.size,
+            fingerprint=found.fingerprint,
             compression=kind,
             restarts=restarts,
             member_starts=np.ones(len(restarts), dtype=np.bool_),
             damage=damage,
             damage_policy=policy,
             data_verified=policy != "raise",
+            content=found.content,
         )
         idx.report_damage(on_damage_report)
         return idx
+
+    @staticmethod
+    def _scan(
+        data: DataBytes,
+        want: Compression | None,
+        policy: DamagePolicy,
+        max_record_bytes: int | None,
+        *,
+        members: list[tuple[int, int]],
+        damage: list[DamageReport],
+    ) -> tuple[U64Array, U64Array, Compression, bool]:
+        """:meth:`build`'s scan of ``data``: ``(offsets, lengths, compression, whether
+        the scan opened the path again)``; damage goes to ``damage``."""
+        path = data.path
+        size = data.size
+        head = data.ranges([(0, min(size, HEAD_SIZE))])[0] if size else b""
+        kind = detect(head, path) if want is None else want
+        with _noting_errors(head, kind, auto=want is None):
+            if policy != "raise":
+                offsets, lengths, found = tolerant_scan(
+                    path, kind, policy, max_record_bytes, members, auto=want is None
+                )
+                damage += found
+            elif kind is Compression.NONE and data.stat is not None:
+                offsets, lengths = walk_headers(data.buf, path)
+                if max_record_bytes is not None:
+                    refuse_larger(data.buf, offsets, lengths, path, max_record_bytes)
+                return offsets, lengths, kind, False
+            else:
+                # A URL is read once in large blocks: hopping from header to header
+                # would cost a request per record.
+                offsets, lengths = walk_stream(path, kind, max_record_bytes, members)
+        return offsets, lengths, kind, True
 
     def report_damage(self, on_damage_report: DamageCallback | None = None) -> None:
         """Passes each of :attr:`damage` to ``on_damage_report`` (default: warnings)."""
@@ -435,44 +463,33 @@ class Index:
             damage=[DamageReport(first.path, n, first.offset, rest, first.reason)],
             damage_policy="stop",
             data_verified=self.data_verified,
+            content=self.content,
         )
 
     # ---- persistence -------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """Serializes the index in the binary sidecar format (see the module docstring).
+        """Serializes the index in the binary sidecar format (see :mod:`.format`).
 
         The version is 2 with damage, else 3 if :attr:`data_verified`, else 1; 16 more
-        when a restart point is a member start.
+        when a restart point is a member start, 32 more with a :attr:`content` check.
         """
-        if self.damage:
-            version = DAMAGE_FORMAT_VERSION
-        else:
-            version = VERIFIED_FORMAT_VERSION if self.data_verified else FORMAT_VERSION
-        restarts = self.restarts.astype("<u8")
-        if bool(self.member_starts.any()):
-            version += MEMBER_STARTS_VERSION_OFFSET
-            restarts = restarts.copy()
-            restarts[self.member_starts, 0] |= _MEMBER_BIT
-        head = _HEAD.pack(
-            _MAGIC,
-            version,
-            _CODES[self.compression],
-            self.data_size,
-            self.fingerprint,
-            len(self),
-            len(self.restarts),
+        return encode(self._fields())
+
+    def _fields(self) -> Fields:
+        return Fields(
+            compression=self.compression,
+            data_size=self.data_size,
+            fingerprint=self.fingerprint,
+            offsets=self.offsets,
+            lengths=self.lengths,
+            restarts=self.restarts,
+            member_starts=self.member_starts,
+            damage=self.damage,
+            damage_policy=self.damage_policy,
+            data_verified=self.data_verified,
+            content=self.content,
         )
-        body = b"".join(
-            (
-                head,
-                self.offsets.astype("<u8").tobytes(),
-                self.lengths.astype("<u8").tobytes(),
-                restarts.tobytes(),
-                encode_damage(self.damage_policy, self.damage) if self.damage else b"",
-            )
-        )
-        return body + _CRC.pack(framing.mask_crc(framing.crc32c(body)))
 
     def save(self, index_path: PathLike | None = None, *, placement: str = "hidden") -> str:
         """Writes the index file atomically and returns the path written.
@@ -524,60 +541,20 @@ class Index:
         Raises:
             IndexFormatError: wrong magic, unknown version, bad size or checksum.
         """
-        if len(blob) < _HEAD.size + _CRC.size or blob[:8] != _MAGIC:
-            raise IndexFormatError(f"{source}: not a tfrecord-engine index (bad magic)")
-        magic, version, code, data_size, fp, count, nrestarts = _HEAD.unpack_from(blob, 0)
-        del magic
-        marked = version - MEMBER_STARTS_VERSION_OFFSET in _VERSIONS
-        if marked:
-            version -= MEMBER_STARTS_VERSION_OFFSET
-        if version not in _VERSIONS:
-            raise IndexFormatError(
-                f"{source}: index format version {version} is not supported "
-                f"(this build reads versions {FORMAT_VERSION}, {DAMAGE_FORMAT_VERSION} and "
-                f"{VERIFIED_FORMAT_VERSION}, each also with member starts, "
-                f"+{MEMBER_STARTS_VERSION_OFFSET})"
-            )
-        # The checksum first: no field is trusted before it matches.
-        (stored,) = _CRC.unpack_from(blob, len(blob) - _CRC.size)
-        if framing.mask_crc(framing.crc32c(blob[: -_CRC.size])) != stored:
-            raise IndexFormatError(f"{source}: damaged index (checksum mismatch)")
-        expected = _HEAD.size + 16 * count + 16 * nrestarts + _CRC.size
-        damaged = version == DAMAGE_FORMAT_VERSION
-        if (len(blob) < expected if damaged else len(blob) != expected) or code not in _KINDS:
-            raise IndexFormatError(
-                f"{source}: damaged index ({len(blob)} bytes, expected {expected} for "
-                f"{count} records)"
-            )
-        arrays = np.frombuffer(
-            blob, dtype="<u8", count=2 * count + 2 * nrestarts, offset=_HEAD.size
-        )
-        policy: DamagePolicy = "raise"
-        damage: tuple[DamageReport, ...] = ()
-        if damaged:
-            policy, damage = decode_damage(
-                blob,
-                expected - _CRC.size,
-                len(blob) - _CRC.size,
-                path=os.fspath(data_path),
-                source=source,
-            )
-        restarts = arrays[2 * count :].reshape(-1, 2)
-        starts = (restarts[:, 0] & _MEMBER_BIT) != 0
-        if bool(starts.any()) and not marked:
-            raise IndexFormatError(f"{source}: damaged index (a restart offset beyond 2**63)")
+        f = decode(blob, data_path, source)
         return cls(
             data_path,
-            arrays[:count],
-            arrays[count : 2 * count],
-            data_size=data_size,
-            fingerprint=fp,
-            compression=_KINDS[code],
-            restarts=np.stack([restarts[:, 0] & ~_MEMBER_BIT, restarts[:, 1]], axis=1),
-            member_starts=starts,
-            damage=damage,
-            damage_policy=policy,
-            data_verified=version != FORMAT_VERSION,
+            f.offsets,
+            f.lengths,
+            data_size=f.data_size,
+            fingerprint=f.fingerprint,
+            compression=f.compression,
+            restarts=f.restarts,
+            member_starts=f.member_starts,
+            damage=f.damage,
+            damage_policy=f.damage_policy,
+            data_verified=f.data_verified,
+            content=f.content,
         )
 
     @classmethod
@@ -779,19 +756,60 @@ class Index:
     def validate(self, identity: tuple[int, int] | None = None) -> None:
         """Checks that the data file is still the one this index describes.
 
+        The size, the sampled fingerprint and, for a local file, the content check
+        (:attr:`content`: every byte of a file up to 4 MiB, sampled records or windows
+        of a larger one; an index of an older format without one: the headers of
+        sampled records) must match, and an uncompressed file's records must end at
+        its end. A local file is
+        read through one descriptor, whose ``fstat`` becomes :attr:`file_stat`; a check
+        that passed is remembered for that exact ``fstat`` (see :mod:`.identity`), so
+        checking an unchanged file again costs one ``fstat``.
+
         Args:
             identity: the file's ``(size, fingerprint)`` when the caller has them
                 already (saves a URL's requests); read from the file otherwise.
 
         Raises:
-            StaleIndexError: size, fingerprint or record layout do not match.
+            StaleIndexError: size, fingerprint, content or record layout do not match.
         """
-        size, fp = file_identity(self.data_path) if identity is None else identity
+        with opened(self.data_path) as data:
+            stat = data.stat
+            key = None if stat is None else self._check_key(stat)
+            if key is not None and ident.checked_before(key):
+                self.file_stat = stat
+                return
+            started = ident.clock()
+            self._check(data, identity)
+        self.file_stat = stat
+        if key is not None and stat is not None:
+            ident.remember_checked(key, stat, started)
+
+    def _check_key(self, stat: FileStat) -> Hashable:
+        """What a remembered check of this index against the file of ``stat`` is
+        filed under: everything :meth:`validate` compares."""
+        end = max([self.stream_size, *(d.offset + (d.bytes_skipped or 0) for d in self.damage)])
+        return (
+            stat,
+            self.data_path,
+            self.compression,
+            self.data_size,
+            self.fingerprint,
+            self.content,
+            len(self),
+            end,
+        )
+
+    def _check(self, data: DataBytes, identity: tuple[int, int] | None) -> None:
+        """:meth:`validate`'s comparisons, reading ``data``."""
+        size = data.size if identity is None else identity[0]
         if size != self.data_size:
             raise StaleIndexError(
                 f"{self.data_path}: index is stale: the file has {size} bytes, the "
                 f"index was built for {self.data_size} (appended or truncated?)"
             )
+        fp = identity[1] if identity is not None else None
+        if fp is None:
+            fp = fingerprint_of(size, data.ranges(fingerprint_ranges(size)))
         if fp != self.fingerprint:
             raise StaleIndexError(
                 f"{self.data_path}: index is stale: the file's content fingerprint "
@@ -799,10 +817,33 @@ class Index:
             )
         # Records, and the damaged regions between and after them, cover the file.
         end = max([self.stream_size, *(d.offset + (d.bytes_skipped or 0) for d in self.damage)])
-        if self.compression is Compression.NONE and end != size:
+        plain = self.compression is Compression.NONE
+        if plain and end != size:
             raise StaleIndexError(
                 f"{self.data_path}: index is foreign: its records end at byte "
                 f"{end}, the file has {size} bytes"
+            )
+        if data.stat is None:
+            # A URL: stores replace objects whole, and a changed object is caught while
+            # in use (RemoteChangedError); reading it all, or hundreds of ranges, on
+            # every open would cost more than the open itself.
+            return
+        check = self.content
+        if check is not None:
+            crc = ident.content_crc(data, check.kind, check.samples, self.offsets, self.lengths)
+            if crc != check.crc:
+                what = "every byte" if check.kind == ident.KIND_FULL else "sampled bytes"
+                raise StaleIndexError(
+                    f"{self.data_path}: index is stale: the file has the indexed size "
+                    f"and fingerprint but its content check ({what}) fails: the file "
+                    "was replaced or rewritten since it was indexed; index it again "
+                    "(Index.open and datasets do so)"
+                )
+        elif plain and not ident.header_samples_match(data, self.offsets, self.lengths):
+            raise StaleIndexError(
+                f"{self.data_path}: index is stale: the record headers at sampled "
+                "indexed offsets do not announce the indexed lengths (the file was "
+                "replaced by one of the same size and fingerprint?); index it again"
             )
 
     # ---- DALI / tfrecord text indexes --------------------------------------------------
@@ -814,17 +855,7 @@ class Index:
             InvalidArgumentError: a compressed file (those tools index uncompressed files
                 only) or a file with no records (DALI rejects an empty index).
         """
-        if self.compression is not Compression.NONE:
-            raise InvalidArgumentError(
-                f"{self.data_path}: text (DALI) indexes describe uncompressed files only"
-            )
-        if len(self) == 0:
-            raise InvalidArgumentError(
-                f"{self.data_path}: no records; DALI rejects an empty index file"
-            )
-        framed = self.lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
-        table = np.stack([self.offsets, framed], axis=1)
-        return "\n".join(f"{o} {s}" for o, s in table.tolist()) + "\n"
+        return text_of(self.data_path, self.compression, self.offsets, self.lengths)
 
     def save_text(self, text_path: PathLike) -> None:
         """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI).
@@ -852,29 +883,12 @@ class Index:
             StaleIndexError: the entries do not describe the data file.
         """
         data_path = os.fspath(data_path)
-        with open(text_path, encoding="ascii") as f:
-            tokens = f.read().split()
-        try:
-            table = np.array(tokens, dtype=np.int64).reshape(-1, 2)
-        except ValueError as exc:
-            raise IndexFormatError(
-                f"{os.fspath(text_path)}: not an 'offset size' text index ({exc})"
-            ) from exc
-        offsets, framed = table[:, 0], table[:, 1]
-        overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
-        with mapped(data_path) as buf:
-            size = len(buf)
-            ends = offsets + framed
-            starts_ok = len(offsets) == 0 or (
-                offsets[0] == 0 and bool(np.all(offsets[1:] == ends[:-1]))
-            )
-            last = int(ends[-1]) if len(ends) else 0
-            if not starts_ok or bool(np.any(framed < overhead)) or last != size:
-                raise StaleIndexError(
-                    f"{os.fspath(text_path)}: does not describe {data_path}: entries must "
-                    f"be back-to-back framed records covering all {size} bytes"
-                )
-            lengths = (framed - overhead).astype(np.uint64)
-            check_headers(buf, offsets.astype(np.uint64), lengths, data_path)
-            fp = fingerprint(buf)
-        return cls(data_path, offsets, lengths, data_size=size, fingerprint=fp)
+        offsets, lengths, found = parse_text(os.fspath(text_path), data_path)
+        return cls(
+            data_path,
+            offsets,
+            lengths,
+            data_size=found.size,
+            fingerprint=found.fingerprint,
+            content=found.content,
+        )

@@ -22,8 +22,6 @@ import contextlib
 import contextvars
 import functools
 import os
-import posixpath
-import secrets
 import sys
 import warnings
 import zlib
@@ -51,8 +49,9 @@ from ..storage.filekind import require_regular
 from ..storage.fileops import FileOps, naming_final
 from ..storage.remote_fileops import RemoteFileOps
 from .append import torn_tail_offset
+from .publish import PendingIndex, index_in_place, temp_path_for
 
-__all__ = ["TFRecordWriter", "use_file_ops"]
+__all__ = ["TFRecordWriter", "temp_path_for", "use_file_ops"]
 
 # The file-system seam (fault injection in tests): a writer created inside
 # ``use_file_ops(ops)`` makes every file-system call through ``ops``. A context variable,
@@ -128,19 +127,13 @@ def _writeback_call() -> Callable[[int], object] | None:
     return lambda fd: call(fd, 0, 0, 2)  # 2: SYNC_FILE_RANGE_WRITE; 0, 0: the whole file
 
 
-def temp_path_for(path: str) -> str:
-    """Returns a fresh hidden temporary name next to ``path`` (same directory).
-
-    >>> name = temp_path_for("/data/train.tfrecord")
-    >>> name.startswith("/data/.train.tfrecord.tmp-")
-    True
-    """
-    name = f".tmp-{secrets.token_hex(8)}"
-    if remote.is_url(path):  # URLs always use "/"
-        head, tail = posixpath.split(path)
-        return posixpath.join(head, f".{tail}{name}")
-    head, tail = os.path.split(path)
-    return os.path.join(head, f".{tail}{name}")
+def _rebuilt(path: str, kind: Compression) -> Index:
+    """The index of a file appended to: a header walk, whose data CRCs are known good all
+    the same (the torn-tail check read every earlier record with its data CRC checked,
+    and cut what failed; the rest are the writer's own records)."""
+    idx = Index.build(path, kind)
+    idx.data_verified = True
+    return idx
 
 
 class TFRecordWriter:
@@ -175,8 +168,11 @@ class TFRecordWriter:
         index: also write the index (``<folder>/.tfeidx/<file>.tfeidx``: a hidden
             sub-folder that the shard globs of TensorFlow, Beam, Ray and shells do not
             match; see :mod:`tfrecord_engine.index.placement`), built as records are
-            written and published after the data (never describing a file that is not
-            there). For GZIP/ZLIB it fully flushes the deflate stream every
+            written, stamped with the identity of the bytes written and published
+            with them (:mod:`tfrecord_engine.writing.publish`): written before the data
+            is renamed, renamed after it, the previous version's indexes removed
+            first; a failure raises an ``IndexPublishError`` that says whether nothing
+            or the data alone was published. For GZIP/ZLIB it fully flushes the deflate stream every
             ``index_flush_every`` records (the file stays a valid single stream that
             TensorFlow reads) and records those restart points for random access. With
             ``append=True`` the index is rebuilt from the whole file on ``close()``
@@ -542,17 +538,26 @@ class TFRecordWriter:
     def close(self) -> None:
         """Finishes the stream, makes it durable and publishes it under ``path``.
 
+        With ``index=True`` the index is published with the data (see
+        :mod:`tfrecord_engine.writing.publish`): written before the data is renamed,
+        renamed after it, and the previous version's indexes removed first.
+
         Calling it again does nothing.
 
         Raises:
             OSError: finishing, syncing or renaming failed; in atomic mode nothing was
                 published and the temporary file is removed.
+            IndexPublishError: writing the index failed (an ``OSError``); its message
+                and ``published`` say whether the data was published without it or
+                nothing was.
             WriterFailedError: an earlier call failed; nothing was published.
         """
         f = self._file
         if f is None:
             return
         self._file = None
+        pending: PendingIndex | None = None
+        unsynced: OSError | None = None
         try:
             if self._failed is not None:
                 raise WriterFailedError(
@@ -566,6 +571,18 @@ class TFRecordWriter:
             if self._durable:
                 self._ops.fsync(f)
             self._ops.close(f)
+            if self._index is not None and self._temp is not None:
+                # Made from our own bytes and written before anything is published.
+                idx = self._index.index_of(self._temp)
+                pending = PendingIndex(
+                    self._ops,
+                    idx,
+                    self._temp,
+                    self._placement,
+                    durable=self._durable,
+                    in_place=False,
+                )
+                pending.clear_older()
             if self._temp is not None:
                 try:
                     self._ops.replace(self._temp, self.path)
@@ -573,29 +590,38 @@ class TFRecordWriter:
                     raise naming_final(exc, self._temp, self.path) from None
                 self._temp = None
             # Until the directory is synced the rename itself may not survive a crash;
-            # a failure here raises (the complete file is in place) and skips the hook.
+            # a failure here raises (the complete file is in place): after its index
+            # is in place too, if it has one, so that the two stay together.
             if self._durable:
-                self._ops.fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+                try:
+                    self._ops.fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+                except OSError as exc:
+                    if pending is None:
+                        raise
+                    unsynced = exc
         except BaseException:
             self._discard(f)
+            if pending is not None:
+                pending.discard()
             raise
-        self._after_publish()
+        if pending is not None:
+            pending.publish()
+        else:
+            self._index_in_place()
+        if unsynced is not None:
+            raise unsynced
 
-    def _after_publish(self) -> None:
-        """Runs once the data is durable under its final name.
-
-        The place to publish anything derived from the data (a sidecar index), so that
-        it can never describe a file that does not exist or is incomplete.
-        """
-        if self._index is not None:
-            self._index.finish()
+    def _index_in_place(self) -> None:
+        """Publishes the index of a file written in place (``atomic=False``, or an
+        append, whose index is built from the whole file), once it is complete."""
+        index = self._index
+        if index is not None:
+            idx_of = functools.partial(index.index_of, self.path)
         elif self._rebuild_index:
-            # A header walk, whose data CRCs are known good all the same: the torn-tail
-            # check read every earlier record with its data CRC checked (and cut what
-            # failed), and the rest are our own records.
-            idx = Index.build(self.path, self._kind)
-            idx.data_verified = True
-            idx.save(placement=self._placement)
+            idx_of = functools.partial(_rebuilt, self.path, self._kind)
+        else:
+            return
+        index_in_place(self._ops, self.path, idx_of, self._placement, durable=self._durable)
 
     def _discard(self, f: BinaryIO) -> None:
         # Best-effort cleanup while another exception propagates: that one matters.
