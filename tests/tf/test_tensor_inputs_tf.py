@@ -11,7 +11,10 @@ import pytest
 import tfrecord_engine as tfe
 from tfrecord_engine.example.specs import FeatureSpec
 
-_SPEC: dict[str, FeatureSpec] = {"x": tfe.FixedLenFeature([2], "int64"), "t": tfe.VarLenFeature("string")}
+_SPEC: dict[str, FeatureSpec] = {
+    "x": tfe.FixedLenFeature([2], "int64"),
+    "t": tfe.VarLenFeature("string"),
+}
 
 
 def _records() -> list[bytes]:

@@ -147,8 +147,9 @@ def test_each_window_and_mem_level(
 def test_zlib_window_of_256_bytes_as_tensorflow_writes_it(tf: ModuleType, tmp_path: Path) -> None:
     """TensorFlow's own ``testCompressionOptions`` writes ZLIB with ``window_bits=8``:
     zlib deflates with a 512-byte window then, and so do we, byte for byte."""
-    for extra in ({}, {"compression_level": 0}, {"flush_mode": 2, "mem_level": 3}):
-        kwargs = {"compression_type": "ZLIB", "window_bits": 8, **extra}
+    extras: list[dict[str, Any]] = [{}, {"compression_level": 0}, {"flush_mode": 2, "mem_level": 3}]
+    for extra in extras:
+        kwargs: dict[str, Any] = {"compression_type": "ZLIB", "window_bits": 8, **extra}
         a, b = _write_both(tf, tmp_path, _corpus(), kwargs)
         _same(a, b, kwargs)
         with tfe.TFRecordWriter(
