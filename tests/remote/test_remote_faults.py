@@ -316,3 +316,32 @@ def test_retry_policy_backs_off_within_bounds() -> None:
         assert RemoteFile("memory://x/y").retry is p
     finally:
         set_default_retry_policy(previous)
+
+
+def test_an_object_replaced_between_opening_and_reading_is_refused(
+    served: Served, server: RangeServer
+) -> None:
+    """The version is pinned when the dataset opens (right after its index was checked),
+    not at its first read: a replacement in between is a located error, never the new
+    object's bytes read under the old index, ``verify=False`` and decode workers included."""
+    root = served[0]
+    name = f"{secrets.token_hex(6)}.tfrecord"
+    with tfe.TFRecordWriter(root / name, index=True) as w:
+        w.write_many(_records(b"old", 2000))
+    for workers in (0, 2):
+        ds = tfe.RecordDataset(f"{server.url}/{name}", verify=False)
+        assert len(ds) == 2000  # opened: index checked, version pinned
+        tmp = root / f".{name}.new"
+        with tfe.TFRecordWriter(tmp, index=False) as w:
+            w.write_many(_records(b"new", 2000))  # the same layout, other records
+        os.replace(tmp, root / name)
+        with pytest.raises(RemoteChangedError):
+            ds[5]
+        with pytest.raises(RemoteChangedError):
+            for _ in ds.batches(256, workers=workers):
+                pass
+        ds.close()
+        # Back to the old records for the next round (the pinned version was "old").
+        with tfe.TFRecordWriter(tmp, index=False) as w:
+            w.write_many(_records(b"old", 2000))
+        os.replace(tmp, root / name)

@@ -29,7 +29,7 @@ import os
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,7 @@ from ..errors import CorruptedRecordError, TruncatedRecordError
 from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression, DecompressError, Decompressor
+from .localfile import LocalFile
 from .source import Fetcher, verify_batch
 
 __all__ = ["MAX_UNINDEXED_BLOCK", "CompressedFileRecords"]
@@ -223,24 +224,18 @@ class _ForwardStream:
         self.close()
 
 
-def _local_fetch(path: str) -> Fetcher:
-    def fetch(offset: int, size: int) -> bytes:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return f.read(size)
-
-    return fetch
-
-
 class CompressedFileRecords:
     """Records of a GZIP/ZLIB file, decoded one restart block at a time (small LRU).
 
     Args:
         index: the file's index.
         cache_blocks: decoded restart blocks kept (LRU).
-        fetch: reads a byte range of the compressed file (default: the local file).
-        open_stream: opens the compressed file for a forward read (default: ``open``);
-            remote files pass their read-ahead stream.
+        fetch: reads a byte range of the compressed file (default: the local file,
+            through a descriptor in the process's budget, reopened only onto the file
+            the index describes: :class:`~.localfile.LocalFile`).
+        open_stream: opens the compressed file for a forward read (default: the local
+            file, read through the same descriptor); remote files pass their read-ahead
+            stream.
         max_block: the largest block decoded whole (default
             :data:`MAX_UNINDEXED_BLOCK`); larger ones get in-memory snapshots.
     """
@@ -256,11 +251,18 @@ class CompressedFileRecords:
     ) -> None:
         self.index = index
         self.path = index.data_path
-        path = self.path
-        self._fetch = _local_fetch(path) if fetch is None else fetch
-        self._open_stream: StreamOpener = (
-            (lambda: open(path, "rb")) if open_stream is None else open_stream  # noqa: SIM115
-        )
+        self._file: LocalFile | None = None
+        self._fetch: Fetcher
+        self._open_stream: StreamOpener
+        if fetch is not None and open_stream is not None:
+            self._fetch, self._open_stream = fetch, open_stream
+        else:
+            file = self._file = LocalFile(index)
+            self._fetch = file.fetch if fetch is None else fetch
+            # (a file object to the readers: read and close)
+            self._open_stream = (
+                cast("StreamOpener", file.stream) if open_stream is None else open_stream
+            )
         self._wbits = _wbits(index.compression)
         r = index.restarts.astype(np.int64)
         kinds = np.where(index.member_starts, _STREAM, _FLUSH)
@@ -445,7 +447,9 @@ class CompressedFileRecords:
         return out
 
     def close(self) -> None:
-        """Drops the decoded blocks and closes the stream, if any."""
+        """Drops the decoded blocks and closes the stream and the file, if any."""
         self._cache.clear()
         if self._stream is not None:
             self._stream.close()
+        if self._file is not None:
+            self._file.close()

@@ -24,7 +24,14 @@ from typing import Any, BinaryIO, Literal, cast
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError, TFRecordError
+from ..errors import (
+    DataLossError,
+    InvalidArgumentError,
+    OutOfRangeError,
+    StaleIndexError,
+    TFRecordError,
+    WorkerError,
+)
 from ..index.damage import reporter
 from ..index.placement import INDEX_SUFFIX, normalize_placement
 from ..index.sidecar import Index
@@ -36,13 +43,14 @@ from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, norma
 from ..storage import remote
 from ..storage.remote import DEFAULT_MAX_GAP
 from .compressed_source import CompressedFileRecords
+from .gather import LocalFilesGather
 from .pipeline import ReadAhead
 from .prepare import MASK_KEY, PaddedBatch, Ready, prepare_chunk
 from .procpool import DecodePool, PoolStream, WorkerInit
 from .sampler import IndexBatch, IndexBatchIterator, Shuffle
 from .samples import sample_of, samples_of
 from .single import SingleDecoder
-from .source import Fetcher, FetcherRecords, LocalFileRecords, LocalFilesGather, RandomAccessSource
+from .source import Fetcher, FetcherRecords, LocalFileRecords, RandomAccessSource
 
 __all__ = [
     "MASK_KEY",
@@ -80,8 +88,9 @@ def _in_memory_limit() -> int:
 #: (``batches(..., in_memory=None)``): 1 GiB, or an eighth of the machine's memory.
 IN_MEMORY_LIMIT: int = _in_memory_limit()
 PathArg = str | os.PathLike[str]
-#: Guards every dataset's idle decode pools (epochs may start on several threads).
-_POOLS_LOCK = threading.Lock()
+#: Guards every dataset's decode pools (epochs may start on several threads). Reentrant:
+#: the collector may hand back an abandoned epoch's pool (PoolStream.__del__) inside it.
+_POOLS_LOCK = threading.RLock()
 
 
 def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> FileRecords:
@@ -91,7 +100,18 @@ def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> File
     many bytes apart are fetched in one request (``None``: one request per record).
     """
     if remote.is_url(index.data_path):
-        f = remote.RemoteFile(index.data_path)
+        f = remote.RemoteFile(index.data_path, identity=index.remote_identity)
+        if index.remote_identity is None:
+            # Pin the object's version now, right after its index was checked, in the
+            # process that checked it: every later answer, here and in decode workers
+            # (which get this index), must come from it (else RemoteChangedError).
+            if f.size != index.data_size:
+                raise StaleIndexError(
+                    f"{index.data_path}: the object has {f.size} bytes, its index was "
+                    f"checked for {index.data_size}: it was replaced since; open the "
+                    "dataset again"
+                )
+            index.remote_identity = f.identity
         if index.compression is Compression.NONE:
             return FetcherRecords(
                 index,
@@ -940,26 +960,43 @@ class RecordDataset:
     # ---- decode worker processes -------------------------------------------------------
 
     def _take_pool(self, workers: int, slots: int) -> DecodePool:
-        """An idle pool of ``workers`` processes with ``slots`` slots, or a new one."""
+        """An idle pool of ``workers`` processes with ``slots`` slots, or a new one.
+
+        Pools in use stay listed in ``_pools`` too, so that :meth:`close` stops them.
+        """
         with _POOLS_LOCK:
             # A forked copy of this dataset must not talk to its parent's workers.
-            self._pools = [p for p in self._pools if p.owner == os.getpid()]
+            self._pools = [p for p in self._pools if p.owner == os.getpid() and not p.broken]
             for pool in self._pools:
-                if pool.workers == workers and pool.slots == slots:
-                    self._pools.remove(pool)
+                if not pool.in_use and pool.workers == workers and pool.slots == slots:
+                    pool.in_use = True
                     return pool
-        return DecodePool(self, workers, slots=slots)
+        pool = DecodePool(self, workers, slots=slots)
+        pool.in_use = True
+        with _POOLS_LOCK:
+            self._pools.append(pool)
+        return pool
 
     def _return_pool(self, pool: DecodePool) -> None:
-        """Keeps a pool for the next epoch (one per shape), or stops it."""
+        """Keeps a pool for the next epoch (one per shape), or stops it: a pool that
+        saw an error or an interrupt, or still has replies unread, is never reused."""
         with _POOLS_LOCK:
+            pool.in_use = False
             keep = not (
                 pool.broken
+                or pool.queued
                 or self._readers is None
-                or any(p.workers == pool.workers and p.slots == pool.slots for p in self._pools)
+                or pool not in self._pools  # (the dataset was closed meanwhile)
+                or any(
+                    p is not pool
+                    and not p.in_use
+                    and p.workers == pool.workers
+                    and p.slots == pool.slots
+                    for p in self._pools
+                )
             )
-            if keep:
-                self._pools.append(pool)
+            if not keep and pool in self._pools:
+                self._pools.remove(pool)
         if not keep:
             pool.close()
 
@@ -997,6 +1034,8 @@ class RecordBatchIterator(Iterator[Any]):
         self._held: list[LocalFileRecords] = []
         self._hold_lock = threading.Lock()
         self._closed = False
+        #: Why the epoch cannot go on (an error or interrupt that stopped its work).
+        self._stopped: str | None = None
         self.sampler = sampler
         self._pending: collections.deque[Ready] = collections.deque()
         per_chunk = max(1, chunk_records // max(1, sampler.batch_size))
@@ -1054,12 +1093,17 @@ class RecordBatchIterator(Iterator[Any]):
         while True:
             if not self._pending:
                 if self._work is None:
+                    if self._stopped is not None:
+                        raise WorkerError(self._stopped)
                     raise StopIteration
                 try:
                     self._pending.extend(next(self._work))
                 except StopIteration:
                     self._work = None
                     self._release()
+                    raise
+                except BaseException as exc:
+                    self._stop(exc)
                     raise
             ready = self._pending[0]
             if ready.damage:
@@ -1081,13 +1125,27 @@ class RecordBatchIterator(Iterator[Any]):
                     return {k: v for k, v in ready.output.items() if k not in self._drop_keys}
                 return ready.output
 
+    def _stop(self, exc: BaseException) -> None:
+        """Ends the epoch after ``exc`` (an interrupt too) stopped its read-ahead or its
+        workers: the chunk being prepared is lost, so going on would skip batches."""
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        self._stopped = (
+            f"this epoch was stopped by {what} (while preparing its batches); going on "
+            "would skip batches: resume it exactly with ds.batches(..., "
+            "state=it.get_state()), or start a new epoch"
+        )
+        self.close()
+
     def close(self) -> None:
         """Stops the read-ahead (also done when the epoch ends)."""
-        if self._work is not None:
-            cast("ReadAhead[Any, Any] | PoolStream", self._work).close()
-            self._work = None
-        self._pending.clear()
-        self._release()
+        work, self._work = self._work, None
+        try:
+            if work is not None:
+                cast("ReadAhead[Any, Any] | PoolStream", work).close()
+        finally:
+            # (Also when an interrupt stops the close: the held copies are let go.)
+            self._pending.clear()
+            self._release()
 
     def __del__(self) -> None:
         # An epoch abandoned without close(): its hold on its files' copies ends (they

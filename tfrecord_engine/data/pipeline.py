@@ -7,7 +7,9 @@ maps a function over a stream of work items on worker threads while keeping:
 - **order**: results come out in input order, whatever the thread count or timing;
 - **bounded memory**: at most ``depth`` items are in flight or waiting;
 - **errors in the consumer**: an exception raised by ``fn`` is re-raised by the
-  iterator at that item's position (earlier results are delivered first);
+  iterator at that item's position (earlier results are delivered first), and ends
+  the iteration, as does an interrupt (``KeyboardInterrupt``) while waiting: the
+  caller must treat what follows as cut short, never as the rest of the items;
 - **clean shutdown**: closing the iterator (or leaving a ``with`` block, or dropping a
   partly consumed ``for`` loop's generator) cancels queued work and joins the threads.
 """
@@ -95,11 +97,11 @@ class ReadAhead(Generic[T, R]):
             raise StopIteration
         if self._executor is None:
             try:
-                item = next(self._items)
-            except StopIteration:
+                return self._fn(next(self._items))
+            except BaseException:
+                # (An error or an interrupt: the item is lost, as on the threaded path.)
                 self.close()
                 raise
-            return self._fn(item)
         with self._lock:
             self._fill()
             if not self._pending:

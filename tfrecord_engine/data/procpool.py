@@ -35,6 +35,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import traceback
 import weakref
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
@@ -68,23 +70,27 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _shutdown(owner: int, procs: list[subprocess.Popen[bytes]], conns: list[Connection]) -> None:
+def _shutdown(
+    owner: int, procs: list[subprocess.Popen[bytes]], pipes: list[list[Connection]]
+) -> None:
     if os.getpid() != owner:
         return  # a forked copy: the workers are its parent's
-    for conn in conns:
-        with contextlib.suppress(OSError):
-            conn.close()
+    for conns in pipes:
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.close()
+    # Killed, not asked: a worker keeps nothing that needs a clean exit (the shared
+    # file is unlinked at start), and waiting for an idle one's interpreter to wind
+    # down took ~1 s on a loaded machine, for one still decoding a chunk far longer.
+    _kill(procs)
     for proc in procs:
-        _reap(proc)
-
-
-def _reap(proc: subprocess.Popen[bytes]) -> None:
-    # Workers exit on end-of-file of their task pipe; give them a moment first.
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
         proc.wait()
+
+
+def _kill(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            proc.kill()  # (a reaped worker is not signalled)
 
 
 class WorkerInit(NamedTuple):
@@ -112,6 +118,11 @@ class PoolSource(Protocol):
 
 class DecodePool:
     """``workers`` processes that prepare chunks of batches of one dataset.
+
+    A pool counts the chunks queued on each worker whose replies are unread, so
+    :meth:`drain` leaves every pipe empty whatever interrupted the epoch that used it.
+    Any exception or interrupt (``KeyboardInterrupt``) inside a send or a receive marks
+    it :attr:`broken`: its pipes may be out of step, so it is never used again.
 
     Args:
         dataset: the dataset to decode; each worker reopens it from its arguments.
@@ -144,7 +155,19 @@ class DecodePool:
         self._tasks: list[Connection] = []
         self._results: list[Connection] = []
         self._next_task = 0
+        #: Per worker: chunks sent whose replies are not read yet.
+        self._queued = [0] * workers
+        #: The pipes may be out of step (an error or interrupt in a send or a receive,
+        #: a dead worker): the pool must not serve another epoch.
         self.broken = False
+        #: :meth:`close` ran: every later use raises :class:`WorkerError`.
+        self.closed = False
+        #: Taken by an epoch (the owner of the pool sets and clears it).
+        self.in_use = False
+        # Held around each use of the pipes: a close() from another thread never closes
+        # a descriptor under a read or a write (its number could be reused meanwhile).
+        self._io = threading.RLock()
+        self._view = np.empty(0, np.uint8)
         fd, path = tempfile.mkstemp(prefix="tfe-pool-", dir=_shm_dir())
         try:
             try:
@@ -159,16 +182,17 @@ class DecodePool:
             self._shm = mmap.mmap(fd, slots * slot_bytes)
             self._view = np.frombuffer(self._shm, dtype=np.uint8)
             self._finalizer = weakref.finalize(
-                self, _shutdown, self.owner, self._procs, self._tasks
+                self, _shutdown, self.owner, self._procs, [self._tasks, self._results]
             )
             init = dataset.worker_init()
             for _ in range(workers):
                 self._start_worker(init, path)
             for w in range(workers):
-                reply = self._recv(w)
+                reply = self._read(w, counted=False)
                 if reply[0] != "ready":
                     raise WorkerError(f"decode worker {w} could not open the dataset: {reply[1]}")
         except BaseException:
+            # (An interrupt while starting too: no worker, pipe or map is left behind.)
             self.close()
             raise
         finally:
@@ -180,6 +204,11 @@ class DecodePool:
     def _start_worker(self, init: WorkerInit, shm_path: str) -> None:
         task_r, task_w = os.pipe()
         result_r, result_w = os.pipe()
+        # The parent's ends belong to the pool from here on (close() closes them); the
+        # children's ends are closed here whatever happens, so that a worker started
+        # by an interrupted Popen still reads end-of-file once the pool closes.
+        self._tasks.append(Connection(task_w, readable=False))
+        self._results.append(Connection(result_r, writable=False))
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-c", _WORKER_CODE, str(task_r), str(result_w)],
@@ -188,31 +217,51 @@ class DecodePool:
                 stdin=subprocess.DEVNULL,
             )
         except OSError as exc:
-            for fd in (task_r, task_w, result_r, result_w):
-                os.close(fd)
             raise WorkerError(f"cannot start a decode worker: {exc}") from exc
-        os.close(task_r)
-        os.close(result_w)
+        finally:
+            os.close(task_r)
+            os.close(result_w)
         self._procs.append(proc)
-        self._tasks.append(Connection(task_w, readable=False))
-        self._results.append(Connection(result_r, writable=False))
         message = ("init", init.opener, init.state, shm_path, self.slot_bytes, init.indexes)
-        self._send(len(self._procs) - 1, message)
+        w = len(self._procs) - 1
+        with self._io:
+            try:
+                self._tasks[w].send(message)
+            except BaseException as exc:
+                self._fail(w, exc)
+                raise
 
-    def _send(self, w: int, message: tuple[Any, ...]) -> None:
-        try:
-            self._tasks[w].send(message)
-        except OSError as exc:
-            self.broken = True
-            raise self._died(w, exc) from exc
-
-    def _recv(self, w: int) -> tuple[Any, ...]:
-        try:
-            message: tuple[Any, ...] = self._results[w].recv()
-        except (EOFError, OSError) as exc:
-            self.broken = True
-            raise self._died(w, exc) from exc
+    def _read(self, w: int, *, counted: bool) -> tuple[Any, ...]:
+        """Worker ``w``'s next reply (``counted``: the reply to a queued chunk)."""
+        with self._io:
+            if self.closed or self.broken:
+                raise self._stopped()
+            try:
+                message: tuple[Any, ...] = self._results[w].recv()
+                if counted:
+                    self._queued[w] -= 1
+            except BaseException as exc:
+                self._fail(w, exc)
+                raise
         return message
+
+    def _fail(self, w: int, exc: BaseException) -> None:
+        """Marks the pool broken after ``exc`` on a pipe of worker ``w``; raises
+        :class:`WorkerError` for a closed pool or a dead worker (else the caller raises
+        ``exc`` as it is: an interrupt stays an interrupt)."""
+        self.broken = True
+        if self.closed:
+            raise self._stopped() from exc
+        if isinstance(exc, (EOFError, OSError)):
+            raise self._died(w, exc) from exc
+
+    def _stopped(self) -> WorkerError:
+        pids = ", ".join(str(p.pid) for p in self._procs)
+        return WorkerError(
+            f"the decode workers (pids {pids}) were stopped (RecordDataset.close(), or an "
+            "error or interrupt earlier in this epoch); start a new epoch, or resume this "
+            "one with ds.batches(..., state=it.get_state())"
+        )
 
     def _died(self, w: int, exc: BaseException) -> WorkerError:
         proc = self._procs[w]
@@ -229,15 +278,34 @@ class DecodePool:
         return WorkerError(f"decode worker {w} (pid {proc.pid}) {how}")
 
     def submit(self, batches: list[IndexBatch], slot: int) -> int:
-        """Queues a chunk on the next worker (round robin); returns the worker's number."""
-        w = self._next_task % self.workers
-        self._next_task += 1
-        self._send(w, ("task", slot, batches))
+        """Queues a chunk on the next worker (round robin); returns the worker's number.
+
+        Raises:
+            WorkerError: the pool was closed, or the worker died.
+        """
+        with self._io:
+            if self.closed or self.broken:
+                raise self._stopped()
+            w = self._next_task % self.workers
+            try:
+                # Counted before it is sent: an interrupt anywhere in here marks the
+                # pool broken, so a count that runs ahead of the pipe is never drained.
+                self._queued[w] += 1
+                self._next_task += 1
+                self._tasks[w].send(("task", slot, batches))
+            except BaseException as exc:
+                self._fail(w, exc)
+                raise
         return w
 
     def receive(self, w: int, slot: int) -> list[Ready]:
-        """The result of worker ``w``'s oldest queued chunk (which used ``slot``)."""
-        reply = self._recv(w)
+        """The result of worker ``w``'s oldest queued chunk (which used ``slot``).
+
+        Raises:
+            WorkerError: the pool was closed, or the worker died.
+            Exception: what the worker raised preparing the chunk (the pool stays usable).
+        """
+        reply = self._read(w, counted=True)
         kind = reply[0]
         if kind == "error":
             raise reply[1]
@@ -247,6 +315,23 @@ class DecodePool:
             _, stream_len, spans, rows = reply
             chunk = self._unpack(slot * self.slot_bytes, stream_len, spans, rows)
         return chunk
+
+    def drain(self) -> None:
+        """Reads and drops the replies of every queued chunk: the pool can then serve
+        another epoch. Does nothing to a broken or closed pool.
+
+        Raises:
+            BaseException: what stopped the draining (an interrupt, a dead worker); the
+                pool is then broken.
+        """
+        for w in range(self.workers):
+            while self._queued[w] and not (self.broken or self.closed):
+                self._read(w, counted=True)
+
+    @property
+    def queued(self) -> int:
+        """Chunks sent to the workers whose replies are not read yet."""
+        return sum(self._queued)
 
     def _unpack(
         self, base: int, stream_len: int, spans: list[tuple[int, int]], rows: frozenset[int]
@@ -261,43 +346,63 @@ class DecodePool:
         are made straight from the slot while unpickling (each value is copied once).
         """
         view = self._view
-        total = max([stream_len, *(o + n for o, n in spans)])
-        # Pages of this buffer that no copy touches (where the rows would be) are
-        # never faulted in.
-        buf = _aligned_empty(total)
-        copied = [(0, stream_len)] + [s for i, s in enumerate(spans) if i not in rows]
-        for start, stop in _runs(copied):
-            np.copyto(buf[start:stop], view[base + start : base + stop])
-        buffers = [
-            view[base + o : base + o + n] if i in rows else buf[o : o + n]
-            for i, (o, n) in enumerate(spans)
-        ]
-        chunk: list[Ready] = pickle.loads(buf[:stream_len].data, buffers=buffers)
+        buffers: list[Any] = []
+        try:
+            total = max([stream_len, *(o + n for o, n in spans)])
+            # Pages of this buffer that no copy touches (where the rows would be) are
+            # never faulted in.
+            buf = _aligned_empty(total)
+            copied = [(0, stream_len)] + [s for i, s in enumerate(spans) if i not in rows]
+            for start, stop in _runs(copied):
+                np.copyto(buf[start:stop], view[base + start : base + stop])
+            buffers = [
+                view[base + o : base + o + n] if i in rows else buf[o : o + n]
+                for i, (o, n) in enumerate(spans)
+            ]
+            chunk: list[Ready] = pickle.loads(buf[:stream_len].data, buffers=buffers)
+        except BaseException as exc:
+            # A caller that keeps the exception (a notebook keeps the last one) keeps
+            # its frames: views of the slot in them would pin the map, and close()
+            # could not unmap it nor close its descriptor.
+            del view, buffers
+            traceback.clear_frames(exc.__traceback__)
+            raise
         return chunk
 
     def close(self) -> None:
-        """Stops the workers and releases the shared memory. Idempotent."""
-        self.broken = True
-        self._finalizer_call()
-        self._view = np.empty(0, np.uint8)  # the view pins the map: drop it first
-        shm = getattr(self, "_shm", None)
-        if shm is not None:
-            with contextlib.suppress(BufferError):
-                shm.close()
+        """Stops (kills) the workers and releases their pipes and the shared memory, at
+        once, whatever they were doing. Idempotent; another thread may call it while an
+        epoch uses the pool: that epoch's next send or receive raises
+        :class:`WorkerError`.
+        """
+        self.closed = self.broken = True
+        if os.getpid() == self.owner:
+            # First, outside the lock: a read or write of another thread that holds it
+            # returns once its worker is gone.
+            _kill(self._procs)
+        with self._io:
+            self._finalizer_call()
+            self._view = np.empty(0, np.uint8)  # the view pins the map: drop it first
+            shm = getattr(self, "_shm", None)
+            if shm is not None:
+                with contextlib.suppress(BufferError):
+                    shm.close()
 
     def _finalizer_call(self) -> None:
         finalizer = getattr(self, "_finalizer", None)
         if finalizer is not None:
             finalizer()
         else:
-            _shutdown(self.owner, self._procs, self._tasks)
+            _shutdown(self.owner, self._procs, [self._tasks, self._results])
 
 
 class PoolStream(Iterator[list[Ready]]):
     """The prepared chunks of one epoch from a :class:`DecodePool`, in order.
 
     At most ``pool.slots`` chunks are in flight. ``close()`` waits for the chunks in
-    flight (so the pool can serve the next epoch) and hands the pool to ``release``.
+    flight (so the pool can serve the next epoch) and hands the pool to ``release``;
+    an exception or interrupt in ``next`` closes the stream (a pool that it left out of
+    step is broken, and ``release`` stops it).
     """
 
     def __init__(
@@ -364,12 +469,16 @@ class PoolStream(Iterator[list[Ready]]):
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        while self._inflight and not pool.broken:
-            w, slot = self._inflight.popleft()
-            with contextlib.suppress(Exception):
-                pool.receive(w, slot)
         self._inflight.clear()
-        self._release(pool)
+        try:
+            # The pool counts what it was sent, so this also reads a reply that an
+            # interrupt left between a send and this stream's own list. What fails
+            # here marks the pool broken (release then stops it); an interrupt is
+            # raised once the pool is handed back.
+            with contextlib.suppress(Exception):
+                pool.drain()
+        finally:
+            self._release(pool)
 
     def __del__(self) -> None:
         # A dropped epoch must not keep its pool busy; draining only reads pipes.

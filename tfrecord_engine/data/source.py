@@ -27,17 +27,18 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..errors import StaleIndexError
+from ..index.scan import FileStat
 from ..index.sidecar import Index
 from ..records import framing
 from ..records.framing import crc_spans
-from ..storage import safecopy
+from ..storage import descriptors, safecopy
 from ..storage.ranges import coalesce
+from .localfile import check_opened
 
 __all__ = [
     "Fetcher",
     "FetcherRecords",
     "LocalFileRecords",
-    "LocalFilesGather",
     "RandomAccessSource",
     "RangesFetcher",
     "crc_spans",
@@ -262,14 +263,14 @@ def verify_batch(
         )
 
 
-def _stale(index: Index, local: IntArray | None, detail: str) -> StaleIndexError:
+_WHY = " (changed while in use? cut or rewritten by another job)"
+
+
+def _stale(index: Index, local: IntArray | None, detail: str, why: str = _WHY) -> StaleIndexError:
     """The error for a file that no longer matches its index, at the record asked for."""
     first = int(local[0]) if local is not None and len(local) else 0
     offset = int(index.offsets[first]) if first < len(index) else index.data_size
-    return StaleIndexError(
-        f"{index.data_path}: record {first} at offset {offset}: {detail} "
-        "(changed while in use? cut or rewritten by another job)"
-    )
+    return StaleIndexError(f"{index.data_path}: record {first} at offset {offset}: {detail}{why}")
 
 
 def _short(index: Index, local: IntArray, got: int, want: int, at: int) -> StaleIndexError:
@@ -292,6 +293,14 @@ class LocalFileRecords:
     batch, however scattered), or, where that is unavailable, one ``pread`` per run of
     records that lie back to back. A short copy raises :class:`StaleIndexError` naming
     the record. See docs/reliability.md for what this costs against reading the map.
+
+    The descriptor and the map count in the process's descriptor budget
+    (:data:`~tfrecord_engine.storage.descriptors.CACHE`), which closes them while no read
+    uses them when other files need room; the next read opens the file again, and only
+    if it is still the file the index describes (:func:`~.localfile.check_opened`).
+    A read through the descriptor or the map holds it (:meth:`acquire`,
+    :meth:`pin_map`); the per-call paths that do not (``read_one``, ``read_few``) note
+    ``_gen`` before and check it after, and read again when it changed.
     """
 
     def __init__(self, index: Index) -> None:
@@ -315,8 +324,13 @@ class LocalFileRecords:
         # thread never reads through a closed or reused descriptor number.
         self._users = 0
         self._retired: int | None = None
-        self._gen = 0  # counts descriptors retired by a map (see read_one)
+        # Counts descriptors retired by a map or closed for the budget, and maps closed
+        # for it (see read_one): bumped before the close.
+        self._gen = 0
         self._spare_open = False  # ``_fd`` was opened beside the map (counted in _spares)
+        # What the first open found, for an index never checked against the file.
+        self._seen: FileStat | None = None
+        self.recently_used = False  # (for the descriptor budget's second chance)
         # Payload spans as int64, computed once: a batch then costs two gathers.
         self._start = index.offsets.astype(np.int64) + _H
         self._end = self._start + index.lengths.astype(np.int64)
@@ -340,55 +354,135 @@ class LocalFileRecords:
     def _open_locked(self, local: IntArray | None) -> int:
         fd = self._fd
         if fd is None:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            size = os.fstat(fd).st_size
-            if size != self.index.data_size:
-                os.close(fd)
-                raise _stale(
-                    self.index,
-                    local,
-                    f"the file has {size} bytes, it had {self.index.data_size} when indexed",
+            # Room is made by closing other readers' files, never this one's (its lock,
+            # held here, is only tried): no lock is waited for under another.
+            fd = descriptors.open_file(self.path)
+            try:
+                self._seen = check_opened(
+                    self.index, self._seen, fd, lambda why: _stale(self.index, local, why, "")
                 )
+            except BaseException:
+                os.close(fd)
+                raise
             self._fd = fd
+            self._recount()
         return fd
+
+    def _recount(self) -> None:
+        """Reports the descriptors kept now to the budget (the lock held)."""
+        held = (self._fd is not None) + (self._map is not None) + (self._retired is not None)
+        descriptors.CACHE.holds(self, held)
+
+    def close_descriptors(self) -> bool:
+        """For the descriptor budget: closes the file's descriptor and map, unless a read
+        is using them or the lock is taken (never waits); a later read opens it again.
+        Copies held or kept in memory stay. Returns whether it closed them."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self._users or (self._fd is None and self._map is None):
+                return False
+            self._close_files(evicting=True)
+            self._recount()
+            return True
+        finally:
+            self._lock.release()
+
+    def _close_files(self, *, evicting: bool = False) -> None:
+        """Closes the map and the descriptors (no read may be using them)."""
+        # In this order: the paths that read without holding the reader take the count
+        # (_gen, or the budget's evictions for LocalFilesGather) *before* the descriptor
+        # or the address, so one that took the old address saw the old count, and finds
+        # it changed after its copy whenever the close came before the copy ended.
+        fd, self._fd = self._fd, None
+        self._base = None
+        self._gen += 1
+        if evicting:
+            descriptors.CACHE.evicting()
+        self._raw = None  # the numpy view pins the map; drop it first
+        mapping, self._map = self._map, None
+        if mapping is not None:
+            # Arrays viewing the map may still be alive (a traceback's frames): then it
+            # is released with the last of them.
+            with contextlib.suppress(BufferError):
+                mapping.close()
+        if fd is not None:
+            with contextlib.suppress(OSError):  # (the number is free whatever it says)
+                os.close(fd)
+        if self._spare_open:
+            self._spare_open = False
+            with _SPARE_LOCK:
+                _spares[0] -= 1
+        retired, self._retired = self._retired, None
+        if retired is not None:
+            with contextlib.suppress(OSError):
+                os.close(retired)
 
     def acquire(self, local: IntArray | None = None) -> int:
         """:meth:`fileno`, kept open until the matching :meth:`unacquire`."""
         with self._lock:
             fd = self._open_locked(local)
             self._users += 1
+            self.recently_used = True
             return fd
 
     def unacquire(self) -> None:
-        """Ends one :meth:`acquire` (closing a descriptor a map retired meanwhile)."""
+        """Ends one :meth:`acquire` or :meth:`pin_map` (closing a descriptor a map
+        retired meanwhile)."""
         with self._lock:
             self._users -= 1
             if self._users == 0 and self._retired is not None:
                 os.close(self._retired)
                 self._retired = None
+                self._recount()
 
     def base_address(self, local: IntArray | None = None) -> int | None:
         """The address of the file's map for :func:`safecopy.gather` (mapped on first
-        use), or ``None`` when gathering is unavailable or the file is empty."""
-        if self._base is None:
+        use), or ``None`` when gathering is unavailable or the file is empty.
+
+        The map may be closed for the descriptor budget at any time after: a caller
+        that does not :meth:`pin_map` it checks ``descriptors.CACHE.evictions`` (or
+        ``_gen``) before and after its copy, and discards a copy that overlapped one.
+        """
+        base = self._base
+        if base is None:
             if not safecopy.available() or self.index.data_size == 0:
                 return None
             with self._lock:
-                if self._raw is None:
-                    fd = self._open_locked(local)
-                    self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-                    self._raw = np.frombuffer(self._map, np.uint8)
-                    self._base = int(self._raw.ctypes.data)
-                    # The map holds a descriptor of its own: one per file is enough
-                    # (datasets of 1,000 shards meet the usual limit of 1,024). Reads
-                    # under way through this one keep it open until they end.
-                    self._fd = None
-                    self._gen += 1  # before the close: read_one's check sees it after
-                    if self._users:
-                        self._retired = fd
-                    else:
-                        os.close(fd)
-        return self._base
+                base = self._map_locked(local)
+        return base
+
+    def pin_map(self, local: IntArray | None = None) -> int | None:
+        """:meth:`base_address`, kept mapped until the matching :meth:`unacquire`
+        (``None``, and nothing to end, where gathering is unavailable or the file is
+        empty)."""
+        if not safecopy.available() or self.index.data_size == 0:
+            return None
+        with self._lock:
+            base = self._map_locked(local)
+            self._users += 1
+            self.recently_used = True
+            return base
+
+    def _map_locked(self, local: IntArray | None) -> int:
+        base = self._base
+        if base is None:
+            fd = self._open_locked(local)
+            self._map = descriptors.with_room(
+                self.path, 1, lambda: mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            )
+            self._raw = np.frombuffer(self._map, np.uint8)
+            base = self._base = int(self._raw.ctypes.data)
+            # The map holds a descriptor of its own: one per file is enough. Reads
+            # under way through this one keep it open until they end.
+            self._fd = None
+            self._gen += 1  # before the close: read_one's check sees it after
+            if self._users:
+                self._retired = fd
+            else:
+                os.close(fd)
+            self._recount()
+        return base
 
     def _spare(self) -> bool:
         """Opens a descriptor beside the file's map for ``pread`` (``ds[i]``: ~0.8 µs a
@@ -401,7 +495,7 @@ class LocalFileRecords:
         opened = False
         try:
             with self._lock:
-                if self._fd is None and not self._spare_open:
+                if self._fd is None and not self._spare_open and self._map is not None:
                     self._open_locked(None)
                     self._spare_open = opened = True
                 return self._fd is not None
@@ -610,13 +704,16 @@ class LocalFileRecords:
         total = int(run_size.sum())
         out = np.empty(total, np.uint8)
         # One run (a sequential chunk) of a file not mapped: a plain read is cheapest.
-        base = self.base_address(local) if len(run_start) > 1 or self._raw is not None else None
+        base = self.pin_map(local) if len(run_start) > 1 or self._raw is not None else None
         copied = None
         if base is not None:
-            spans = np.empty((len(run_start), 2), np.uint64)
-            spans[:, 0] = run_start + base
-            spans[:, 1] = run_size
-            copied = safecopy.gather(out, spans)
+            try:
+                spans = np.empty((len(run_start), 2), np.uint64)
+                spans[:, 0] = run_start + base
+                spans[:, 1] = run_size
+                copied = safecopy.gather(out, spans)
+            finally:
+                self.unacquire()
         if copied is None:
             fd = self.acquire(local)
             try:
@@ -649,19 +746,22 @@ class LocalFileRecords:
         """
         a = self._start_at[local]
         size = self._end_at[local] - a
+        # Optimistic and lock-free (the per-call path): a map retiring the descriptor, or
+        # the budget closing it or the map, bumps _gen first, so a read through a closed
+        # or reused number or address is noticed and done again through acquire().
+        gen = self._gen
         base = self._base
         buf = None
         held = self._held
+        self.recently_used = True
         if held is not None:
             buf = held[a : a + size + _F]
         elif base is not None and self._fd is None and not self._spare():
             # Mapped for gathers, its one descriptor the map's, and no spare one.
             buf = safecopy.copy_span(base + a, size + _F)
+            if self._gen != gen:
+                buf = None
         if buf is None:
-            # Optimistic and lock-free (the per-call path): a map retiring the descriptor
-            # meanwhile bumps _gen first, so a read through a closed or reused number
-            # is noticed and done again through acquire().
-            gen = self._gen
             fd = self._fd
             if fd is not None:
                 try:
@@ -745,9 +845,11 @@ class LocalFileRecords:
         return out
 
     def _gather_few(self, local: list[int]) -> list[bytes] | None:
+        gen = self._gen  # (as in read_one: a map closed meanwhile voids the copy)
         base = self._base
         if base is None:
             return None
+        self.recently_used = True
         where = np.array(local, np.int64)
         starts = self._start[where]
         sizes = self._end[where] + _F - starts
@@ -756,7 +858,7 @@ class LocalFileRecords:
         spans[:, 1] = sizes
         total = int(sizes.sum())
         buf = np.empty(total, np.uint8)
-        if safecopy.gather(buf, spans) != total:
+        if safecopy.gather(buf, spans) != total or self._gen != gen:
             return None
         blob = buf.tobytes()
         cut = [0, *np.cumsum(sizes).tolist()]
@@ -900,157 +1002,12 @@ class LocalFileRecords:
         self._holders = 0
         self._kept = None
         _unkeep(self)
-        self._base = None
-        self._raw = None  # the numpy view pins the map; drop it first
-        mapping, self._map = self._map, None
-        if mapping is not None:
-            # Arrays viewing the map may still be alive (a traceback's frames): then it
-            # is released with the last of them.
-            with contextlib.suppress(BufferError):
-                mapping.close()
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-        if self._spare_open:
-            self._spare_open = False
-            with _SPARE_LOCK:
-                _spares[0] -= 1
-        retired, self._retired = self._retired, None
-        if retired is not None:
-            os.close(retired)
+        self._close_files()
+        descriptors.CACHE.holds(self, 0)
 
     def __del__(self) -> None:
         with contextlib.suppress(OSError, AttributeError):
             self.close()
-
-
-class LocalFilesGather:
-    """Batched reads across many uncompressed local files, in one pass over the batch.
-
-    Datasets often come as ~1,000 shards, so a random batch touches hundreds of files
-    with one or two records each: grouping by file would pay numpy's per-call overhead
-    per file. Here record spans live in dataset-wide arrays and each record is read
-    straight from its file (one ``pread`` of its data and footer).
-    """
-
-    def __init__(self, readers: Sequence[LocalFileRecords]) -> None:
-        self._readers = list(readers)
-        self._first = np.concatenate([[0], np.cumsum([len(r.index) for r in readers])]).astype(
-            np.int64
-        )
-        self._start = np.concatenate([r._start for r in readers]).astype(np.int64)
-        self._end = np.concatenate([r._end for r in readers]).astype(np.int64)
-        self._bases: npt.NDArray[np.uint64] | None = None  # each file's map, for gather()
-
-    def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
-        """Returns the records at dataset-wide indices ``idx`` (files ``file_of``)."""
-        held = self._held_records(idx, file_of, verify)
-        if held is not None:
-            return held
-        framed = self._gathered(idx, file_of)
-        if framed is None:
-            framed = self._preads(idx, file_of)
-        records = [c[:-_F] for c in framed]
-        if verify and records:
-            stored = np.frombuffer(b"".join([c[-_F:] for c in framed]), dtype="<u4")
-            self._check(records, stored, idx, file_of)
-        return records
-
-    def _check(
-        self, records: list[bytes], stored: npt.NDArray[np.uint32], idx: IntArray, file_of: IntArray
-    ) -> None:
-        """Raises for the first record whose CRC does not match ``stored``."""
-        crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
-        bad = np.flatnonzero(framing.mask_crc_array(crcs) != stored)
-        if len(bad):
-            j = int(bad[0])
-            f = int(file_of[j])
-            # The file's own reader raises the error naming file, record, offset.
-            self._readers[f].read(idx[j : j + 1] - self._first[f], verify=True)
-
-    def _held_records(self, idx: IntArray, file_of: IntArray, verify: bool) -> list[bytes] | None:
-        """Each record sliced from its file's held copy, when every file of the batch
-        is held (a shuffled epoch; see LocalFileRecords.hold), else ``None``.
-
-        When a file of the batch holds a record the hold did not find intact, every
-        record of the batch is checked here (raising for the first damaged one).
-        """
-        copies = [r._copy for r in self._readers]
-        files = file_of.tolist()
-        used = [copies[f] for f in set(files)]
-        if any(c is None for c in used):
-            return None
-        data = [c.data if c is not None else b"" for c in copies]
-        starts = self._start[idx].tolist()
-        ends = self._end[idx].tolist()
-        records = [data[f][a:b] for f, a, b in zip(files, starts, ends, strict=True)]
-        if verify and not all(c is not None and c.all_ok for c in used):
-            stored = np.frombuffer(
-                b"".join([data[f][b : b + _F] for f, b in zip(files, ends, strict=True)]),
-                dtype="<u4",
-            )
-            self._check(records, stored, idx, file_of)
-        return records
-
-    def _gathered(self, idx: IntArray, file_of: IntArray) -> list[bytes] | None:
-        """Each record's data and footer, copied out of the files' maps in one call."""
-        if not safecopy.available():
-            return None
-        if self._bases is None:
-            self._bases = np.zeros(len(self._readers), np.uint64)  # 0: not mapped yet
-        for f in np.unique(file_of[self._bases[file_of] == 0]).tolist():
-            first = idx[np.argmax(file_of == f)] - self._first[f]
-            base = self._readers[f].base_address(np.array([first]))
-            if base is None:
-                return None
-            self._bases[f] = base
-        starts = self._start[idx]
-        sizes = self._end[idx] + _F - starts
-        spans = np.empty((len(idx), 2), np.uint64)
-        spans[:, 0] = self._bases[file_of] + starts.astype(np.uint64)
-        spans[:, 1] = sizes
-        out = np.empty(int(sizes.sum()), np.uint8)
-        copied = safecopy.gather(out, spans)
-        if copied is None:
-            return None
-        ends = np.cumsum(sizes)
-        if copied != int(ends[-1]):
-            j = int(np.searchsorted(ends, copied, "right"))
-            f = int(file_of[j])
-            local = idx[j : j + 1] - self._first[f]
-            have = copied - int(ends[j] - sizes[j])
-            raise _short(self._readers[f].index, local, have, int(sizes[j]), int(starts[j]))
-        buf = out.tobytes()
-        return [buf[a:b] for a, b in zip((ends - sizes).tolist(), ends.tolist(), strict=True)]
-
-    def _preads(self, idx: IntArray, file_of: IntArray) -> list[bytes]:
-        # Each file's descriptor from its reader, which opens it (size checked) on first
-        # use and again after a map took its place, held open (acquire) while in use.
-        fds: dict[int, int] = {}
-        try:
-            for f in np.unique(file_of).tolist():
-                where = idx[np.argmax(file_of == f)] - self._first[f : f + 1]
-                fds[f] = self._readers[f].acquire(where)
-            files = file_of.tolist()
-            starts = self._start[idx].tolist()
-            ends = self._end[idx].tolist()
-            pread = os.pread
-            framed = [
-                pread(fds[f], b + _F - a, a) for f, a, b in zip(files, starts, ends, strict=True)
-            ]
-        finally:
-            for f in fds:
-                self._readers[f].unacquire()
-        for j, (c, a, b) in enumerate(zip(framed, starts, ends, strict=True)):
-            if len(c) != b + _F - a:
-                f = files[j]
-                local = idx[j : j + 1] - self._first[f]
-                raise _short(self._readers[f].index, local, len(c), b + _F - a, a)
-        return framed
-
-    def close(self) -> None:
-        """Forgets the maps' addresses (their readers own and close the maps)."""
-        self._bases = None
 
 
 class FetcherRecords:

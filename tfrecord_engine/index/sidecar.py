@@ -47,6 +47,7 @@ from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, norma
 from ..storage import remote
 from ..storage.filekind import require_regular
 from ..storage.fileops import naming_final
+from ..storage.remote_identity import RemoteIdentity
 from . import identity as ident
 from .damage import reporter, tolerant_scan
 from .format import (
@@ -193,6 +194,7 @@ class Index:
         "lengths",
         "member_starts",
         "offsets",
+        "remote_identity",
         "restarts",
     )
 
@@ -231,6 +233,12 @@ class Index:
         #: was last checked against it (:meth:`validate`); ``None`` for URLs and for an
         #: index not yet checked. A reader compares it with the file it opens.
         self.file_stat: FileStat | None = None
+        #: The version (ETag / Last-Modified) of a URL's object that this index is
+        #: read against, pinned when the file is first opened for reading (see
+        #: ``data.dataset.open_records``) and handed to decode workers with the index:
+        #: an answer from another version raises ``RemoteChangedError``. ``None``: a
+        #: local file, not opened yet, or a backend that names no version.
+        self.remote_identity: RemoteIdentity | None = None
         self.compression = normalize_compression(compression)
         self.restarts = as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
         m = len(self.restarts)

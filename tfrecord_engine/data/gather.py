@@ -1,0 +1,237 @@
+"""Batched reads across many uncompressed local files (a dataset of shards), in one pass.
+
+Datasets often come as ~1,000 shards, so a random batch touches hundreds of files with
+one or two records each: grouping by file would pay numpy's per-call overhead per file.
+:class:`LocalFilesGather` keeps record spans in dataset-wide arrays and copies a batch
+out of the files' maps with one system call, through each file's
+:class:`~tfrecord_engine.data.source.LocalFileRecords` (which opens, maps, checks and,
+for the descriptor budget, closes it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Sequence
+
+import crc32c as _crc32c
+import numpy as np
+import numpy.typing as npt
+
+from ..records import framing
+from ..storage import descriptors, safecopy
+from .source import U8, IntArray, LocalFileRecords, _short
+
+__all__ = ["LocalFilesGather"]
+
+_F = framing.FOOTER_SIZE
+
+
+class LocalFilesGather:
+    """Batched reads across many uncompressed local files, in one pass over the batch.
+
+    Datasets often come as ~1,000 shards, so a random batch touches hundreds of files
+    with one or two records each: grouping by file would pay numpy's per-call overhead
+    per file. Here record spans live in dataset-wide arrays and each record is read
+    straight from its file (one ``pread`` of its data and footer).
+    """
+
+    def __init__(self, readers: Sequence[LocalFileRecords]) -> None:
+        self._readers = list(readers)
+        self._first = np.concatenate([[0], np.cumsum([len(r.index) for r in readers])]).astype(
+            np.int64
+        )
+        self._start = np.concatenate([r._start for r in readers]).astype(np.int64)
+        self._end = np.concatenate([r._end for r in readers]).astype(np.int64)
+        self._bases: npt.NDArray[np.uint64] | None = None  # each file's map, for gather()
+        self._seen = 0  # the budget's evictions when _bases was last valid
+
+    def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
+        """Returns the records at dataset-wide indices ``idx`` (files ``file_of``)."""
+        held = self._held_records(idx, file_of, verify)
+        if held is not None:
+            return held
+        framed = self._gathered(idx, file_of)
+        if framed is None:
+            framed = self._preads(idx, file_of)
+        records = [c[:-_F] for c in framed]
+        if verify and records:
+            stored = np.frombuffer(b"".join([c[-_F:] for c in framed]), dtype="<u4")
+            self._check(records, stored, idx, file_of)
+        return records
+
+    def _check(
+        self, records: list[bytes], stored: npt.NDArray[np.uint32], idx: IntArray, file_of: IntArray
+    ) -> None:
+        """Raises for the first record whose CRC does not match ``stored``."""
+        crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
+        bad = np.flatnonzero(framing.mask_crc_array(crcs) != stored)
+        if len(bad):
+            j = int(bad[0])
+            f = int(file_of[j])
+            # The file's own reader raises the error naming file, record, offset.
+            self._readers[f].read(idx[j : j + 1] - self._first[f], verify=True)
+
+    def _held_records(self, idx: IntArray, file_of: IntArray, verify: bool) -> list[bytes] | None:
+        """Each record sliced from its file's held copy, when every file of the batch
+        is held (a shuffled epoch; see LocalFileRecords.hold), else ``None``.
+
+        When a file of the batch holds a record the hold did not find intact, every
+        record of the batch is checked here (raising for the first damaged one).
+        """
+        copies = [r._copy for r in self._readers]
+        files = file_of.tolist()
+        used = [copies[f] for f in set(files)]
+        if any(c is None for c in used):
+            return None
+        data = [c.data if c is not None else b"" for c in copies]
+        starts = self._start[idx].tolist()
+        ends = self._end[idx].tolist()
+        records = [data[f][a:b] for f, a, b in zip(files, starts, ends, strict=True)]
+        if verify and not all(c is not None and c.all_ok for c in used):
+            stored = np.frombuffer(
+                b"".join([data[f][b : b + _F] for f, b in zip(files, ends, strict=True)]),
+                dtype="<u4",
+            )
+            self._check(records, stored, idx, file_of)
+        return records
+
+    def _gathered(self, idx: IntArray, file_of: IntArray) -> list[bytes] | None:
+        """Each record's data and footer, copied out of the files' maps in one call.
+
+        The maps' addresses are kept between batches and used without holding the
+        readers: valid while the descriptor budget closed nothing (its count of
+        evictions did not change from before the addresses were taken to after the
+        copy). Else the batch is read again with each file's map held
+        (:meth:`_pinned`), a group of files at a time.
+        """
+        if not safecopy.available():
+            return None
+        seen = descriptors.CACHE.evictions
+        bases = self._bases
+        if bases is None or self._seen != seen:
+            bases = self._bases = np.zeros(len(self._readers), np.uint64)  # 0: not mapped
+            self._seen = seen
+        for f in np.unique(file_of[bases[file_of] == 0]).tolist():
+            first = idx[np.argmax(file_of == f)] - self._first[f]
+            base = self._readers[f].base_address(np.array([first]))
+            if base is None:
+                return None
+            bases[f] = base
+        if descriptors.CACHE.evictions != seen:
+            return self._pinned(idx, file_of, True)  # mapping closed others: hold them
+        starts = self._start[idx]
+        sizes = self._end[idx] + _F - starts
+        spans = np.empty((len(idx), 2), np.uint64)
+        spans[:, 0] = bases[file_of] + starts.astype(np.uint64)
+        spans[:, 1] = sizes
+        out = np.empty(int(sizes.sum()), np.uint8)
+        copied = safecopy.gather(out, spans)
+        if descriptors.CACHE.evictions != seen:
+            return self._pinned(idx, file_of, True)  # a map may have closed meanwhile
+        if copied is None:
+            return None
+        return self._cut(out, copied, sizes, starts=starts, idx=idx, file_of=file_of)
+
+    def _cut(
+        self,
+        out: U8,
+        copied: int,
+        sizes: IntArray,
+        *,
+        starts: IntArray,
+        idx: IntArray,
+        file_of: IntArray,
+    ) -> list[bytes]:
+        """The framed records gathered back to back into ``out``; raises for the record
+        a short copy stopped in (its file was cut)."""
+        ends = np.cumsum(sizes)
+        if copied != int(ends[-1]):
+            j = int(np.searchsorted(ends, copied, "right"))
+            f = int(file_of[j])
+            local = idx[j : j + 1] - self._first[f]
+            have = copied - int(ends[j] - sizes[j])
+            raise _short(self._readers[f].index, local, have, int(sizes[j]), int(starts[j]))
+        buf = out.tobytes()
+        return [buf[a:b] for a, b in zip((ends - sizes).tolist(), ends.tolist(), strict=True)]
+
+    def _groups(self, file_of: IntArray) -> list[tuple[IntArray, list[int]]]:
+        """The batch's positions grouped by file, each group's files (at most a quarter
+        of the descriptor budget, so that holding them all open leaves room): a list
+        of (positions in the batch, files)."""
+        order = np.argsort(file_of, kind="stable")
+        files, first = np.unique(file_of[order], return_index=True)
+        per = max(1, descriptors.CACHE.budget // 4)
+        bounds = [*first[::per].tolist(), len(order)]
+        return [
+            (order[a:b], files[g * per : (g + 1) * per].tolist())
+            for g, (a, b) in enumerate(itertools.pairwise(bounds))
+        ]
+
+    def _pinned(self, idx: IntArray, file_of: IntArray, mapped: bool) -> list[bytes] | None:
+        """The batch read a group of files at a time, each file held open (its map, or
+        ``mapped=False``, its descriptor) while its records are read; ``None`` where a
+        file cannot be mapped (read with ``mapped=False`` then)."""
+        out: list[bytes] = [b""] * len(idx)
+        for where, files in self._groups(file_of):
+            got = self._read_group(idx[where], file_of[where], files, mapped)
+            if got is None:
+                return None
+            for j, chunk in zip(where.tolist(), got, strict=True):
+                out[j] = chunk
+        return out
+
+    def _read_group(
+        self, idx: IntArray, file_of: IntArray, files: list[int], mapped: bool
+    ) -> list[bytes] | None:
+        held: list[int] = []
+        at: dict[int, int] = {}  # each file's map address or descriptor
+        try:
+            for f in files:
+                where = idx[np.argmax(file_of == f)] - self._first[f : f + 1]
+                reader = self._readers[f]
+                got = reader.pin_map(where) if mapped else reader.acquire(where)
+                if got is None:
+                    return None
+                held.append(f)
+                at[f] = got
+            starts = self._start[idx]
+            if mapped:
+                bases = np.zeros(len(self._readers), np.uint64)
+                bases[files] = [at[f] for f in files]
+                sizes = self._end[idx] + _F - starts
+                spans = np.empty((len(idx), 2), np.uint64)
+                spans[:, 0] = bases[file_of] + starts.astype(np.uint64)
+                spans[:, 1] = sizes
+                out = np.empty(int(sizes.sum()), np.uint8)
+                copied = safecopy.gather(out, spans)
+                if copied is None:
+                    return None
+                return self._cut(out, copied, sizes, starts=starts, idx=idx, file_of=file_of)
+            fds = [at[f] for f in file_of.tolist()]
+            ends = self._end[idx].tolist()
+            pread = os.pread
+            framed = [
+                pread(fd, b + _F - a, a)
+                for fd, a, b in zip(fds, starts.tolist(), ends, strict=True)
+            ]
+        finally:
+            for f in held:
+                self._readers[f].unacquire()
+        for j, (c, a, b) in enumerate(zip(framed, starts.tolist(), ends, strict=True)):
+            if len(c) != b + _F - a:
+                f = int(file_of[j])
+                local = idx[j : j + 1] - self._first[f]
+                raise _short(self._readers[f].index, local, len(c), b + _F - a, a)
+        return framed
+
+    def _preads(self, idx: IntArray, file_of: IntArray) -> list[bytes]:
+        # Each file's descriptor from its reader, which opens it (checked) on first use
+        # and again after a map or the budget closed it, held open while in use.
+        framed = self._pinned(idx, file_of, False)
+        assert framed is not None  # (only a map can be refused)
+        return framed
+
+    def close(self) -> None:
+        """Forgets the maps' addresses (their readers own and close the maps)."""
+        self._bases = None
