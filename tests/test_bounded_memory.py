@@ -271,7 +271,7 @@ def test_tfr_max_record_bytes(mixed: tuple[Path, str]) -> None:
     runner = CliRunner()
     verify = runner.invoke(cli, ["--max-record-bytes", "4096", "verify", str(path)])
     assert verify.exit_code == 1
-    assert "more than max_record_bytes=4096" in verify.output
+    assert "more than --max-record-bytes 4096" in verify.output
     assert "2 damaged regions" in verify.output
     count = runner.invoke(cli, ["--max-record-bytes", "4096", "count", str(path)])
     assert count.exit_code == 1
