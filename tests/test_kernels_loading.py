@@ -77,7 +77,10 @@ def test_a_new_process_uses_numpy_until_the_kernels_are_loaded() -> None:
 def test_a_fork_during_the_load_waits_for_it_and_the_child_has_the_kernels() -> None:
     # A child forked while another thread holds numba's or the import system's locks
     # could deadlock; the fork waits for the load, so the child starts with the kernels
-    # and no thread (-W error: Python 3.12+ warns on a fork with threads running).
+    # and no thread (-W error: Python 3.12+ warns on a fork with threads running). With
+    # the kernels in numba's cache (a cold cache is filled by a builder process instead,
+    # which a fork does not wait for: test_a_new_install_neither_compiles_nor_waits...).
+    _child("from tfrecord_engine import kernels; assert kernels.available()", env=_env())
     out = _child(
         """
         import os
@@ -136,8 +139,8 @@ print(hits, misses, _numba.__file__)
 def test_compiled_code_is_cached_where_the_user_can_write_when_the_package_is_read_only(
     tmp_path: Path,
 ) -> None:
-    # site-packages may be read-only (a system or container install): the first process
-    # compiles and caches under the user's cache folder, the next one only loads.
+    # site-packages may be read-only (a system or container install): the compiled code
+    # is cached under the user's cache folder, from which every process then loads.
     unshare = shutil.which("unshare")
     if unshare is None:
         pytest.skip("needs unshare(1) to mount the package read-only")
@@ -163,5 +166,45 @@ def test_compiled_code_is_cached_where_the_user_can_write_when_the_package_is_re
     assert not list(site.rglob("*.nbi")), "nothing may be written into the package"
     assert list(cache.rglob("*.nbi")), "the cache index lives under the user's cache folder"
     assert first[2] == str(site / "tfrecord_engine" / "kernels" / "_numba.py")
-    assert int(first[1]) > 0  # compiled (and saved) by the first process
-    assert (int(second[0]), int(second[1])) == (5, 0)  # only loaded by the next
+    # A new install's first process does not compile: its builder process does (into
+    # the user's cache), and the first process then loads, as the next one does.
+    assert (int(first[0]), int(first[1])) == (5, 0)
+    assert (int(second[0]), int(second[1])) == (5, 0)
+
+
+def test_a_new_install_neither_compiles_nor_waits_at_exit(tmp_path: Path) -> None:
+    """An empty cache (a new install): a short script parses with the numpy paths and
+    ends while a builder process compiles the kernels into the cache; the next process
+    loads them from it without compiling."""
+    cache = tmp_path / "numba-cache"
+    env = _env(NUMBA_CACHE_DIR=str(cache))
+    out = _child(
+        """
+        import os
+        import time
+        from pathlib import Path
+        import tfrecord_engine as tfe
+        from tfrecord_engine import kernels
+        records = [tfe.encode_example({"x": [i]}) for i in range(300)]
+        got = tfe.parse_example(records, {"x": tfe.FixedLenFeature([], "int64")})
+        assert got["x"].tolist() == list(range(300))
+        kernels.crc32c_spans(got["x"].view("uint8"), [0], [8])  # starts the load
+        deadline = time.monotonic() + 120
+        while not list(Path(os.environ["NUMBA_CACHE_DIR"]).rglob("tfe-kernels-builder.lock")):
+            assert time.monotonic() < deadline, "no builder started"
+            time.sleep(0.05)
+        print(kernels.ready())
+        """,
+        env=env,
+    )
+    assert out.strip() == "False"  # nothing compiled in the script's process
+    # The script has ended; its builder has not: the exit did not wait for it.
+    lock = next(cache.rglob("tfe-kernels-builder.lock"))
+    assert lock.exists()
+    for _ in range(3000):  # the builder's compilation: seconds to a few minutes
+        if list(cache.rglob("tfe-kernels-*.ok")) and not lock.exists():
+            break
+        subprocess.run(["sleep", "0.1"], check=True)
+    assert list(cache.rglob("tfe-kernels-*.ok")), "the builder left no marker"
+    hits, misses, _ = _child(_STATS, env=env).split()
+    assert (int(hits), int(misses)) == (5, 0)  # loaded from the cache, not compiled

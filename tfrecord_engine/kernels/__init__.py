@@ -20,8 +20,13 @@ environment, the numpy paths run.
 numba is imported on first use, not with the package, in a background thread: until
 the kernels are loaded (~0.5-1 s of one core: importing numba, then loading the
 compiled code from numba's on-disk cache, ``cache=True``), the numpy paths serve. So a
-new process's first batch costs what it costs without numba, and only the first process
-on a machine pays the compilation itself (a few seconds, in that background thread).
+new process's first batch costs what it costs without numba. Where the cache does not
+hold the compiled kernels yet (a new install), that thread does not compile them
+itself: it starts a detached builder process (:mod:`.warm`) that fills the cache, and
+loads the kernels once the builder is done; a process that ends first ends at once,
+with the numpy paths, instead of waiting for a compilation of several seconds at exit.
+Callers that ask for the kernels explicitly (:func:`available`, :func:`enabled`,
+:func:`wait`) still get them, compiled in this process if need be.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import atexit
 import os
 import platform
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
@@ -70,6 +76,16 @@ _STATE: dict[str, Any] = {}
 
 #: How long a fork or the interpreter's exit waits for a load under way (seconds).
 _JOIN_TIMEOUT: Final = 120.0
+#: How often the background loader looks whether a builder process is done (seconds).
+_POLL: Final = 0.2
+#: How long a builder just started may take to show itself (its lock file, seconds).
+_BUILDER_GRACE: Final = 30.0
+_EXITING = threading.Event()  # set at exit: a loader waiting for a builder gives up
+# The loader's phase (``_STATE["phase"]``): "loading" while it runs numba's or LLVM's
+# code (importing numba, loading or compiling: a fork or the exit must wait for that),
+# "waiting" while it only waits for a builder process. Changes are announced on it.
+_PHASE = threading.Condition()
+_FORKING = [False]
 
 
 def enabled() -> bool:
@@ -153,7 +169,7 @@ def _start() -> None:
     with _START_LOCK:
         if "kernels" in _STATE or "loader" in _STATE:
             return
-        loader = threading.Thread(target=_load, name="tfrecord-engine-kernels", daemon=True)
+        loader = threading.Thread(target=_background, name="tfrecord-engine-kernels", daemon=True)
         _STATE["loader"] = loader
         loader.start()
 
@@ -163,24 +179,107 @@ def _load() -> dict[str, Any] | None:
     with _LOCK:
         if "kernels" not in _STATE:
             _STATE["kernels"] = _compile()
+            if _STATE["kernels"] is not None:
+                _mark_warm()
         kernels: dict[str, Any] | None = _STATE["kernels"]
         return kernels
+
+
+def _mark_warm() -> None:
+    from . import warm  # noqa: PLC0415 - numba is imported by now
+
+    warm.mark_warm()
+
+
+def _background() -> None:
+    """The loader thread: loads the kernels from numba's cache where it holds them;
+    where it does not, starts a builder process (:mod:`.warm`) and loads them once the
+    builder is done, unless the process exits (or the builder fails) first."""
+    try:
+        _set_phase("loading")
+        try:
+            from . import warm  # noqa: PLC0415 - numba on first use only
+
+            place = warm.locate()
+        except (ImportError, OSError):
+            place = None  # no numba (or no LLVM): _load finds that out and says None
+        if place is None or place.is_warm():
+            _load()
+            return
+        started = warm.start_builder(place)
+        if not started and not place.builder_running():
+            _load()  # no process could be started: compile here, as a last resort
+            return
+        # A builder just started takes its lock within moments; one that never does
+        # (it could not even import) is given up on after this grace.
+        grace = time.monotonic() + (_BUILDER_GRACE if started else 0.0)
+        _set_phase("waiting")
+        while True:
+            with _PHASE:
+                if _EXITING.is_set():
+                    return  # the numpy paths served this process to its end
+                ready = place.is_warm() and not _FORKING[0]
+                if ready:
+                    _STATE["phase"] = "loading"
+                    _PHASE.notify_all()
+            if ready:
+                _load()
+                return
+            running = place.builder_running() or time.monotonic() < grace
+            if not running and not place.is_warm():
+                with _LOCK:  # the builder failed: the numpy paths serve this process
+                    _STATE.setdefault("kernels", None)
+                return
+            _EXITING.wait(_POLL)
+    finally:
+        _set_phase("done")
+
+
+def _set_phase(phase: str) -> None:
+    with _PHASE:
+        if phase == "loading":  # never start numba's code while a fork is under way
+            _PHASE.wait_for(lambda: not _FORKING[0])
+        _STATE["phase"] = phase
+        _PHASE.notify_all()
 
 
 def _join_loader() -> None:
     """Lets a load under way finish: before a fork (a child must not inherit numba's
     or LLVM's locks held by a thread it does not have) and at exit (LLVM's native code
-    must not run while the interpreter and its libraries are torn down)."""
+    must not run while the interpreter and its libraries are torn down). A loader that
+    is only waiting for a builder process runs no such code: it is not waited for (at
+    exit it stops waiting)."""
     loader = _STATE.get("loader")
-    if loader is not None and loader is not threading.current_thread() and loader.is_alive():
+    if loader is None or loader is threading.current_thread():
+        return
+    with _PHASE:
+        _PHASE.wait_for(
+            lambda: not loader.is_alive() or _STATE.get("phase") != "loading", _JOIN_TIMEOUT
+        )
+    if _EXITING.is_set():
         loader.join(_JOIN_TIMEOUT)
 
 
+def _before_fork() -> None:
+    with _PHASE:
+        _FORKING[0] = True
+    _join_loader()
+
+
+def _after_fork_in_parent() -> None:
+    with _PHASE:
+        _FORKING[0] = False
+        _PHASE.notify_all()
+
+
 def _forget_loader() -> None:
-    """In a forked child: a load the parent had not finished (its wait timed out) is
-    started again here on first use, rather than waited for forever."""
+    """In a forked child: a load the parent had not finished (its wait timed out, or it
+    was waiting for a builder) is started again here on first use, rather than waited
+    for forever."""
+    _FORKING[0] = False
     if "kernels" not in _STATE:
         _STATE.pop("loader", None)
+        _STATE.pop("phase", None)
 
 
 def _at_exit() -> None:
@@ -189,6 +288,7 @@ def _at_exit() -> None:
     PyTorch and died of an uncaught exception printed one "Exception ignored in
     ObjectRef.__del__" traceback per piece of numba's code, as llvmlite met its own
     modules torn down (tests/torch/test_exit.py)."""
+    _EXITING.set()
     _join_loader()
     loader = _STATE.get("loader")
     if loader is None or not loader.is_alive():
@@ -196,7 +296,9 @@ def _at_exit() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_join_loader, after_in_child=_forget_loader)
+    os.register_at_fork(
+        before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_forget_loader
+    )
 atexit.register(_at_exit)
 
 
