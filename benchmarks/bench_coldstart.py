@@ -11,7 +11,11 @@ MNIST-like file, numba's on-disk cache warm (a first run per machine compiles):
 - ``TFE_KERNELS=0``: numpy paths only, numba never imported.
 
 Also the size on disk of numba and llvmlite (what the default dependency adds to a plain
-install) and the time from the first batch until the kernels are in use.
+install), the time from the first batch until the kernels are in use, and a new
+install's first script: the wall time of a whole short script (import, first batch, exit)
+with numba's cache empty (a fresh ``NUMBA_CACHE_DIR`` per run; a builder process then
+compiles in the background, and the script must not wait for it) against the same with
+the cache warm and with ``TFE_KERNELS=0``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -64,6 +70,40 @@ def _run(path: str, mode: str) -> dict[str, float]:
     return result
 
 
+_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import tfrecord_engine as tfe
+    spec = {"image": tfe.FixedLenFeature([], "string"), "label": tfe.FixedLenFeature([], "int64")}
+    batch = next(iter(tfe.RecordDataset(sys.argv[1], features=spec).batches(256)))
+    assert len(batch["label"]) == 256
+    """
+)
+
+
+def _script_wall(path: str, mode: str) -> float:
+    """Seconds from starting a whole short script to its end (its exit included)."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as cache:
+        if mode == "cold":
+            env["NUMBA_CACHE_DIR"] = cache
+        elif mode == "off":
+            env["TFE_KERNELS"] = "0"
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _SCRIPT, path], check=True, env=env)
+        wall = time.perf_counter() - start
+        # Let the builder the cold run started finish before the next run is timed.
+        deadline = time.monotonic() + 600
+        while mode == "cold" and time.monotonic() < deadline:
+            found = list(Path(cache).rglob("tfe-kernels-*"))
+            if any(f.suffix == ".ok" for f in found) and not any(
+                f.name.endswith(".lock") for f in found
+            ):
+                break
+            time.sleep(0.2)
+    return wall
+
+
 def _dist_mib(name: str) -> float:
     try:
         dist = metadata.distribution(name)
@@ -101,6 +141,19 @@ def main() -> None:
             f"| {label} | {min(imports):.3f} / {statistics.median(imports):.3f} "
             f"| {min(firsts):.3f} / {statistics.median(firsts):.3f} |"
         )
+    walls: dict[str, list[float]] = {"cold": [], "warm": [], "off": []}
+    for _ in range(max(3, runs // 2)):
+        for mode, times in walls.items():
+            times.append(_script_wall(path, mode))
+    print("\nA whole short script (import, first batch of 256, exit), seconds, best / median:\n")
+    print("| numba's cache | script wall time |")
+    print("|---|---:|")
+    for label, mode in (
+        ("empty (a new install: a builder process compiles in the background)", "cold"),
+        ("warm", "warm"),
+        ("`TFE_KERNELS=0` (numba never imported)", "off"),
+    ):
+        print(f"| {label} | {min(walls[mode]):.3f} / {statistics.median(walls[mode]):.3f} |")
     ready = [r["ready_after"] for r in results["background"]]
     print(
         f"\nKernels in use {statistics.median(ready):.2f} s (median) after the first batch "
