@@ -7,7 +7,7 @@ that finds the cache empty does not compile in its own background thread: it wou
 then have to wait for that compilation at exit (LLVM's code must not run while the
 interpreter is torn down), so a short script on a new install took the whole
 compilation to end. Instead it starts a *builder*: a separate, detached Python process
-(``python -m tfrecord_engine.kernels.warm``) that compiles into the cache and then
+(``python -m tfrecord_engine.kernels``, :mod:`.__main__`) that compiles into the cache and
 leaves a marker file beside it. The process that started it goes on with the numpy
 paths, loads the kernels from the cache if the marker appears while it runs, and exits
 whenever it is done, without waiting for the builder.
@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["Place", "locate", "main", "mark_warm", "start_builder"]
+__all__ = ["Place", "locate", "mark_warm", "start_builder", "take_lock"]
 
 _LOCK_NAME = "tfe-kernels-builder.lock"
 
@@ -131,7 +131,7 @@ def _holder(lock: Path) -> int | None:
 #: nothing left running under it at its exit).
 _LAUNCH = (
     "import subprocess, sys; subprocess.Popen([sys.executable, '-m', "
-    "'tfrecord_engine.kernels.warm'], stdin=subprocess.DEVNULL, "
+    "'tfrecord_engine.kernels'], stdin=subprocess.DEVNULL, "
     "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"
 )
 
@@ -169,7 +169,7 @@ def _import_path() -> str:
     return here if not rest else f"{here}{os.pathsep}{rest}"
 
 
-def _take_lock(lock: Path) -> bool:
+def take_lock(lock: Path) -> bool:
     """Takes the builder lock (creating it exclusively, or taking over a dead
     holder's); whether this process holds it now."""
     for _ in range(2):
@@ -186,27 +186,3 @@ def _take_lock(lock: Path) -> bool:
             f.write(str(os.getpid()))
         return True
     return False
-
-
-def main() -> int:
-    """The builder: compiles the kernels into numba's cache and leaves the marker.
-    Exit status 0 when the kernels passed their self-test (or another builder is at
-    it), 1 otherwise."""
-    place = locate()
-    if place is None:
-        return 1
-    with contextlib.suppress(OSError):
-        place.lock.parent.mkdir(parents=True, exist_ok=True)
-    if not _take_lock(place.lock):
-        return 0  # another builder is at it
-    try:
-        from . import _load  # noqa: PLC0415 - the package's own loader, in this thread
-
-        return 0 if _load() is not None else 1
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            place.lock.unlink()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
