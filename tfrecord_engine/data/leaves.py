@@ -1,0 +1,283 @@
+"""Several datasets read as one: the records of a mix's sources under global numbers.
+
+:class:`LeafSource` numbers the records of its datasets one after the other (dataset
+``f`` holds ``[starts[f], starts[f + 1])``) and reads each group of a request from its
+own dataset, so every dataset keeps its files, compression, CRC checks and index. It is
+what an epoch of a mix reads from: a :class:`~tfrecord_engine.data.prepare.ChunkSource`
+for :func:`~tfrecord_engine.data.prepare.prepare_chunk` (one decoder: the datasets have
+equal feature specs), a :class:`~tfrecord_engine.data.procpool.PoolSource` whose decode
+workers open every dataset from its parent's indexes, the owner of those pools, and
+the rest of what :class:`~tfrecord_engine.data.dataset.RecordBatchIterator` asks of its
+dataset (damage reports, locating errors, the output format, per-record samples).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidArgumentError
+from ..index.damage import reporter
+from ..index.sidecar import Index
+from ..records.recovery import DamageReport
+from .compressed_source import CompressedFileRecords
+from .dataset import IN_MEMORY_LIMIT, RecordDataset
+from .procpool import DecodePool, WorkerInit
+from .sampler import Shuffle
+from .source import LocalFileRecords
+
+__all__ = ["LeafSource", "check_alike"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+class LeafSource:
+    """The records of ``datasets`` numbered one after the other.
+
+    Args:
+        datasets: datasets of equal ``features`` and ``on_damage`` (one may repeat).
+
+    Raises:
+        InvalidArgumentError: the datasets disagree on ``features`` or ``on_damage``.
+
+    Example:
+        >>> import os, tempfile, tfrecord_engine as tfe
+        >>> d = tempfile.mkdtemp()
+        >>> for name, recs in (("a", [b"a0", b"a1"]), ("b", [b"b0"])):
+        ...     with tfe.TFRecordWriter(os.path.join(d, name), index=True) as w:
+        ...         w.write_many(recs)
+        2
+        1
+        >>> src = LeafSource([tfe.RecordDataset(os.path.join(d, n)) for n in "ab"])
+        >>> src.read_raw([2, 0])
+        [b'b0', b'a0']
+    """
+
+    def __init__(self, datasets: Sequence[RecordDataset]) -> None:
+        check_alike(datasets)
+        self.datasets = list(datasets)
+        counts = [len(ds) for ds in datasets]
+        self.starts: IntArray = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self._pools: list[DecodePool] = []
+        self._pools_lock = threading.RLock()
+
+    @property
+    def features(self) -> Any:
+        """The feature spec of every dataset, or ``None`` for raw records."""
+        return self.datasets[0].features
+
+    @property
+    def on_damage(self) -> str:
+        """The damage policy of every dataset."""
+        return self.datasets[0].on_damage
+
+    @property
+    def decoder(self) -> Any:
+        """The batch decoder of ``features`` (the first dataset's)."""
+        return self.datasets[0].decoder
+
+    @property
+    def verify(self) -> bool:
+        """Whether every dataset checks its records' data CRCs."""
+        return all(ds.verify for ds in self.datasets)
+
+    @property
+    def indexes(self) -> list[Index]:
+        """Every dataset's file indexes, in order (how errors are located)."""
+        return [index for ds in self.datasets for index in ds.indexes]
+
+    def _out_batch(self, batch: Any) -> Any:
+        """A batch in the datasets' output format (``with_format``)."""
+        return self.datasets[0]._out_batch(batch)
+
+    def on_damage_report(self, report: DamageReport) -> None:
+        """Hands ``report`` to the callback of the dataset that holds its file."""
+        owner = next((ds for ds in self.datasets if report.path in ds.paths), self.datasets[0])
+        reporter(owner.on_damage_report)(report)
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def _groups(self, idx: IntArray) -> list[tuple[int, IntArray, IntArray]]:
+        """``(dataset, where in idx, local indices)`` for each dataset ``idx`` touches."""
+        f = np.searchsorted(self.starts, idx, "right") - 1
+        if len(idx) and f[0] == f[-1] and bool(np.all(f == f[0])):
+            d = int(f[0])
+            return [(d, np.arange(len(idx)), idx - self.starts[d])]
+        order = np.argsort(f, kind="stable")
+        files, first = np.unique(f[order], return_index=True)
+        bounds = [*first.tolist(), len(idx)]
+        out = []
+        for k, d in enumerate(files.tolist()):
+            where = order[bounds[k] : bounds[k + 1]]
+            out.append((d, where, idx[where] - self.starts[d]))
+        return out
+
+    def read_raw(self, indices: Sequence[int] | IntArray) -> list[bytes]:
+        """The records at ``indices`` (global numbers), in order, CRC-checked."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        out: list[bytes] = [b""] * len(idx)
+        for d, where, local in self._groups(idx):
+            for j, record in zip(where.tolist(), self.datasets[d].read_raw(local), strict=True):
+                out[j] = record
+        return out
+
+    def __getitems__(self, indices: Sequence[int] | IntArray) -> list[Any]:
+        """The records at ``indices`` one item per record, as each dataset's
+        ``__getitems__`` gives them (its transform and format applied)."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        out: list[Any] = [None] * len(idx)
+        for d, where, local in self._groups(idx):
+            for j, item in zip(where.tolist(), self.datasets[d].__getitems__(local), strict=True):
+                out[j] = item
+        return out
+
+    def read_spans(
+        self, indices: Sequence[int] | IntArray
+    ) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray] | None:
+        """The records as spans of one buffer when they all lie in one dataset's one
+        uncompressed local file (see ``RecordDataset.read_spans``), else ``None``."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        groups = self._groups(idx)
+        if len(groups) != 1:
+            return None
+        d, _, local = groups[0]
+        return self.datasets[d].read_spans(local)
+
+    def read_salvaged(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
+        """The records one by one: ``None`` and a report (in ``indices`` order) for each
+        damaged one."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        out: list[bytes | None] = [None] * len(idx)
+        found: list[tuple[int, DamageReport]] = []
+        for d, where, local in self._groups(idx):
+            got, reports = self.datasets[d].read_salvaged(local)
+            damaged = iter(reports)
+            for j, record in zip(where.tolist(), got, strict=True):
+                out[j] = record
+                if record is None:
+                    found.append((j, next(damaged)))
+        return out, [report for _, report in sorted(found, key=lambda x: x[0])]
+
+    # ---- epochs: what RecordBatchIterator needs besides the reads ---------------------
+
+    def check_epoch(self, shuffle: Shuffle) -> None:
+        """Refuses a shuffled epoch over files that can only be read forward.
+
+        Raises:
+            InvalidArgumentError: naming the file and what to do.
+        """
+        for ds in self.datasets:
+            for r in ds._open():
+                if shuffle and isinstance(r, CompressedFileRecords) and r.sequential_only:
+                    raise InvalidArgumentError(
+                        f"a shuffled epoch needs random access, but {r.path} can only be "
+                        f"read forward: {r.sequential_reason}. Read the mix with "
+                        "shuffle=False, or rewrite the file with `tfr convert`"
+                    )
+
+    def chunk_records(self, shuffle: Shuffle) -> int:
+        """Records per read-ahead chunk: the smallest of the datasets' own."""
+        return min(ds._chunk_records(shuffle) for ds in self.datasets)
+
+    def to_hold(
+        self, shuffle: Shuffle, workers: int, in_memory: bool | None
+    ) -> list[LocalFileRecords]:
+        """The files a shuffled epoch reads whole into memory (``RecordDataset.batches``'
+        ``in_memory``, counted over all the datasets)."""
+        if not shuffle or workers > 0 or in_memory is False or not self.verify:
+            return []
+        readers = {id(r): r for ds in self.datasets for r in ds._open()}
+        local = [r for r in readers.values() if isinstance(r, LocalFileRecords)]
+        if len(local) != len(readers):
+            return []
+        if in_memory is None and sum(r.index.data_size for r in local) > IN_MEMORY_LIMIT:
+            return []
+        return local
+
+    def worker_init(self) -> WorkerInit:
+        """What a decode worker needs: each dataset's own opener, state and indexes."""
+        inits = [ds.worker_init() for ds in self.datasets]
+        state = {"openers": [i.opener for i in inits], "states": [i.state for i in inits]}
+        return WorkerInit(_open_leaves, state, [i.indexes for i in inits])
+
+    def _take_pool(self, workers: int, slots: int) -> DecodePool:
+        """An idle pool of this shape, or a new one (kept for the next epoch)."""
+        with self._pools_lock:
+            self._pools = [p for p in self._pools if p.owner == os.getpid() and not p.broken]
+            for pool in self._pools:
+                if not pool.in_use and (pool.workers, pool.slots) == (workers, slots):
+                    pool.in_use = True
+                    return pool
+        pool = DecodePool(self, workers, slots=slots)
+        pool.in_use = True
+        with self._pools_lock:
+            self._pools.append(pool)
+        return pool
+
+    def _return_pool(self, pool: DecodePool) -> None:
+        """Keeps a healthy pool (one per shape) for the next epoch, else stops it."""
+        with self._pools_lock:
+            pool.in_use = False
+            keep = not (pool.broken or pool.queued or pool not in self._pools) and not any(
+                p is not pool
+                and not p.in_use
+                and (p.workers, p.slots) == (pool.workers, pool.slots)
+                for p in self._pools
+            )
+            if not keep and pool in self._pools:
+                self._pools.remove(pool)
+        if not keep:
+            pool.close()
+
+    def close(self) -> None:
+        """Stops the decode workers and closes every dataset (they reopen on next use)."""
+        with self._pools_lock:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            if pool.owner == os.getpid():
+                pool.close()
+        for ds in self.datasets:
+            ds.close()
+
+
+def check_alike(datasets: Sequence[RecordDataset]) -> None:
+    """Checks that ``datasets`` can be read as one: equal ``features`` and ``on_damage``.
+
+    Raises:
+        InvalidArgumentError: naming the first dataset that differs from the first one.
+    """
+    if not datasets:
+        raise InvalidArgumentError("a mix needs at least one dataset")
+    first = datasets[0]
+    for j, ds in enumerate(datasets):
+        if ds.features != first.features:
+            raise InvalidArgumentError(
+                f"dataset {j} of the mix ({ds.paths[0]}, ...) has other features than "
+                f"dataset 0 ({first.paths[0]}, ...): mixed records must decode alike; "
+                "open every dataset with the same features="
+            )
+        if getattr(ds, "format", "numpy") != getattr(first, "format", "numpy"):
+            raise InvalidArgumentError(
+                f"dataset {j} of the mix has format {ds.format!r}, dataset 0 "
+                f"{first.format!r}: give them one format (with_format)"
+            )
+        if ds.on_damage != first.on_damage:
+            raise InvalidArgumentError(
+                f"dataset {j} of the mix has on_damage={ds.on_damage!r}, dataset 0 "
+                f"{first.on_damage!r}: a batch follows one policy; open them alike"
+            )
+
+
+def _open_leaves(state: dict[str, Any], indexes: list[Any]) -> LeafSource:
+    """A decode worker's copy: each dataset opened by its own opener from its indexes."""
+    datasets = [
+        cast("RecordDataset", opener(s, idx))
+        for opener, s, idx in zip(state["openers"], state["states"], indexes, strict=True)
+    ]
+    return LeafSource(datasets)
