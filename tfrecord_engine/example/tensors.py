@@ -32,7 +32,8 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidArgumentError, InvalidArgumentTypeError
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, MalformedExampleError
+from .pbwire import _varint as pbwire_varint
 
 __all__ = ["parse_tensor", "serialize_tensor", "tensor_dtype"]
 
@@ -226,18 +227,11 @@ class _Invalid(Exception):
 
 
 def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while pos < end:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & _MASK64, pos
-        shift += 7
-        if shift >= 70:
-            raise _Malformed
-    raise _Malformed
+    """The Example codec's varint reader (:mod:`.pbwire`), failing as :class:`_Malformed`."""
+    try:
+        return pbwire_varint(buf, pos, end)
+    except MalformedExampleError:
+        raise _Malformed from None
 
 
 def _read_tag(buf: bytes, pos: int, end: int) -> tuple[int, int]:
