@@ -16,7 +16,7 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 #   make test TORCH_CPU="torch --index-url https://download.pytorch.org/whl/cpu"
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: demo test test-fast bench lint typecheck format clean venv
+.PHONY: demo test test-fast bench bench-remote lint typecheck format clean venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ test-fast: $(STAMP_TEST)
 
 bench: $(STAMP_BENCH)
 	$(PY) -m benchmarks.run
+
+# Remote epochs against a real S3 server (SeaweedFS on loopback, from the test extra).
+bench-remote: $(STAMP_TEST)
+	$(PY) -m benchmarks.bench_remote
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check .
