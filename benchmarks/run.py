@@ -24,6 +24,7 @@ MODULES = [
     "benchmarks.bench_peers",
     "benchmarks.bench_frameworks",
     "benchmarks.bench_scale",
+    "benchmarks.bench_arrow",
 ]
 
 

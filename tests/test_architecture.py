@@ -162,7 +162,8 @@ def test_every_module_lies_in_a_layer_folder_or_is_a_known_top_module() -> None:
     assert top_level == sorted(["errors", "demo", *HOST_MODULES])
 
 
-HOST_MODULES: list[str] = ["beam", "ray", "torch"]  # one per framework (optional extras)
+# One per framework (optional extras).
+HOST_MODULES: list[str] = ["arrow", "beam", "ray", "spark", "torch"]
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ def test_the_bench_extra_adds_only_peers() -> None:
     found = re.search(r"^bench = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S)
     assert found is not None
     bench = found.group(1).lower()
-    assert '"tfrecord-engine[tf,torch,grain,beam,ray]"' in bench
+    assert '"tfrecord-engine[tf,torch,grain,beam,ray,arrow,spark]"' in bench
     for peer in ("tfrecord>=", "array-record>=", "nvidia-dali-cuda120>=", "google-crc32c>="):
         assert peer in bench
     assert "fast" not in bench

@@ -252,14 +252,15 @@ def test_peek_stream_hands_every_byte_back() -> None:
     assert stream.read() == data[len(head) :]
 
 
-def test_requested_values() -> None:
+def test_requested_values(tmp_path: pathlib.Path) -> None:
     assert requested("AUTO") is None
     assert requested("") is tfe.Compression.NONE
     assert requested(tfe.Compression.ZLIB) is tfe.Compression.ZLIB
     with pytest.raises(tfe.InvalidArgumentError, match="'auto'"):
         requested("bzip2")
+    (tmp_path / "x.tfrecord").write_bytes(b"")
     with pytest.raises(tfe.InvalidArgumentError, match="'auto'"):
-        tfe.RecordDataset("x", compression="lz4")
+        tfe.RecordDataset(tmp_path / "x.tfrecord", compression="lz4")
     with pytest.raises(tfe.InvalidArgumentError, match="when reading"):  # a writer is told
         tfe.TFRecordWriter("never-written", "auto")
 

@@ -33,6 +33,13 @@ OPTIONAL = [
     "array_record",
     "tfrecord",
     "pytest",
+    "pyarrow",
+    "pyspark",
+    "polars",
+    "duckdb",
+    "datasets",
+    "PIL",
+    "s3fs",
 ]
 
 _PROBE = """
@@ -89,7 +96,10 @@ def test_every_shipped_module_imports_or_names_its_extra() -> None:
     assert failed == {}
     # The core needs no extra: only the test kit, the compiled kernels, the bridge and
     # the hosts of other frameworks may ask for one.
-    hosts = tuple(f"tfrecord_engine.{h}" for h in ("hosts", "torch", "beam", "ray", "grain", "jax"))
+    hosts = tuple(
+        f"tfrecord_engine.{h}"
+        for h in ("hosts", "torch", "beam", "ray", "grain", "jax", "arrow", "spark")
+    )
     optional: tuple[str, ...] = (
         "tfrecord_engine.testing",
         "tfrecord_engine.kernels._numba",
@@ -105,6 +115,8 @@ def test_every_shipped_module_imports_or_names_its_extra() -> None:
     assert "tfrecord-engine[beam]" in outcome["tfrecord_engine.beam"]
     assert "tfrecord-engine[ray]" in outcome["tfrecord_engine.ray"]
     assert "tfrecord-engine[torch]" in outcome["tfrecord_engine.torch"]
+    assert "tfrecord-engine[arrow]" in outcome["tfrecord_engine.arrow"]
+    assert "tfrecord-engine[spark]" in outcome["tfrecord_engine.spark"]
 
 
 def test_the_probe_sees_a_module_that_fails_for_another_reason(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine.data.samples import sample_of
+from tfrecord_engine.data.varlen import VarLenArray, VarLenList, varlen_array
 from tfrecord_engine.example.wire import Duplicates, example_feature_map
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
 
@@ -96,10 +97,12 @@ def test_samples_are_collatable_types(every_kind: tuple[tfe.RecordDataset, list[
     assert s["s"] == b"s7"
     assert s["s2"] == [b"a7", b"b"]
     assert same(s["img"], np.array([[7, 1], [2, 3]], np.uint8))
-    assert same(s["v"], np.array([0], np.int64))
+    # Variable-length values are typed as such (plain arrays otherwise): collates pad them.
+    assert same(s["v"], varlen_array(np.array([0], np.int64)))
     assert s["vs"] == [b"x0"]
-    assert same(s["seq"], np.array([[0, 1]], np.float32))
-    assert same(s["r"], np.arange(3, dtype=np.int64))
+    assert isinstance(s["vs"], VarLenList)
+    assert same(s["seq"], varlen_array(np.array([[0, 1]], np.float32)))
+    assert same(s["r"], varlen_array(np.arange(3, dtype=np.int64)))
     assert s["rp"].to_list() == [[7], [8, 9]]
     assert s["sp"].to_dense().tolist() == [0, 1.5, 0, 0, 7.0]
 
@@ -178,22 +181,23 @@ def _repeats_a_key_with_an_empty_feature(record: bytes) -> bool:
 def test_collate_stacks_pads_and_lists(every_kind: tuple[tfe.RecordDataset, list[bytes]]) -> None:
     ds, _ = every_kind
     samples = ds.__getitems__([0, 1, 2])
-    batch = tfe.collate(samples)
+    batch = tfe.collate(samples, format="numpy")
     assert same(batch["i"], np.array([0, 1, 2], np.int64))
     assert batch["f"].shape == (3, 2)
     assert batch["s"] == [b"s0", b"s1", b"s2"]
     assert batch["s2"] == [[b"a0", b"b"], [b"a1", b"b"], [b"a2", b"b"]]
     assert batch["img"].shape == (3, 2, 2)
-    assert [a.tolist() for a in batch["v"]] == [[], [0], [0, 1]]
+    assert batch["v"].values.tolist() == [[0, 0], [0, 0], [0, 1]]
+    assert batch["v"].lengths.tolist() == [0, 1, 2]
     assert batch["vs"] == [[], [b"x0"], [b"x0", b"x1"]]
-    assert [type(x) for x in batch["rp"]] == [tfe.RaggedValue] * 3
-    padded = tfe.collate(samples, pad_value=-1)
-    assert padded["v"].tolist() == [[-1, -1], [0, -1], [0, 1]]
-    assert padded["seq"].shape == (3, 2, 2)
-    assert padded["seq"][0].tolist() == [[-1, -1], [-1, -1]]
+    assert batch["rp"].values.shape == (3, 2, 3)
+    padded = tfe.collate(samples, pad_value=-1, format="numpy")
+    assert padded["v"].values.tolist() == [[-1, -1], [0, -1], [0, 1]]
+    assert padded["seq"].values.shape == (3, 2, 2)
+    assert padded["seq"].values[0].tolist() == [[-1, -1], [-1, -1]]
     converted = tfe.collate(samples, convert=lambda a: a.tolist())
     assert converted["i"] == [0, 1, 2]
-    assert converted["v"] == [[], [0], [0, 1]]
+    assert converted["v"].lengths == [0, 1, 2]
 
 
 def test_collate_refuses_what_it_cannot_batch() -> None:
@@ -202,19 +206,20 @@ def test_collate_refuses_what_it_cannot_batch() -> None:
     with pytest.raises(tfe.InvalidArgumentError, match="different keys"):
         tfe.collate([{"a": 1}, {"b": 1}])
     with pytest.raises(tfe.InvalidArgumentError, match="ranks"):
-        tfe.collate([np.zeros(2), np.zeros((1, 1))], pad_value=0)
-    assert tfe.collate([1, 2]).tolist() == [1, 2]
+        tfe.collate([varlen_array(np.zeros(2)), varlen_array(np.zeros((1, 1)))], pad_value=0)
+    assert tfe.collate([1, 2], format="numpy").tolist() == [1, 2]
 
 
 @given(st.lists(st.lists(st.integers(-5, 5), max_size=4), min_size=1, max_size=5))
 def test_collate_pad_keeps_every_value(rows: list[list[int]]) -> None:
-    arrays = [np.array(r, dtype=np.int64) for r in rows]
-    out = tfe.collate(arrays, pad_value=99)
+    arrays = [varlen_array(np.array(r, dtype=np.int64)) for r in rows]
+    out = tfe.collate(arrays, pad_value=99, format="numpy")
     width = max(len(r) for r in rows)
-    if len({len(r) for r in rows}) == 1:
-        assert out.tolist() == rows
-    else:
-        assert out.tolist() == [r + [99] * (width - len(r)) for r in rows]
+    # Padded even when the lengths agree: the form follows the kind, not the batch.
+    assert out.values.tolist() == [r + [99] * (width - len(r)) for r in rows]
+    assert out.lengths.tolist() == [len(r) for r in rows]
+    assert out.mask.tolist() == [[True] * len(r) + [False] * (width - len(r)) for r in rows]
+    assert not isinstance(out.values, VarLenArray)
 
 
 def test_repr_identifies_the_files(tmp_path: Any) -> None:
@@ -230,7 +235,11 @@ def test_repr_identifies_the_files(tmp_path: Any) -> None:
     with tfe.TFRecordWriter(paths[1], index=True) as w:  # same size, new content
         w.write_many([b"r9-%d" % j for j in range(5)])
     assert repr(tfe.RecordDataset(paths)) != first
-    missing = tfe.RecordDataset(str(tmp_path / "missing.tfrecord"))
+    gone = tmp_path / "gone.tfrecord"  # (a missing file fails at construction)
+    with tfe.TFRecordWriter(gone) as w:
+        w.write(b"x")
+    missing = tfe.RecordDataset(str(gone))
+    gone.unlink()  # removed before the dataset's first use
     assert "id=unreadable (FileNotFoundError)" in repr(missing)
 
 

@@ -7,9 +7,12 @@ epochs. This package never imports TensorFlow.
 
 from __future__ import annotations
 
+from .data.balance import Balance, BalancedSampler
+from .data.collate import PaddedValue, collate
 from .data.dataset import PaddedBatch, RecordDataset
+from .data.infer import UninferredFeatureWarning, infer_features, infer_sequence_features
+from .data.mixing import sample_from_datasets
 from .data.sampler import BlockShuffle, merge_states
-from .data.samples import collate
 from .errors import (
     CorruptedRecordError,
     DamageWarning,
@@ -39,6 +42,7 @@ from .errors import (
 from .example import (
     FixedLenFeature,
     FixedLenSequenceFeature,
+    ImageFeature,
     RaggedFeature,
     RaggedValue,
     RawFeature,
@@ -68,6 +72,8 @@ from .writing.writer import TFRecordWriter
 __version__ = "0.1.0"
 
 __all__ = [
+    "Balance",
+    "BalancedSampler",
     "BlockShuffle",
     "Compression",
     "CorruptedRecordError",
@@ -77,6 +83,7 @@ __all__ = [
     "ExampleParseError",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
+    "ImageFeature",
     "Index",
     "IndexFormatError",
     "IndexPublishError",
@@ -85,6 +92,7 @@ __all__ = [
     "MissingDependencyError",
     "OutOfRangeError",
     "PaddedBatch",
+    "PaddedValue",
     "ParseError",
     "RaggedFeature",
     "RaggedValue",
@@ -107,6 +115,7 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordWriter",
     "TruncatedRecordError",
+    "UninferredFeatureWarning",
     "VarLenFeature",
     "WorkerError",
     "WriterClosedError",
@@ -116,6 +125,8 @@ __all__ = [
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
+    "infer_features",
+    "infer_sequence_features",
     "merge_states",
     "parse_example",
     "parse_sequence_example",
@@ -123,6 +134,7 @@ __all__ = [
     "parse_single_sequence_example",
     "parse_tensor",
     "read_records",
+    "sample_from_datasets",
     "serialize_tensor",
     "set_default_retry_policy",
 ]

@@ -1,6 +1,6 @@
 """Apache Beam I/O for TFRecord files, split at record boundaries by the sidecar index.
 
-``pip install 'tfrecord-engine[beam]'``. Reading and writing:
+The ``beam`` extra (``pip install -e '.[beam]'`` in a clone). Reading and writing:
 
 - :class:`ReadTFRecords` matches file patterns, then reads each file through a
   **splittable DoFn** whose restriction is a range of record numbers. The pieces are cut
@@ -55,6 +55,7 @@ from .errors import (
     InvalidArgumentError,
     MissingDependencyError,
     StaleIndexError,
+    install_hint,
 )
 from .example import parse_example, parse_single_example
 from .hosts.fileops import (
@@ -90,7 +91,7 @@ try:
     from apache_beam.transforms.window import GlobalWindows
 except ImportError as exc:
     raise MissingDependencyError(
-        f"tfrecord_engine.beam needs Apache Beam ({exc}): pip install 'tfrecord-engine[beam]'"
+        f"tfrecord_engine.beam needs Apache Beam ({exc}): {install_hint('beam')}"
     ) from exc
 
 __all__ = [

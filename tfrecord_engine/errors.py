@@ -41,7 +41,8 @@ Each subclass also inherits the built-in exception that callers already catch, s
 
 - :class:`OutOfRangeError` (``IndexError``): a record index outside ``[-len, len)``.
 - :class:`MissingDependencyError` (``ImportError``): an optional extra is needed (e.g.
-  ``fsspec`` for URLs: ``pip install tfrecord-engine[remote]``).
+  ``fsspec`` for URLs: the ``remote`` extra, ``pip install -e '.[remote]'`` in a clone
+  of the repository; :func:`install_hint` words it).
 - :class:`ReadOnlyStorageError` (``PermissionError``): a write to a storage that cannot
   be written through its URL (HTTP/HTTPS).
 - :class:`RemoteReadError` (``OSError``): a read of a URL failed: a transient error that
@@ -109,6 +110,7 @@ class DataLossError(TFRecordError, OSError):
         offset: byte offset where the damaged record starts (decompressed stream
             offset for GZIP/ZLIB files).
         reason: a short description of what was wrong.
+        hint: what to do next (a sentence, see :meth:`with_hint`), or ``None``.
     """
 
     def __init__(
@@ -118,13 +120,29 @@ class DataLossError(TFRecordError, OSError):
         path: str | os.PathLike[str] | None,
         record_index: int,
         offset: int,
+        hint: str | None = None,
     ) -> None:
         self.reason = reason
         self.path = None if path is None else os.fspath(path)
         self.record_index = record_index
         self.offset = offset
+        self.hint = hint
+        super().__init__(self._text())
+
+    def _text(self) -> str:
         where = self.path if self.path is not None else "<stream>"
-        super().__init__(f"{where}: record {record_index} at offset {offset}: {reason}")
+        text = f"{where}: record {self.record_index} at offset {self.offset}: {self.reason}"
+        return with_hint(text, self.hint)
+
+    def with_hint(self, hint: str) -> DataLossError:
+        """Sets :attr:`hint` (what to do next) and puts it at the end of the message.
+
+        Returns ``self``; setting a hint again replaces the earlier one (an error raised
+        twice is not hinted twice).
+        """
+        self.hint = hint
+        self.args = (self._text(),)
+        return self
 
     def __str__(self) -> str:
         # OSError.__str__ would format errno-style tuples; keep our one-line message.
@@ -134,14 +152,19 @@ class DataLossError(TFRecordError, OSError):
         # Exceptions are pickled across worker processes/threads; keep the keywords.
         return (
             _rebuild_data_loss,
-            (type(self), self.reason, self.path, self.record_index, self.offset),
+            (type(self), self.reason, self.path, self.record_index, self.offset, self.hint),
         )
 
 
-def _rebuild_data_loss(
-    cls: type[DataLossError], reason: str, path: str | None, record_index: int, offset: int
+def _rebuild_data_loss(  # noqa: PLR0917 - the fields of one error
+    cls: type[DataLossError],
+    reason: str,
+    path: str | None,
+    record_index: int,
+    offset: int,
+    hint: str | None = None,
 ) -> DataLossError:
-    return cls(reason, path=path, record_index=record_index, offset=offset)
+    return cls(reason, path=path, record_index=record_index, offset=offset, hint=hint)
 
 
 class CorruptedRecordError(DataLossError):
@@ -174,7 +197,81 @@ class WriterClosedError(TFRecordError, ValueError):
 
 
 class ParseError(TFRecordError, ValueError):
-    """A serialized Example/SequenceExample is malformed or does not match the spec."""
+    """A serialized Example/SequenceExample is malformed or does not match the spec.
+
+    Raised while reading a :class:`~tfrecord_engine.RecordDataset`, it also names where
+    the record is (see :meth:`locate`): the message then starts with ``PATH: record N at
+    offset O`` (and the record's index in the dataset, where that differs) and ends with
+    a hint where there is one; the parser's own text (TensorFlow's, where it mirrors
+    TensorFlow) is kept whole in between, and in :attr:`reason`.
+
+    Attributes:
+        path: the file the record is in, or ``None`` (bytes parsed on their own, e.g.
+            by ``tfe.parse_example``).
+        record_index: the record's 0-based index within ``path``, or ``None``.
+        record_offset: the byte offset where the record starts in ``path``
+            (decompressed offset for GZIP/ZLIB files), or ``None``.
+        dataset_index: the record's index in the dataset, or ``None``.
+        hint: what to do next (a sentence), or ``None``.
+    """
+
+    path: str | None = None
+    record_index: int | None = None
+    record_offset: int | None = None
+    dataset_index: int | None = None
+    hint: str | None = None
+
+    @property
+    def reason(self) -> str:
+        """The parser's message, without the place and the hint."""
+        reason = self.__dict__.get("_reason")
+        return str(self.args[0]) if reason is None and self.args else str(reason or "")
+
+    def locate(
+        self,
+        path: str | None,
+        record_index: int | None,
+        record_offset: int | None = None,
+        *,
+        dataset_index: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        """Names the record this error is about: where it is, and what to do next.
+
+        The message becomes ``PATH: record N at offset O (dataset index I): REASON`` plus
+        the hint (the parts that are ``None`` left out); locating again replaces the
+        earlier place (never stacks).
+
+        >>> err = ExampleParseError("Feature: y (data type: int64) is required ...", key="y")
+        >>> err.locate("b.tfrecord", 3, 96, dataset_index=13)
+        >>> str(err)
+        'b.tfrecord: record 3 at offset 96 (dataset index 13): Feature: y (data type: ...'
+        """
+        reason = self.reason
+        self.__dict__["_reason"] = reason
+        self.path = path
+        self.record_index = record_index
+        self.record_offset = record_offset
+        self.dataset_index = dataset_index
+        self.hint = hint
+        where = [] if path is None else [path]
+        if record_index is not None:
+            at = "" if record_offset is None else f" at offset {record_offset}"
+            where.append(f"record {record_index}{at}")
+        if dataset_index is not None and dataset_index != record_index:
+            where[-1:] = [f"{where[-1]} (dataset index {dataset_index})"] if where else []
+        text = ": ".join([*where, reason])
+        self.args = (with_hint(text, hint),)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Raised in decode workers and again in the parent: keep the message and every
+        # attribute (the place, key and index, a subclass's own).
+        return (_rebuild_with_state, (type(self), self.args), dict(self.__dict__))
+
+
+def _rebuild_with_state(cls: type[ParseError], args: tuple[object, ...]) -> ParseError:
+    # The attributes follow from the pickled state (BaseException.__setstate__).
+    return cls.__new__(cls, *args)
 
 
 class ExampleParseError(ParseError):
@@ -189,15 +286,6 @@ class ExampleParseError(ParseError):
         self.key = key
         self.index = index
         super().__init__(message)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_parse_error, (type(self), str(self), self.key, self.index))
-
-
-def _rebuild_parse_error(
-    cls: type[ExampleParseError], message: str, key: str | None, index: int | None
-) -> ExampleParseError:
-    return cls(message, key=key, index=index)
 
 
 class MalformedExampleError(ExampleParseError):
@@ -217,19 +305,6 @@ class MalformedExampleError(ExampleParseError):
     ) -> None:
         self.offset = offset
         super().__init__(message, key=key, index=index)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_malformed, (type(self), str(self), self.offset, self.key, self.index))
-
-
-def _rebuild_malformed(
-    cls: type[MalformedExampleError],
-    message: str,
-    offset: int,
-    key: str | None,
-    index: int | None,
-) -> MalformedExampleError:
-    return cls(message, offset=offset, key=key, index=index)
 
 
 class WriterFailedError(TFRecordError, OSError):
@@ -308,7 +383,33 @@ class OutOfRangeError(TFRecordError, IndexError):
 
 
 class MissingDependencyError(TFRecordError, ImportError):
-    """An optional dependency is not installed; the message names the extra to install."""
+    """An optional dependency is not installed; the message names the extra to install
+    and how (see :func:`install_hint`)."""
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional extra of tfrecord-engine, the one text every message uses.
+
+    tfrecord-engine is not on PyPI yet, so extras install from a clone of its repository.
+
+    >>> install_hint("torch")
+    "install the extra tfrecord-engine[torch] from a clone of the repository: pip install ..."
+    """
+    return (
+        f"install the extra tfrecord-engine[{extra}] from a clone of the repository: "
+        f"pip install -e '.[{extra}]' in the clone (tfrecord-engine is not on PyPI yet)"
+    )
+
+
+def with_hint(message: str, hint: str | None) -> str:
+    """``message`` followed by ``hint`` (a sentence), or ``message`` alone.
+
+    >>> with_hint("record 3: data CRC mismatch", "Rewrite it with `tfr repair`.")
+    'record 3: data CRC mismatch. Rewrite it with `tfr repair`.'
+    """
+    if not hint:
+        return message
+    return f"{message} {hint}" if message.endswith((".", "!", "?")) else f"{message}. {hint}"
 
 
 class ReadOnlyStorageError(TFRecordError, PermissionError):

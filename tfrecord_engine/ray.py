@@ -1,6 +1,6 @@
 """Ray Data over TFRecord files: an index-split reader and an atomic, indexed writer.
 
-Needs the ``ray`` extra (``pip install 'tfrecord-engine[ray]'``); importing this module
+Needs the ``ray`` extra (``pip install -e '.[ray]'`` in a clone); importing this module
 without Ray raises :class:`~tfrecord_engine.MissingDependencyError` at once. TensorFlow is
 never needed.
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from .errors import MissingDependencyError
+from .errors import MissingDependencyError, install_hint
 
 
 def _installed(name: str) -> bool:
@@ -41,9 +41,7 @@ def _installed(name: str) -> bool:
 
 
 if not (_installed("ray") and _installed("pyarrow")):
-    raise MissingDependencyError(
-        "tfrecord_engine.ray needs Ray Data: pip install 'tfrecord-engine[ray]'"
-    )
+    raise MissingDependencyError(f"tfrecord_engine.ray needs Ray Data: {install_hint('ray')}")
 
 import contextlib  # noqa: E402 - only once Ray is known to be there
 import dataclasses  # noqa: E402

@@ -22,23 +22,27 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from .data.collate import collate
 from .data.dataset import RecordBatchIterator, RecordDataset
+from .data.mixing import MixedDataset
+from .data.output import check_transform
+from .data.sample_batches import epoch_batches
 from .data.sampler import IndexBatch, IndexBatchIterator, ShardLayout, Shuffle, epoch_order
-from .errors import InvalidArgumentError, MissingDependencyError
+from .errors import InvalidArgumentError, MissingDependencyError, install_hint
 
 try:
     import torch
     from torch.utils.data import IterableDataset, Sampler, get_worker_info
 except ImportError as exc:  # pragma: no cover - exercised by tests/test_packaging.py
     raise MissingDependencyError(
-        "tfrecord_engine.torch needs PyTorch: pip install 'tfrecord-engine[torch]' "
-        "(install PyTorch's CPU or CUDA build first; a bare 'pip install torch' may pull "
-        "a CUDA build of several GB)"
+        f"tfrecord_engine.torch needs PyTorch: {install_hint('torch')}; install PyTorch's "
+        "CPU or CUDA build first (a bare 'pip install torch' may pull a CUDA build of "
+        "several GB)"
     ) from exc
 
 __all__ = [
@@ -144,7 +148,9 @@ class RecordIterableDataset(IterableDataset[Any]):
     :meth:`RecordDataset.batches` mean the same here.
 
     Args:
-        dataset: the records (built with ``features=`` for parsed batches).
+        dataset: the records (built with ``features=`` for parsed batches), or a mix
+            of datasets (``tfe.sample_from_datasets``: ``shuffle`` then permutes each
+            dataset's records, the mix stays exact).
         batch_size, shuffle, seed, drop_remainder: as for ``batches``.
         pad_remainder: full-size batches with a boolean ``"mask"`` entry (raw batches:
             :class:`~tfrecord_engine.data.dataset.PaddedBatch`), and the same number of
@@ -161,6 +167,10 @@ class RecordIterableDataset(IterableDataset[Any]):
             worker processes, wrap the loader instead:
             ``prefetch_to_device(loader, "cuda")``.
         prefetch: batches copied ahead onto ``device``.
+        transform: applied to each record's sample (PyTorch's habit); each batch is
+            then read as ``ds.__getitems__`` gives it, transformed sample by sample and
+            batched by ``collate_fn`` (default :func:`tfrecord_engine.collate`), in the
+            DataLoader worker. ``batch_transform``: applied to each batch handed out.
 
     Resuming: :meth:`state_dict` / :meth:`load_state_dict` follow torchdata's
     ``StatefulDataLoader`` protocol; a state resumes on the same rank, world size and
@@ -181,7 +191,7 @@ class RecordIterableDataset(IterableDataset[Any]):
 
     def __init__(
         self,
-        dataset: RecordDataset,
+        dataset: RecordDataset | MixedDataset,
         batch_size: int,
         shuffle: Shuffle = False,
         seed: int = 0,
@@ -195,8 +205,14 @@ class RecordIterableDataset(IterableDataset[Any]):
         strings: Literal["keep", "drop"] = "keep",
         device: str | torch.device | None = None,
         prefetch: int = 2,
+        transform: Callable[[Any], Any] | None = None,
+        batch_transform: Callable[[Any], Any] | None = None,
+        collate_fn: Callable[[list[Any]], Any] = collate,
     ) -> None:
         super().__init__()
+        self.transform = check_transform(transform)
+        self.batch_transform = check_transform(batch_transform, "batch_transform")
+        self.collate_fn = collate_fn
         default_rank, default_world = _distributed()
         self.rank = default_rank if rank is None else rank
         self.world_size = default_world if world_size is None else world_size
@@ -301,10 +317,11 @@ class RecordIterableDataset(IterableDataset[Any]):
             if merged is not None and int(self._epochs[_MERGED]) and epoch == merged["epoch"]:
                 state = merged["batches"]  # the rest of an epoch saved under other layouts
         self._epochs[slot] = epoch - base + 1
-        sampler = _WorkerBatches(
+        mix = isinstance(self.dataset, MixedDataset)
+        sampler: IndexBatchIterator = _WorkerBatches(
             len(self.dataset),
             self.batch_size,
-            shuffle=self.shuffle,
+            shuffle=False if mix else self.shuffle,  # a mix orders its own records
             seed=self.seed,
             epoch=epoch,
             shard_index=place.rank,
@@ -317,8 +334,17 @@ class RecordIterableDataset(IterableDataset[Any]):
         )
         # An earlier iteration still running (zip(it, it)) keeps going: it closes itself
         # when exhausted or dropped. The state follows the newest one.
-        current = RecordBatchIterator(
-            self.dataset, sampler, readahead=self.readahead, drop_keys=self._drop_keys
+        if isinstance(self.dataset, MixedDataset):
+            reader, sampler = self.dataset.mapped(sampler, self.shuffle, self.seed, epoch)
+        else:
+            reader = self.dataset
+        current = epoch_batches(
+            reader,
+            sampler,
+            transform=self.transform,
+            collate=self.collate_fn,
+            readahead=self.readahead,
+            drop_keys=self._drop_keys,
         )
         self._current = current
         self._current_epoch = epoch
@@ -330,7 +356,8 @@ class RecordIterableDataset(IterableDataset[Any]):
     def _run(self, current: RecordBatchIterator) -> Iterator[Any]:
         try:
             for batch in current:
-                yield to_torch(batch)
+                out = to_torch(batch)
+                yield out if self.batch_transform is None else self.batch_transform(out)
         finally:
             current.close()
 
@@ -425,7 +452,7 @@ class RecordIterableDataset(IterableDataset[Any]):
             rank = IndexBatchIterator(
                 n,
                 self.batch_size,
-                shuffle=self.shuffle,
+                shuffle=False if isinstance(self.dataset, MixedDataset) else self.shuffle,
                 seed=self.seed,
                 epoch=epoch,
                 shard_index=s["rank"],

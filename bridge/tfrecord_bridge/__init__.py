@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 
 from tfrecord_engine import MissingDependencyError
+from tfrecord_engine.errors import install_hint
 
 
 def _tensorflow_installed() -> bool:
@@ -21,9 +22,7 @@ def _tensorflow_installed() -> bool:
 
 
 if not _tensorflow_installed():
-    raise MissingDependencyError(
-        "tfrecord_bridge needs TensorFlow: pip install 'tfrecord-engine[tf]'"
-    )
+    raise MissingDependencyError(f"tfrecord_bridge needs TensorFlow: {install_hint('tf')}")
 
 from .dataset import to_tf_dataset  # noqa: E402 - only once TensorFlow is known to be there
 from .source import EpochBatches  # noqa: E402

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tfrecord_engine.data.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
+from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
 
@@ -66,7 +67,7 @@ def _tf() -> Any:
 
 
 def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positionally
-    ds: RecordDataset,
+    ds: RecordDataset | MixedDataset,
     batch_size: int,
     shuffle: Shuffle = False,
     seed: int = 0,
@@ -90,7 +91,9 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     ``shuffle=False``.
 
     Args:
-        ds: a :class:`~tfrecord_engine.RecordDataset` built with ``features=``.
+        ds: a :class:`~tfrecord_engine.RecordDataset` built with ``features=``, or a mix
+            of them (``tfe.sample_from_datasets``: ``shuffle`` permutes each dataset's
+            records, the proportions stay exact).
         batch_size: records per batch (per replica under ``tf.distribute``).
         shuffle: the engine's global shuffle (``True`` or a ``BlockShuffle``); each
             iteration of the returned dataset (each Keras epoch) uses the next epoch's

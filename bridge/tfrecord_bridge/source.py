@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tfrecord_engine.data.dataset import MASK_KEY, RecordBatchIterator, RecordDataset
+from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import IndexBatchIterator, ShardLayout, Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
 
@@ -48,7 +49,8 @@ class EpochBatches:
     """Serves parsed batch ``k`` of epoch ``e`` of one shard, thread-safely.
 
     Args:
-        dataset: a :class:`~tfrecord_engine.RecordDataset` built with ``features=``.
+        dataset: a :class:`~tfrecord_engine.RecordDataset` built with ``features=``, or
+            a mix of them (``tfe.sample_from_datasets``).
         batch_size: records per batch.
         shuffle, seed: the engine's global shuffle (see ``RecordDataset.batches``).
         shard_index, shard_count: this input pipeline's exact share of every epoch.
@@ -76,7 +78,7 @@ class EpochBatches:
 
     def __init__(
         self,
-        dataset: RecordDataset,
+        dataset: RecordDataset | MixedDataset,
         batch_size: int,
         *,
         shuffle: Shuffle = False,
@@ -142,6 +144,8 @@ class EpochBatches:
         return bounds
 
     def _sampler(self, epoch: int) -> IndexBatchIterator:
+        if isinstance(self.dataset, MixedDataset):  # it orders its own records
+            return self.dataset.index_batches(epoch=epoch, **self._args)
         return IndexBatchIterator(len(self.dataset), epoch=epoch, **self._args)
 
     def next_epoch(self) -> int:

@@ -23,8 +23,8 @@ def test_dataloader_snippet(pytorch: list[str], tmp_path: Path) -> None:
 
 def test_collate_snippet(pytorch: list[str], tmp_path: Path) -> None:
     assert run(pytorch[1], tmp_path) == [
-        "[[0, 0, 0, 0], [0, 1, 0, 0], [0, 1, 2, 0], [0, 1, 2, 3]]",
-        "[[0], [0, 1]]",
+        "[[0, 0, 0, 0], [0, 1, 0, 0], [0, 1, 2, 0], [0, 1, 2, 3]] [1, 2, 3, 4]",
+        "[[0, -1], [0, 1]]",
     ]
 
 

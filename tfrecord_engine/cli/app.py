@@ -18,6 +18,7 @@ from ..errors import (
 )
 from .common import BadInput, Failure, Settings, cli_hints
 from .interrupt import Interrupted, handling_sigint
+from .sizes import ByteSize
 
 __all__ = ["cli", "main"]
 
@@ -120,10 +121,32 @@ class _Group(click.Group):
     metavar="N",
     help="Refuse records announcing more than N data bytes, as damage [default: no limit].",
 )
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    envvar="TFE_CACHE_DIR",
+    metavar="DIR",
+    help="Copy remote (URL) inputs read by random access (head, cat, reshard --shuffle) "
+    "whole into this node-local folder and read them there; shared by processes "
+    "[env TFE_CACHE_DIR].",
+)
+@click.option(
+    "--cache-limit",
+    type=ByteSize(),
+    default=None,
+    metavar="SIZE",
+    help="The most bytes --cache-dir holds (e.g. 50G) [default: no limit but the disk].",
+)
 @click.version_option(__version__, prog_name="tfr")
 @click.pass_context
-def cli(
-    ctx: click.Context, progress: bool | None, color: bool | None, max_record_bytes: int | None
+def cli(  # noqa: PLR0917 - click passes the group's options by name
+    ctx: click.Context,
+    progress: bool | None,
+    color: bool | None,
+    max_record_bytes: int | None,
+    cache_dir: str | None,
+    cache_limit: int | None,
 ) -> None:
     """Inspect, check and reshape TFRecord files."""
     if color is None and os.environ.get("NO_COLOR"):
@@ -131,7 +154,14 @@ def cli(
     ctx.color = color
     if progress is None:
         progress = sys.stderr.isatty()
-    ctx.obj = Settings(progress=progress, max_record_bytes=max_record_bytes)
+    if cache_limit is not None and cache_dir is None:
+        raise click.UsageError("--cache-limit needs --cache-dir")
+    ctx.obj = Settings(
+        progress=progress,
+        max_record_bytes=max_record_bytes,
+        cache_dir=cache_dir,
+        cache_limit=cache_limit,
+    )
 
 
 def _register() -> None:

@@ -81,6 +81,10 @@ class Settings:
 
     progress: bool
     max_record_bytes: int | None = None
+    #: ``--cache-dir``/``--cache-limit``: the node-local cache of remote inputs read by
+    #: random access (``RecordDataset(cache_dir=, cache_limit=)``).
+    cache_dir: str | None = None
+    cache_limit: int | None = None
 
 
 def settings() -> Settings:
@@ -105,6 +109,12 @@ def _compression_value(spelled: str) -> str:
     return "none" if name in ("none", "") else name
 
 
+_ON_DAMAGE_ADVICE = re.compile(
+    r"To read past damaged records, pass on_damage='skip' \(or 'stop': only the records "
+    r"before the damage\) to RecordDataset; "
+)
+
+
 def cli_hints(text: str, *, compression_flag: str = "-c") -> str:
     """``text`` with the Python API's advice spelled as ``tfr``'s flags.
 
@@ -112,6 +122,9 @@ def cli_hints(text: str, *, compression_flag: str = "-c") -> str:
     'the file starts with the GZIP magic (1f 8b); pass -c gzip or -c auto'
     >>> cli_hints("more than max_record_bytes=64")
     'more than --max-record-bytes 64'
+    >>> cli_hints("To read past damaged records, pass on_damage='skip' (or 'stop': only the "
+    ...           "records before the damage) to RecordDataset; `tfr repair x` writes a copy.")
+    '`tfr repair x` writes a copy.'
     """
 
     def flag(match: re.Match[str]) -> str:
@@ -122,6 +135,9 @@ def cli_hints(text: str, *, compression_flag: str = "-c") -> str:
 
     text = _COMPRESSION_ARG.sub(flag, text)
     text = _MAX_RECORD_BYTES_ARG.sub(r"--max-record-bytes \1", text)
+    # The dataset's advice for Python callers (on_damage=...) has no flag here: what a
+    # tfr user can do is tfr repair, which the same hint names.
+    text = _ON_DAMAGE_ADVICE.sub("", text)
     return text.replace("with shuffle=False", "without --shuffle")
 
 

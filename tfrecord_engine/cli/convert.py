@@ -1,4 +1,5 @@
-"""``tfr convert``: numpy arrays, CSV files and image folders to sharded TFRecords."""
+"""``tfr convert``: numpy arrays, CSV files, image folders and Parquet files to sharded
+TFRecords, and TFRecords to Parquet (:mod:`.tables`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .infer import quote_key
 from .interrupt import on_interrupt
 from .shards import ShardedWriter, plan_shards
 from .sources import Source, Spec, open_source
+from .tables import is_parquet, parquet_to_tfrecord, tfrecord_to_parquet
 
 __all__ = ["COMMANDS", "print_shards", "shard_options", "shards_interrupted"]
 
@@ -68,10 +70,27 @@ def shard_options(command: _F) -> _F:
 @click.option(
     "--from",
     "source_kind",
-    type=click.Choice(["auto", "numpy", "csv", "images"]),
+    type=click.Choice(["auto", "numpy", "csv", "images", "parquet"]),
     default="auto",
     show_default=True,
-    help="Input type (auto: folder -> images, .npz/.npy -> numpy, .csv/.tsv -> csv).",
+    help="Input type (auto: folder -> images, .npz/.npy -> numpy, .csv/.tsv -> csv, "
+    ".parquet -> parquet).",
+)
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["tfrecord", "parquet"]),
+    default="tfrecord",
+    show_default=True,
+    help="Output type: sharded TFRecords, or (from TFRecord inputs) one Parquet file "
+    "named by -o, its schema inferred from the first --sample records.",
+)
+@click.option(
+    "--sample",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="--to parquet: infer the columns from the first N records.",
 )
 @click.option("--key", help=".npy inputs: the feature name [default: the file's stem].")
 @click.option("--delimiter", help="CSV inputs: the cell delimiter [default: , or tab for .tsv].")
@@ -107,16 +126,21 @@ def convert_command(
     extensions: tuple[str, ...],
     class_name: bool,
     uint8_as_bytes: bool,
+    target: str,
+    sample: int,
 ) -> None:
-    """Convert .npz/.npy arrays, CSV files or image folders to sharded TFRecords.
+    """Convert arrays, CSV, image folders or Parquet to TFRecords, or TFRecords to Parquet.
 
-    PATHS are .npz/.npy/.csv/.tsv files, image folders or quoted globs. Records of all
-    inputs go, in order, into the shards. .npz: one feature per array, split along
-    axis 0; CSV: one feature per column, types inferred (int64, float32, else bytes);
-    image folder: one sub-folder per class (sorted names -> labels 0, 1, ...),
-    features image (file bytes), label and class. Then the feature spec that reads
-    the records back is printed, with each array's shape per record (an Example
-    stores values flat: `tfr schema` cannot see the shape).
+    PATHS are .npz/.npy/.csv/.tsv/.parquet files, image folders or quoted globs.
+    Records of all inputs go, in order, into the shards. .npz: one feature per array,
+    split along axis 0; CSV: one feature per column, types inferred (int64, float32,
+    else bytes); image folder: one sub-folder per class (sorted names -> labels 0, 1,
+    ...), features image (file bytes), label and class; Parquet: one feature per
+    column (a null leaves the feature out), the shards published together at the end.
+    Then the feature spec that reads the records back is printed, with each array's
+    shape per record (an Example stores values flat: `tfr schema` cannot see the shape).
+    With --to parquet, PATHS are TFRecord files of Examples, written as one Parquet
+    file (-o) with the columns inferred from the first records (needs pyarrow).
 
     \b
     Example:
@@ -130,8 +154,44 @@ def convert_command(
           "image": tfe.FixedLenFeature([28, 28], "int64"),
           "label": tfe.FixedLenFeature([], "int64"),
       }
+      $ tfr convert 'train-*.tfrecord' --to parquet -o train.parquet
+      train.parquet: 1272 rows
+      # The columns (inferred from the first 1000 records):
+      caption: string
+      image: binary
+      label: int64
+      $ tfr convert train.parquet -o out/train --shards 2
+      out/train-00000-of-00002.tfrecord: 636 records
+      out/train-00001-of-00002.tfrecord: 636 records
+      # The feature spec of these records (tfe.parse_example):
+      features = {
+          "caption": tfe.FixedLenFeature([], "string"),
+          "image": tfe.FixedLenFeature([], "string"),
+          "label": tfe.FixedLenFeature([], "int64"),
+      }
+      ...
     """
+    if target == "parquet":
+        if shards is not None or records_per_shard is not None:
+            raise click.UsageError(
+                "--to parquet writes one file: drop --shards/--records-per-shard"
+            )
+        tfrecord_to_parquet(expand_inputs(paths), prefix, sample=sample)
+        return
     files = expand_inputs(paths, allow_dirs=True)
+    if source_kind == "parquet" or (
+        source_kind == "auto" and files and all(is_parquet(f) for f in files)
+    ):
+        kind = normalize_compression("" if out_compression == "none" else out_compression)
+        parquet_to_tfrecord(
+            files,
+            prefix,
+            shards=shards,
+            records_per_shard=records_per_shard,
+            compression=kind,
+            index=index,
+        )
+        return
     exts = tuple(e.lower() if e.startswith(".") else f".{e.lower()}" for e in extensions)
     sources = [
         open_source(

@@ -298,8 +298,22 @@ def dali_index_path(data_path: str) -> str:
     "-o", "--output", type=click.Path(dir_okay=False), help="Index file name (one input only)."
 )
 @click.option("--force", is_flag=True, help="Rebuild indexes that are valid already.")
+@click.option(
+    "--columns",
+    default="",
+    metavar="NAMES",
+    help="Comma-separated scalar features (int64 or bytes) to keep in the index, e.g. "
+    "label,id: ds.index_column('label') then reads them without reading the records. "
+    "A valid index gets them added (its restart points are kept).",
+)
 def index_command(
-    *, paths: tuple[str, ...], compression: str, fmt: str, output: str | None, force: bool
+    *,
+    paths: tuple[str, ...],
+    compression: str,
+    fmt: str,
+    output: str | None,
+    force: bool,
+    columns: str,
 ) -> None:
     """Write an index for each file.
 
@@ -310,7 +324,8 @@ def index_command(
     full-flush restart points of a GZIP/ZLIB stream, which a rebuild cannot recover
     (it finds member starts only). Damaged or stale ones are replaced by a new index
     in .tfeidx/. --format dali writes the text index from the valid index when there
-    is one, else from a walk of the file.
+    is one, else from a walk of the file. --columns reads every record once more and
+    keeps those features in the index (a valid index lacking them gets them added).
 
     \b
     Example:
@@ -323,6 +338,9 @@ def index_command(
     files = expand_inputs(paths)
     if output is not None and len(files) != 1:
         raise BadInput(f"--output takes one input file, got {len(files)}")
+    names = [c.strip() for c in columns.split(",") if c.strip()]
+    if names and fmt == "dali":
+        raise BadInput("--columns is for --format tfe (text indexes hold offsets only)")
     written: list[tuple[str, int, bool]] = []
     current: list[str] = []  # the file being indexed
 
@@ -341,17 +359,24 @@ def index_command(
                     f"{path}: text (DALI) indexes describe uncompressed files only"
                 )
             found = None if force else _valid_index(path, kind)
-            kept = found is not None and fmt == "tfe" and output is None
-            idx = (
-                Index.build(path, kind, max_record_bytes=settings().max_record_bytes)
-                if found is None
-                else found[1]
-            )
+            lacking = [n for n in names if found is None or n not in found[1].columns]
+            kept = found is not None and fmt == "tfe" and output is None and not lacking
+            if found is not None:
+                idx = found[1].with_columns(lacking) if lacking else found[1]
+            else:
+                idx = Index.build(
+                    path,
+                    kind,
+                    max_record_bytes=settings().max_record_bytes,
+                    columns=names or None,
+                )
             if fmt == "dali":
                 target = output or dali_index_path(path)
                 idx.save_text(target)
             elif kept and found is not None:
                 target = found[0]
+            elif found is not None and output is None:
+                target = idx.save(found[0])  # (columns added in place)
             else:
                 target = idx.save(output or index_path_for(path))
             written.append((target, len(idx), kept))

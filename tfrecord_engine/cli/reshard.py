@@ -47,7 +47,12 @@ def _shuffled(
 ) -> Generator[list[bytes], None, None]:
     # The dataset's own global shuffle: a seeded permutation of all records of all
     # files, read by random access in batches (indexes are loaded, or built and cached).
-    ds = RecordDataset(list(files), compression=kind)
+    ds = RecordDataset(
+        list(files),
+        compression=kind,
+        cache_dir=settings().cache_dir,
+        cache_limit=settings().cache_limit,
+    )
     try:
         yield from ds.batches(_CHUNK, shuffle=True, seed=seed)
     finally:

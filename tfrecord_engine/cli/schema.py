@@ -56,7 +56,9 @@ def schema_command(
     commented out. SequenceExamples get context_features and sequence_features. The
     sample is the first N records in file order: a length that never varies in the
     sample may still vary later (use --all to be sure). A binary value of one size in
-    every record gets a RawFeature hint; text (UTF-8) and encoded images do not.
+    every record gets a RawFeature hint; text (UTF-8) and encoded files do not. Encoded
+    images (PNG, JPEG, GIF, WebP, TIFF) get tfe.ImageFeature(), which decodes them to
+    pixels. In Python, tfe.infer_features(paths) returns the same specs as objects.
 
     \b
     Example:

@@ -66,7 +66,12 @@ def _indexed_count(path: str, kind: CompressionArg) -> int | None:
 
 
 def _read_indexed(path: str, kind: CompressionArg, a: int, b: int) -> Iterator[Located]:
-    ds = RecordDataset(path, compression=kind)
+    ds = RecordDataset(
+        path,
+        compression=kind,
+        cache_dir=settings().cache_dir,
+        cache_limit=settings().cache_limit,
+    )
     try:
         for c in range(a, b, _CHUNK):
             ids = np.arange(c, min(c + _CHUNK, b), dtype=np.int64)

@@ -20,6 +20,13 @@ act as restart points (they cannot be saved: Python's zlib cannot prime a fresh
 inflater at a bit offset). Only a file that pass cannot inflate (damaged, or changed
 since it was indexed) is read forward only (a backward jump restarts from the top), and
 shuffled epochs over it are refused with the reason.
+
+Damage to the compressed bytes of a block costs only the records at and after it in
+that block: the block is inflated up to the damage (zlib drops the output of the call
+that meets it, so the failing input is fed again in small pieces), the records before it
+are returned (CRC-checked), and reading one after it raises naming that record, its
+index and offset. Reading in file order, the first error is therefore at the record
+:func:`~tfrecord_engine.read_records` names.
 """
 
 from __future__ import annotations
@@ -29,12 +36,12 @@ import os
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import BinaryIO, Final, cast
+from typing import BinaryIO, Final, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import CorruptedRecordError, TruncatedRecordError
+from ..errors import CorruptedRecordError, DataLossError, TruncatedRecordError
 from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression, DecompressError, Decompressor
@@ -53,8 +60,19 @@ MAX_UNINDEXED_BLOCK = 256 << 20
 SNAPSHOT_SPACING = 1 << 20
 MAX_SNAPSHOTS = 1024
 _CHUNK = 1 << 20
+#: Compressed bytes fed at a time when inflating what lies before damage.
+_SALVAGE_STEP = 1 << 14
 #: Opens a compressed file for reading from its start (a file object with ``read``).
 StreamOpener = Callable[[], BinaryIO]
+
+
+class _Block(NamedTuple):
+    """A block's decompressed bytes; where the input is damaged, the bytes before the
+    damage and what to raise (the error class and its reason) for a record beyond them."""
+
+    data: bytes
+    damage: tuple[type[DataLossError], str] | None
+
 
 # How a block begins: a fresh inflater for the file's kind (the file's start, a member
 # start), a raw inflater (a full flush), or an in-memory snapshot.
@@ -91,6 +109,39 @@ def _inflate(dec: zlib._Decompress, raw: bytes, need: int, wbits: int) -> bytes:
             if not data and not out:
                 break  # the input ends inside a member
     return b"".join(parts)
+
+
+def _salvage(dec: zlib._Decompress, raw: bytes, wbits: int) -> bytes:
+    """What ``dec`` inflates from ``raw`` (going on into the members that follow, as
+    :func:`_inflate` does) before the point where the input is damaged.
+
+    zlib drops the output of the call that meets damage, so the input is fed in pieces,
+    and the piece that fails again byte by byte: every byte before the damage is kept
+    (the records in it are intact, as their CRCs then say).
+    """
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(raw):
+        if dec.eof:
+            pos -= len(dec.unused_data)  # the next member starts there
+            dec = zlib.decompressobj(wbits)
+        piece = raw[pos : pos + _SALVAGE_STEP]
+        keep = dec.copy()
+        try:
+            out.append(dec.decompress(piece))
+        except zlib.error:
+            dec = keep
+            for k in range(len(piece)):
+                try:
+                    out.append(dec.decompress(piece[k : k + 1]))
+                except zlib.error:
+                    return b"".join(out)
+                if dec.eof:
+                    break  # a member ends inside the piece: the next one from here
+            pos += k + 1
+            continue
+        pos += len(piece)
+    return b"".join(out)
 
 
 def _snapshot_targets(index: Index, dstart: IntArray, dend: IntArray, max_block: int) -> list[int]:
@@ -271,7 +322,7 @@ class CompressedFileRecords:
             np.concatenate([[0], r[:, 1]]),
             np.concatenate([[_STREAM], kinds]),
         )
-        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache: OrderedDict[int, _Block] = OrderedDict()
         self._cache_blocks = cache_blocks
         self._stream: _ForwardStream | None = None
         self._why_forward: str | None = None
@@ -339,12 +390,17 @@ class CompressedFileRecords:
             )
         return f"{where}: {self._why_forward}"
 
-    def _record_at(self, b: int) -> int:
-        """The record the first byte of block ``b`` belongs to (for error reports)."""
-        at = int(np.searchsorted(self.index.offsets, np.uint64(self._dstart[b]), "right"))
-        return max(0, at - 1)
+    def _decompressor(self, b: int) -> zlib._Decompress:
+        """A fresh inflater for the start of block ``b``."""
+        kind = int(self._kind[b])
+        if kind == _SNAP:
+            return self._snaps[b].copy()
+        return zlib.decompressobj(self._wbits if kind == _STREAM else -15)
 
-    def _block(self, b: int) -> bytes:
+    def _block(self, b: int) -> _Block:
+        """Block ``b``'s bytes; on damage, the bytes before it and why (never raises for
+        damage: the records before it are intact, and only the reader of a record
+        beyond it raises, naming that record)."""
         hit = self._cache.get(b)
         if hit is not None:
             self._cache.move_to_end(b)
@@ -353,74 +409,106 @@ class CompressedFileRecords:
         start = int(self._cstart[b])
         stop = int(self._cstart[b + 1]) if b + 1 < len(self._cstart) else self.index.data_size
         raw = self._fetch(start, stop - start)
-        kind = int(self._kind[b])
-        if kind == _SNAP:
-            dec = self._snaps[b].copy()
-        else:
-            dec = zlib.decompressobj(self._wbits if kind == _STREAM else -15)
+        name = self.index.compression.value
+        damage: tuple[type[DataLossError], str] | None = None
         try:
-            data = _inflate(dec, raw, need, self._wbits)
+            data = _inflate(self._decompressor(b), raw, need, self._wbits)
         except zlib.error as exc:
-            raise CorruptedRecordError(
-                f"damaged {self.index.compression.value} block {b}: {exc}",
-                path=self.path,
-                record_index=self._record_at(b),
-                offset=int(self._dstart[b]),
-            ) from exc
-        if len(data) != need:
-            raise TruncatedRecordError(
-                f"{self.index.compression.value} block {b} decompresses to {len(data)} "
-                f"bytes, the index expects {need}",
-                path=self.path,
-                record_index=self._record_at(b),
-                offset=int(self._dstart[b]),
+            data = _salvage(self._decompressor(b), raw, self._wbits)[:need]
+            damage = (CorruptedRecordError, f"{name} data is damaged: {exc}")
+        if len(data) != need and damage is None:
+            damage = (
+                TruncatedRecordError,
+                f"{name} block {b} decompresses to {len(data)} bytes, the index expects {need}",
             )
-        self._cache[b] = data
+        got = _Block(data, damage)
+        self._cache[b] = got
         if len(self._cache) > self._cache_blocks:
             self._cache.popitem(last=False)
-        return data
+        return got
 
-    def _span(self, b: int, start: int, end: int) -> bytes:
+    def _span(self, b: int, start: int, end: int) -> _Block:
         """Decompressed bytes ``[start, end)``, beginning in block ``b`` and running on
-        into the blocks after it (a record across a member boundary)."""
+        into the blocks after it (a record across a member boundary); short, with the
+        damage, where a block is damaged before ``end``."""
         parts: list[bytes] = []
         while start < end:
-            data = self._block(b)
+            block = self._block(b)
             base = int(self._dstart[b])
-            parts.append(data[start - base : min(end, int(self._dend[b])) - base])
+            parts.append(block.data[start - base : min(end, int(self._dend[b])) - base])
+            if block.damage is not None and base + len(block.data) < min(end, self._dend[b]):
+                return _Block(b"".join(parts), block.damage)
             start = int(self._dend[b])
             b += 1
-        return b"".join(parts)
+        return _Block(b"".join(parts), None)
+
+    def _damaged(
+        self,
+        local: IntArray,
+        records: list[bytes],
+        stored: npt.NDArray[np.uint32],
+        failed: dict[int, tuple[type[DataLossError], str]],
+        verify: bool,
+    ) -> DataLossError:
+        """The error for the first (in the file) of the records ``failed`` could not be
+        read; raised first, the CRC error of an earlier record read from damaged input,
+        so that every path names the record :func:`~tfrecord_engine.read_records` names."""
+        offsets = self.index.offsets[local].astype(np.int64)
+        first = min(failed, key=lambda j: int(offsets[j]))
+        if verify:
+            before = [
+                j for j in range(len(local)) if j not in failed and offsets[j] < offsets[first]
+            ]
+            if before:
+                verify_batch(
+                    [records[j] for j in before],
+                    stored[before],
+                    path=self.path,
+                    local=local[before],
+                    offsets=self.index.offsets[local[before]],
+                )
+        cls, why = failed[first]
+        return cls(why, path=self.path, record_index=int(local[first]), offset=int(offsets[first]))
 
     def _read_forward(self, local: IntArray, verify: bool) -> list[bytes]:
         assert self._stream is not None
         offsets = self.index.offsets[local].astype(np.int64)
         ends = offsets + self.index.lengths[local].astype(np.int64) + _H + _F
         framed: list[bytes] = [b""] * len(local)
-        try:
-            for j in np.argsort(offsets, kind="stable").tolist():
+        failed: dict[int, tuple[type[DataLossError], str]] = {}
+        for j in np.argsort(offsets, kind="stable").tolist():
+            try:
                 framed[j] = self._stream.read(int(offsets[j]), int(ends[j]))
-        except DecompressError as exc:
-            raise CorruptedRecordError(
-                str(exc), path=self.path, record_index=int(local[0]), offset=int(offsets[0])
-            ) from exc
-        if any(len(f) != e - o for f, o, e in zip(framed, offsets, ends, strict=True)):
-            raise TruncatedRecordError(
-                "the compressed stream ends before a record the index lists",
-                path=self.path,
-                record_index=int(local[0]),
-                offset=int(offsets[0]),
-            )
-        records = [f[_H:-_F] for f in framed]
+            except DecompressError as exc:
+                failed[j] = (CorruptedRecordError, str(exc))
+                break  # nothing after damage inflates: the first record it cuts is named
+            if len(framed[j]) != ends[j] - offsets[j]:
+                failed[j] = (
+                    TruncatedRecordError,
+                    "the compressed stream ends before a record the index lists",
+                )
+                break
+        records = [f[_H:-_F] if len(f) >= _H + _F else b"" for f in framed]
+        stored = np.array(
+            [framing.read_footer(f, len(f) - _F) if len(f) >= _H + _F else 0 for f in framed],
+            np.uint32,
+        )
+        if failed:
+            raise self._damaged(local, records, stored, failed, verify)
         if verify and records:
-            stored = np.array([framing.read_footer(f, len(f) - _F) for f in framed], np.uint32)
             verify_batch(
                 records, stored, path=self.path, local=local, offsets=self.index.offsets[local]
             )
         return records
 
     def read(self, local: IntArray, verify: bool = True) -> list[bytes]:
-        """Returns the records ``local`` (indices within this file), CRC-checked."""
+        """Returns the records ``local`` (indices within this file), CRC-checked.
+
+        Raises:
+            DataLossError: a record is damaged, or lies (partly) after damage to the
+                compressed data in its block: the error names the first such record
+                in the file, its index and offset, as the sequential reader does.
+        """
         self._prepare()
         if self._stream is not None:
             return self._read_forward(local, verify)
@@ -429,8 +517,10 @@ class CompressedFileRecords:
         offsets = self.index.offsets[local]
         lengths = self.index.lengths[local]
         stored = np.zeros(len(local), dtype=np.uint32)
+        failed: dict[int, tuple[type[DataLossError], str]] = {}
         for b in np.unique(blocks).tolist():
-            data = self._block(b)
+            block = self._block(b)
+            data = block.data
             base = int(self._dstart[b])
             for j in np.flatnonzero(blocks == b).tolist():
                 start = int(offsets[j]) - base + _H
@@ -438,10 +528,16 @@ class CompressedFileRecords:
                 if end + _F <= len(data):
                     out[j] = data[start:end]
                     stored[j] = framing.read_footer(data, end)
-                else:  # runs on into the next block(s)
-                    framed = self._span(b, start - _H + base, end + _F + base)
-                    out[j] = framed[_H:-_F]
-                    stored[j] = framing.read_footer(framed, len(framed) - _F)
+                    continue
+                # Runs on into the next block(s), or past damage in this one.
+                framed = self._span(b, start - _H + base, end + _F + base)
+                if framed.damage is not None:
+                    failed[j] = framed.damage
+                    continue
+                out[j] = framed.data[_H:-_F]
+                stored[j] = framing.read_footer(framed.data, len(framed.data) - _F)
+        if failed:
+            raise self._damaged(local, out, stored, failed, verify)
         if verify and out:
             verify_batch(out, stored, path=self.path, local=local, offsets=offsets)
         return out

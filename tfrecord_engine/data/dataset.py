@@ -13,12 +13,11 @@ import bisect
 import collections
 import contextlib
 import copy
-import glob
 import hashlib
 import importlib
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, Literal, cast
 
 import numpy as np
@@ -28,12 +27,13 @@ from ..errors import (
     DataLossError,
     InvalidArgumentError,
     OutOfRangeError,
+    ParseError,
     StaleIndexError,
     TFRecordError,
     WorkerError,
 )
 from ..index.damage import reporter
-from ..index.placement import INDEX_SUFFIX, normalize_placement
+from ..index.placement import normalize_placement
 from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression
@@ -42,11 +42,24 @@ from ..records.reader import normalize_limit
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.remote import DEFAULT_MAX_GAP
+from . import views
+from .arguments import (
+    check_batch_arguments,
+    check_local_files,
+    expand_paths,
+    record_indices,
+    refuse_record_key,
+)
+from .balance import Balance, BalancedOrder, as_balance, balanced_positions
+from .collate import teach_default_collate
 from .compressed_source import CompressedFileRecords
 from .gather import LocalFilesGather
+from .located import locate
+from .output import SampleOutput, check_transform, sample_output
 from .pipeline import ReadAhead
 from .prepare import MASK_KEY, PaddedBatch, Ready, prepare_chunk
 from .procpool import DecodePool, PoolStream, WorkerInit
+from .remote_cache import DatasetCache
 from .sampler import IndexBatch, IndexBatchIterator, Shuffle
 from .samples import sample_of, samples_of
 from .single import SingleDecoder
@@ -88,6 +101,8 @@ def _in_memory_limit() -> int:
 #: (``batches(..., in_memory=None)``): 1 GiB, or an eighth of the machine's memory.
 IN_MEMORY_LIMIT: int = _in_memory_limit()
 PathArg = str | os.PathLike[str]
+#: A data file's path or glob: bytes are decoded as os.fsdecode does (as TensorFlow).
+FileArg = str | bytes | os.PathLike[str]
 #: Guards every dataset's decode pools (epochs may start on several threads). Reentrant:
 #: the collector may hand back an abandoned epoch's pool (PoolStream.__del__) inside it.
 _POOLS_LOCK = threading.RLock()
@@ -150,23 +165,9 @@ def _example_batch() -> Any:
     return module
 
 
-def _expand(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
-    items = [paths_or_globs] if isinstance(paths_or_globs, (str, os.PathLike)) else paths_or_globs
-    out: list[str] = []
-    for item in items:
-        p = remote.local_path(os.fspath(item))
-        if glob.has_magic(p):
-            # A pattern like "train-*" must not pick up our own sidecars.
-            matches = remote.glob(p) if remote.is_url(p) else glob.glob(p)
-            found = sorted(q for q in matches if INDEX_SUFFIX not in os.path.basename(q))
-            if not found:
-                raise FileNotFoundError(f"no file matches {p!r}")
-            out += found
-        else:
-            out.append(p)
-    if not out:
-        raise InvalidArgumentError("RecordDataset needs at least one file")
-    return out
+def _expand(paths_or_globs: FileArg | Sequence[FileArg]) -> list[str]:
+    """The files of paths and globs (see :func:`.arguments.expand_paths`; the CLI's too)."""
+    return expand_paths(paths_or_globs)
 
 
 class RecordDataset:
@@ -178,7 +179,10 @@ class RecordDataset:
     ``save_index`` asks (see :meth:`Index.open` and :mod:`tfrecord_engine.index.placement`).
 
     Args:
-        paths_or_globs: a path or glob, or a sequence of them (globs expand sorted).
+        paths_or_globs: a path or glob, or a sequence of them (globs expand sorted;
+            ``bytes`` are decoded, as TensorFlow does). A local file that is missing,
+            a folder (pass a glob such as ``data/*.tfrecord``), or an open file object
+            is refused here (:mod:`.arguments`).
         features: a feature spec mapping (as for ``tfe.parse_example``; ``tf.io``'s own
             spec objects work too): records are then returned parsed; ``None`` returns
             raw ``bytes``.
@@ -212,6 +216,22 @@ class RecordDataset:
             ``$XDG_CACHE_HOME/tfrecord-engine/index``); ``"hidden"`` the ``.tfeidx/``
             sub-folder beside the data; ``"beside"`` the old ``<file>.tfeidx`` (matched
             by ``train-*`` globs: other readers then fail); ``False`` nowhere.
+        transform: a function applied to every record's sample as it is handed out
+            (``ds[i]``, ``__getitems__``, so in DataLoader workers, and iteration),
+            as a ``torchvision`` dataset's ``transform``: it gets the sample (a dict of
+            numpy values and ``bytes``, or the record's ``bytes`` without
+            ``features``) and returns anything; columnar batches (``ds[list]``,
+            :meth:`batches`) are not transformed. It must pickle for worker processes.
+            See :mod:`tfrecord_engine.data.output`.
+        cache_dir: a node-local folder where remote files (URLs) are copied whole, with
+            their indexes, when the dataset opens them, and read from after: a second
+            epoch reads nothing from the store (see :mod:`.remote_cache`). Shared safely
+            by worker processes and other jobs of the node; every copy is checked
+            against the object's size and ETag/generation, so a changed object is
+            fetched again. ``None`` (default): read from the store.
+        cache_limit: the most bytes the cache folder holds (least recently used copies
+            not in use are removed to make room; an object that does not fit is read
+            from the store); ``None``: no limit but the disk.
 
     ``with tfe.RecordDataset(...) as ds:`` closes it (:meth:`close`) when the block ends.
 
@@ -230,7 +250,7 @@ class RecordDataset:
 
     def __init__(
         self,
-        paths_or_globs: PathArg | Sequence[PathArg],
+        paths_or_globs: FileArg | Sequence[FileArg],
         features: Mapping[str, Any] | None = None,
         compression: CompressionArg = "auto",
         *,
@@ -241,10 +261,14 @@ class RecordDataset:
         save_index: bool | str = True,
         max_record_bytes: int | None = None,
         compression_type: CompressionArg = None,
+        transform: Callable[[Any], Any] | None = None,
+        cache_dir: PathArg | None = None,
+        cache_limit: int | None = None,
     ) -> None:
         if max_gap is not None and max_gap < 0:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
-        self.paths = _expand(paths_or_globs)
+        self.paths = expand_paths(paths_or_globs)
+        check_local_files(self.paths)  # a missing file or a folder fails here, not at first use
         self.max_gap = max_gap
         if features is not None and not isinstance(features, Mapping):
             # TFRecordDataset(filenames, compression_type) ported as it is.
@@ -276,27 +300,46 @@ class RecordDataset:
         #: shuffled ``batches`` call without ``epoch=`` runs.
         self._next_epoch: dict[tuple[int, int], int] = {}
         self._epoch_lock = threading.Lock()
+        #: The records of a view (:mod:`.views`), ``None`` for all records of the files.
+        self._view: views.Selection | None = None
+        #: The transform and output format (``None``: samples and batches as decoded).
+        self._output: SampleOutput | None = sample_output(check_transform(transform), "numpy")
+        #: The node-local copies of remote files (``None``: read from the store).
+        self._cache = DatasetCache.create(cache_dir, cache_limit)
 
     # ---- lazy opening and pickling -----------------------------------------------------
 
     def _open(self) -> list[FileRecords]:
         if self._readers is None:
-            self._use(
-                [
-                    self._within_limit(
-                        Index.open(
-                            p,
-                            self.compression,
-                            on_damage=self.on_damage,
-                            on_damage_report=self.on_damage_report,
-                            save=self.save_index,
-                        )
-                    )
-                    for p in self.paths
-                ]
-            )
+            try:
+                indexes = [self._within_limit(idx) for idx in self._open_indexes()]
+            except DataLossError as exc:
+                locate(exc, self)  # what to do: on_damage="skip", `tfr repair`
+                raise
+            self._use(indexes)
             assert self._readers is not None
         return self._readers
+
+    def _open_index(self, path: str) -> Index:
+        return Index.open(
+            path,
+            self.compression,
+            on_damage=self.on_damage,
+            on_damage_report=self.on_damage_report,
+            save=self.save_index,
+        )
+
+    def _open_indexes(self) -> list[Index]:
+        """Every file's index; with a cache, cached URLs' name their local copies."""
+        if self._cache is None:
+            return [self._open_index(p) for p in self.paths]
+        return self._cache.open_indexes(
+            self.paths,
+            self._open_index,
+            compression=self.compression,
+            on_damage=self.on_damage,
+            on_damage_report=self.on_damage_report,
+        )
 
     def _within_limit(self, idx: Index) -> Index:
         """``idx``, or the file indexed again under the policy when records exceed
@@ -342,6 +385,8 @@ class RecordDataset:
             r.close()
         self._readers = None
         self._gather = None
+        if self._cache is not None:
+            self._cache.close()  # unpins the cached copies
 
     def __enter__(self) -> RecordDataset:
         """``with RecordDataset(...) as ds:`` closes the dataset (:meth:`close`) at the end."""
@@ -349,6 +394,68 @@ class RecordDataset:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ---- output: transform and format (see .output) ------------------------------------
+
+    @property
+    def transform(self) -> Callable[[Any], Any] | None:
+        """The function applied to every sample handed out (``None``: none)."""
+        return None if self._output is None else self._output.transform
+
+    @property
+    def format(self) -> str:
+        """The output format: ``"numpy"`` (as decoded), ``"torch"`` or ``"jax"``."""
+        return "numpy" if self._output is None else self._output.format
+
+    def with_format(self, format: str | None) -> RecordDataset:
+        """A copy of this dataset whose samples and batches are ``format``'s arrays.
+
+        ``"torch"`` (tensors), ``"jax"`` (``jax.numpy`` arrays) or ``"numpy"``/``None``
+        (as decoded), as Hugging Face's ``with_format``: ``ds[i]``, ``ds[list]``,
+        iteration, ``__getitems__`` and :meth:`batches` convert every numeric array;
+        strings stay ``bytes``. The variable-length values of a sample stay typed numpy
+        arrays, which every collate (PyTorch's default one too) pads into a
+        :class:`~tfrecord_engine.PaddedValue` of the loader's tensors. The copy shares
+        the files, indexes, ``transform`` and epoch count; this dataset is unchanged.
+
+        Example:
+            >>> import os, tempfile, tfrecord_engine as tfe
+            >>> path = os.path.join(tempfile.mkdtemp(), "f.tfrecord")
+            >>> with tfe.TFRecordWriter(path, index=True) as w:
+            ...     w.write_many([tfe.encode_example({"x": [i]}) for i in range(3)])
+            3
+            >>> ds = tfe.RecordDataset(path, {"x": tfe.FixedLenFeature([], "int64")})
+            >>> ds.with_format("torch")[[0, 2]]["x"]
+            tensor([0, 2])
+        """
+        return self._copy(format=format)
+
+    def with_transform(self, transform: Callable[[Any], Any] | None) -> RecordDataset:
+        """A copy of this dataset with ``transform`` (see the class's ``transform=``)."""
+        return self._copy(transform=check_transform(transform))
+
+    def _copy(self, **changes: Any) -> RecordDataset:
+        copied = RecordDataset.__new__(RecordDataset)
+        copied.__setstate__({**self.__getstate__(), **changes})
+        if self._readers is not None:
+            copied._use([r.index for r in self._readers])  # (indexes checked already)
+        return copied
+
+    def _out_one(self, sample: Any, index: int) -> Any:
+        if self._output is not None:
+            return self._output.one(sample, index if index >= 0 else index + len(self))
+        teach_default_collate()  # (a ConcatDataset's loader collates ds[i] samples)
+        return sample
+
+    def _out_batch(self, batch: Any) -> Any:
+        return batch if self._output is None else self._output.batch(batch)
+
+    def _out_many(self, samples: list[Any], indices: IntArray) -> list[Any]:
+        if self._output is None:
+            teach_default_collate()  # (the loader's default_collate pads our VarLen kinds)
+            return samples
+        n = len(self)
+        return self._output.many(samples, [i + n if i < 0 else i for i in indices.tolist()])
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -362,6 +469,10 @@ class RecordDataset:
             "save_index": self.save_index,
             "max_record_bytes": self.max_record_bytes,
             "next_epoch": dict(self._next_epoch),
+            "transform": self.transform,
+            "format": self.format,
+            "view": self._view,
+            "cache": None if self._cache is None else self._cache.state(),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -384,11 +495,15 @@ class RecordDataset:
         # A copy goes on from its original's epoch count (it does not start over at 0).
         self._next_epoch = dict(state.get("next_epoch", {}))
         self._epoch_lock = threading.Lock()
+        self._output = sample_output(state.get("transform"), state.get("format", "numpy"))
+        self._view = state.get("view")
+        self._cache = DatasetCache.from_state(state.get("cache"))
 
     def worker_init(self) -> WorkerInit:
         """What a decode worker needs to open this dataset (see :class:`DecodePool`)."""
         state = self.__getstate__()
         del state["on_damage_report"]  # damage found while indexing was reported here
+        del state["transform"], state["format"]  # applied here, to what workers decode
         return WorkerInit(_open_in_worker, state, self.indexes)
 
     def __repr__(self) -> str:
@@ -421,16 +536,18 @@ class RecordDataset:
         for path, index in zip(self.paths, self.indexes, strict=True):
             key = f"{path}\0{index.data_size}\0{index.fingerprint}\0{len(index)}\n"
             digest.update(key.encode("utf-8", "surrogateescape"))
+        if self._view is not None:
+            digest.update(f"view\0{self._view.digest}".encode())  # (which records, in order)
         return digest.hexdigest()[:16]
 
     # ---- random access -----------------------------------------------------------------
 
     def __len__(self) -> int:
         self._open()
-        return int(self._starts[-1])
+        return int(self._starts[-1]) if self._view is None else len(self._view)
 
     def _normalize(self, indices: IntArray) -> IntArray:
-        n = int(self._starts[-1])
+        n = int(self._starts[-1]) if self._view is None else len(self._view)
         if len(indices) == 0 or (indices.min() >= 0 and indices.max() < n):
             return indices  # the common case: one pass each for min and max
         bad = (indices < -n) | (indices >= n)
@@ -445,6 +562,8 @@ class RecordDataset:
         """Record ``i`` (negatives allowed): the per-call path of ``ds[i]``, in Python
         integers (no array set-up), one ``pread`` for a local uncompressed file."""
         readers = self._readers if self._readers is not None else self._open()
+        if self._view is not None:
+            i = self._view.record(i)  # (a view's record i: its number in the files)
         starts = self._starts_list
         n = starts[-1]
         if not -n <= i < n:
@@ -458,10 +577,15 @@ class RecordDataset:
             return reader.read_one(local, self.verify)
         return reader.read(np.array([local], np.int64), self.verify)[0]
 
+    def _records(self, indices: IntArray) -> IntArray:
+        """The numbers in the files (across them) of the records at (normalized)
+        ``indices``: themselves, except in a view (:mod:`.views`)."""
+        return indices if self._view is None else self._view.records[indices]
+
     def read_raw(self, indices: Sequence[int] | IntArray) -> list[bytes]:
         """Returns the raw records at ``indices`` (global, negatives allowed), in order."""
         readers = self._open()
-        idx = self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1))
+        idx = self._records(self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1)))
         if len(readers) == 1:
             return readers[0].read(idx, self.verify)
         if len(idx) == 0:
@@ -492,7 +616,7 @@ class RecordDataset:
         :meth:`read_raw`). The buffer is read for the call and is the caller's to keep.
         """
         readers = self._open()
-        idx = self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1))
+        idx = self._records(self._normalize(np.asarray(indices, dtype=np.int64).reshape(-1)))
         if len(idx) == 0:
             return None
         if len(readers) == 1:
@@ -547,6 +671,11 @@ class RecordDataset:
         if not isinstance(readers[0], LocalFileRecords):
             return None
         n = self._starts_list[-1]
+        if self._view is not None:
+            mapped = self._view.lookup(key)  # (their numbers in the files; None: slow path)
+            if mapped is None:
+                return None
+            key = mapped
         local = key.tolist() if isinstance(key, np.ndarray) else list(key)
         # The common case in three quick passes, else index by index.
         common = all(type(i) is int for i in local) and min(local) >= 0 and max(local) < n
@@ -611,7 +740,7 @@ class RecordDataset:
         n = len(indices)
         return samples_of(self.features, decoder.assemble(columns, 0, n), columns, n)
 
-    def __getitem__(self, key: int | slice | Sequence[int] | IntArray) -> Any:
+    def __getitem__(self, key: int | str | slice | Sequence[int] | IntArray) -> Any:
         """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.
 
         With ``features``, one record is a *sample* (see :mod:`tfrecord_engine.data.samples`):
@@ -622,26 +751,176 @@ class RecordDataset:
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
+            InvalidArgumentTypeError: a key that is no int, slice or list of ints
+                (``ds[1.0]``; a ``TypeError``).
+            ParseError: a record does not match ``features``; it names the file, the
+                record and its offset (as damage errors do) and what to do.
         """
         if type(key) is int or isinstance(key, (int, np.integer)):
-            record = self._read_one(int(key))
-            if self.features is None:
-                return record
-            return self._sample(record)
+            try:
+                record = self._read_one(int(key))
+                if self.features is None and self._output is None:
+                    return record
+                out = record if self.features is None else self._sample(record)
+                return self._out_one(out, int(key))
+            except (ParseError, DataLossError) as exc:
+                locate(exc, self, int(key))  # the file, record and offset; a hint
+                raise
+        if isinstance(key, str):
+            return self._column_by_name(key)
         if isinstance(key, slice):
             key = np.arange(len(self), dtype=np.int64)[key]
-        if self.features is None:
-            return self.read_raw(key)
-        few = self._few(key)
-        if few is not None:
-            columns = self._single_decoder().columns(few)
-            if columns is not None:
-                return columns
-        # Decoded from the buffer the records were read into (no bytes per record).
-        spans = self.read_spans(key)
-        if spans is None:
-            return self._parse(self.read_raw(key))
-        return dict(self.decoder.decode(*spans))
+        elif not isinstance(key, (Sequence, np.ndarray)) or isinstance(key, (bytes, bytearray)):
+            raise refuse_record_key(key)
+        try:
+            if self.features is None:
+                return self.read_raw(record_indices(key))
+            few = self._few(cast("Sequence[int] | IntArray", key))
+            if few is not None:
+                columns = self._single_decoder().columns(few)
+                if columns is not None:
+                    return self._out_batch(columns)
+            key = record_indices(key)  # (floats refused, never truncated)
+            # Decoded from the buffer the records were read into (no bytes per record).
+            spans = self.read_spans(key)
+            if spans is None:
+                return self._out_batch(self._parse(self.read_raw(key)))
+            return self._out_batch(dict(self.decoder.decode(*spans)))
+        except (ParseError, DataLossError) as exc:
+            locate(exc, self, key)
+            raise
+
+    def _column_by_name(self, key: str) -> Any:
+        """``ds["label"]``: one feature's values for every record, in order (Hugging
+        Face's column access): from the index column when every file's index has it
+        (no record is read), else from one read of the feature (see
+        :func:`.views.column_by_name`).
+        """
+        return views.column_by_name(self, key)
+
+    # ---- index columns and views (see .views, .balance) --------------------------------
+
+    def index_column(self, name: str, missing: Any = views.RAISE) -> npt.NDArray[Any]:
+        """The values of index column ``name`` for every record, in dataset order, read
+        from the files' indexes (no record is read).
+
+        Index columns are written with the data (``TFRecordWriter(..., index=True,
+        index_columns=["label"])``) or built (``tfr index --columns label``,
+        ``Index.build(path, columns=[...])``): see ``docs/index-columns.md``.
+
+        Args:
+            name: the column (a scalar int64 or bytes feature).
+            missing: the value for records without exactly one value of the column;
+                by default such a record raises.
+
+        Returns:
+            ``int64`` array, or an object array of ``bytes``.
+
+        Raises:
+            ExampleParseError: a record has no single value (missing, a list of
+                another length, another kind, not an Example) and ``missing`` is not
+                given: it names the file, the record and its offset.
+            InvalidArgumentError: a file's index has no such column (the message says
+                how to add it).
+
+        Example:
+            >>> import os, tempfile, tfrecord_engine as tfe
+            >>> path = os.path.join(tempfile.mkdtemp(), "c.tfrecord")
+            >>> with tfe.TFRecordWriter(path, index=True, index_columns=["label"]) as w:
+            ...     w.write_many(tfe.encode_example({"label": [i % 3]}) for i in range(5))
+            5
+            >>> tfe.RecordDataset(path).index_column("label")
+            array([0, 1, 2, 0, 1])
+        """
+        return views.index_column(self, name, missing)
+
+    def _with_view(self, view: views.Selection) -> RecordDataset:
+        """A copy over the same files holding the records of ``view`` (a fresh epoch
+        count: a view's epochs are its own)."""
+        return self._copy(view=view, next_epoch={})
+
+    def select(self, indices: Sequence[int] | npt.NDArray[Any] | slice) -> RecordDataset:
+        """A view of the records at ``indices`` (ints, a boolean mask or a slice), in
+        that order: a dataset of its own (see :mod:`.views`).
+
+        >>> import os, tempfile, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "v.tfrecord")
+        >>> with tfe.TFRecordWriter(path, index=True) as w:
+        ...     w.write_many([b"a", b"b", b"c", b"d"])
+        4
+        >>> view = tfe.RecordDataset(path).select([3, 1])
+        >>> len(view), view[0], list(view.batches(2))
+        (2, b'd', [[b'd', b'b']])
+        """
+        return views.select(self, indices)
+
+    def filter(
+        self,
+        predicate: Callable[[Any], Any],
+        columns: str | Sequence[str],
+        *,
+        missing: Any = views.RAISE,
+    ) -> RecordDataset:
+        """A view of the records whose ``columns`` ``predicate`` accepts (vectorized:
+        it gets the column array, or a dict of them, and returns a boolean array).
+        From the index columns when every file's index has them (no record is read),
+        else from one read of the records. ``missing`` as for :meth:`index_column`.
+
+        >>> import os, tempfile, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "f.tfrecord")
+        >>> with tfe.TFRecordWriter(path, index=True, index_columns=["y"]) as w:
+        ...     w.write_many(tfe.encode_example({"y": [i]}) for i in range(6))
+        6
+        >>> len(tfe.RecordDataset(path).filter(lambda y: y % 2 == 0, "y"))
+        3
+        """
+        return views.filter_records(self, predicate, columns, missing)
+
+    def where(self, **conditions: Any) -> RecordDataset:
+        """A view of the records whose columns equal the given values (a list, tuple,
+        set or array: any of them): ``ds.where(label=3)``, ``ds.where(label=[1, 2])``.
+        A record without a value of a column never matches. Columns as for
+        :meth:`filter`."""
+        return views.where(self, conditions)
+
+    def take(self, n: int) -> RecordDataset:
+        """A view of the first ``n`` records (``-1``: all), as ``tf.data``'s ``take``."""
+        return views.take(self, n)
+
+    def skip(self, n: int) -> RecordDataset:
+        """A view of the records after the first ``n`` (``-1``: none), as
+        ``tf.data``'s ``skip``."""
+        return views.skip(self, n)
+
+    def train_test_split(
+        self,
+        test_size: float | None = None,
+        train_size: float | None = None,
+        *,
+        seed: int = 0,
+        shuffle: bool = True,
+        stratify_by_column: str | None = None,
+    ) -> tuple[RecordDataset, RecordDataset]:
+        """``(train, test)`` views, disjoint and of exact sizes, as Hugging Face's
+        ``train_test_split`` (see :func:`.views.train_test_split`).
+
+        >>> import os, tempfile, tfrecord_engine as tfe
+        >>> path = os.path.join(tempfile.mkdtemp(), "s.tfrecord")
+        >>> with tfe.TFRecordWriter(path, index=True) as w:
+        ...     w.write_many([bytes([i]) for i in range(10)])
+        10
+        >>> train, test = tfe.RecordDataset(path).train_test_split(test_size=0.2, seed=0)
+        >>> len(train), len(test)
+        (8, 2)
+        """
+        return views.train_test_split(
+            self,
+            test_size,
+            train_size,
+            seed=seed,
+            shuffle=shuffle,
+            stratify_by_column=stratify_by_column,
+        )
 
     def read_salvaged(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
         """Reads ``indices`` one by one: ``None`` and a report for each damaged record.
@@ -656,6 +935,7 @@ class RecordDataset:
         try:
             return self.read_raw([i])[0]
         except DataLossError as err:
+            i = int(self._records(np.array([i], np.int64))[0])  # (its number in the files)
             f = int(np.searchsorted(self._starts, i, "right")) - 1
             length = int(self._open()[f].index.lengths[i - int(self._starts[f])])
             return DamageReport(
@@ -670,10 +950,12 @@ class RecordDataset:
         n = len(self)
         for start in range(0, n, 1024):
             indices = np.arange(start, min(start + 1024, n))
+            kept = indices.tolist()
             try:
                 chunk = self.read_raw(indices)
-            except DataLossError:
+            except DataLossError as exc:
                 if self.on_damage == "raise":
+                    locate(exc, self)
                     raise
                 salvaged, reports = self.read_salvaged(indices)
                 stop = self.on_damage == "stop" and bool(reports)
@@ -684,17 +966,24 @@ class RecordDataset:
                 for r in reports:
                     report(r)
                 chunk = [r for r in salvaged if r is not None]
+                kept = [i for i, r in zip(kept, salvaged, strict=False) if r is not None]
                 if stop:
-                    yield from self._one_by_one(chunk)
+                    yield from self._one_by_one(chunk, kept)
                     return
-            yield from self._one_by_one(chunk)
+            yield from self._one_by_one(chunk, kept)
 
-    def _one_by_one(self, chunk: list[bytes]) -> Iterator[Any]:
-        if self.features is None:
+    def _one_by_one(self, chunk: list[bytes], indices: list[int]) -> Iterator[Any]:
+        if self.features is None and self._output is None:
             yield from chunk
-        else:
-            # Per record, so an error surfaces at its record, after the ones before it.
-            yield from (self._sample(r) for r in chunk)
+            return
+        # Per record, so an error surfaces at its record, after the ones before it.
+        for i, record in zip(indices, chunk, strict=True):
+            try:
+                sample = record if self.features is None else self._sample(record)
+            except ParseError as exc:
+                locate(exc, self, i)
+                raise
+            yield self._out_one(sample, i)
 
     def __getitems__(self, indices: Sequence[int] | IntArray) -> list[Any]:
         """The records at ``indices`` as a list, one item per record (PyTorch's contract).
@@ -710,18 +999,24 @@ class RecordDataset:
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
+            ParseError: a record does not match ``features`` (it names the file, the
+                record and its offset).
         """
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        if self.features is None:
-            return self.read_raw(idx)
-        few = self._few(idx, scalars=False)
-        if few is not None:
-            single = self._single_decoder()
-            samples = single.samples(few) if single.scalars else single.sample_list(few)
-            if samples is not None:
-                return samples
-        self._open()
-        return self._samples(self._normalize(idx))
+        idx = record_indices(indices)  # (floats refused, never truncated)
+        try:
+            if self.features is None:
+                return self._out_many(self.read_raw(idx), idx)
+            few = self._few(idx, scalars=False)
+            if few is not None:
+                single = self._single_decoder()
+                samples = single.samples(few) if single.scalars else single.sample_list(few)
+                if samples is not None:
+                    return self._out_many(samples, idx)
+            self._open()
+            return self._out_many(self._samples(self._normalize(idx)), idx)
+        except (ParseError, DataLossError) as exc:
+            locate(exc, self, idx)
+            raise
 
     def _getitems(self, indices: Sequence[int] | IntArray) -> list[Any]:
         """Grain's batched read hook: the same list of records as :meth:`__getitems__`."""
@@ -745,6 +1040,7 @@ class RecordDataset:
         workers: int = 0,
         strings: Literal["keep", "drop"] = "keep",
         in_memory: bool | None = None,
+        balance: str | Balance | None = None,
     ) -> RecordBatchIterator:
         """Iterates one epoch of this shard in batches (see :mod:`tfrecord_engine.data.sampler`).
 
@@ -811,12 +1107,27 @@ class RecordDataset:
                 :data:`IN_MEMORY_LIMIT` bytes, the least recently used dropped first;
                 :meth:`close` drops this dataset's (docs/reliability.md). Output is the
                 same either way.
+            balance: an index column name (or a :class:`~tfrecord_engine.Balance`):
+                class-balanced epochs, each class of the column drawn equally often
+                (by default as many records of each as the smallest class has, a new
+                sample each epoch; see :mod:`tfrecord_engine.data.balance`). Epochs
+                count as shuffled ones do; ``shuffle``, shards and ``state`` apply to
+                the balanced order.
 
         Returns:
             an iterator of ``list[bytes]`` (or parsed batch dicts) with ``get_state()``.
         """
+        check_batch_arguments(
+            batch_size=batch_size,
+            seed=seed,
+            epoch=epoch,
+            shard_index=shard_index,
+            shard_count=shard_count,
+            readahead=readahead,
+            workers=workers,
+        )
         layout = (shard_index, shard_count)
-        used, before = self._take_epoch(epoch, shuffle, state, layout)
+        used, before = self._take_epoch(epoch, shuffle or balance is not None, state, layout)
         try:
             return self._batches(
                 batch_size,
@@ -832,6 +1143,7 @@ class RecordDataset:
                 workers=workers,
                 strings=strings,
                 in_memory=in_memory,
+                order=None if balance is None else self._balanced(balance, seed, used),
             )
         except BaseException:
             if before is not None:
@@ -839,6 +1151,10 @@ class RecordDataset:
                     if self._next_epoch.get(layout) == used + 1:
                         self._next_epoch[layout] = before  # a refused call starts no epoch
             raise
+
+    def _balanced(self, balance: str | Balance, seed: int, epoch: int) -> BalancedOrder:
+        spec = as_balance(balance)
+        return BalancedOrder(balanced_positions(self, spec, seed, epoch), spec)
 
     def _take_epoch(
         self,
@@ -881,9 +1197,11 @@ class RecordDataset:
         workers: int,
         strings: Literal["keep", "drop"],
         in_memory: bool | None = None,
+        order: BalancedOrder | None = None,
     ) -> RecordBatchIterator:
-        sampler = IndexBatchIterator(
-            len(self),
+        # (A balanced epoch runs over the positions of its order: see .balance.)
+        sampler = (IndexBatchIterator if order is None else order.batches)(
+            len(self) if order is None else len(order),
             batch_size,
             shuffle=shuffle,
             seed=seed,
@@ -897,7 +1215,9 @@ class RecordDataset:
         slow = [
             (r.path, r.sequential_reason)
             for r in self._open()
-            if shuffle and isinstance(r, CompressedFileRecords) and r.sequential_only
+            if (shuffle or order is not None)
+            and isinstance(r, CompressedFileRecords)
+            and r.sequential_only
         ]
         if slow:
             path, why = slow[0]
@@ -1112,7 +1432,9 @@ class RecordBatchIterator(Iterator[Any]):
                     report(d)
             if ready.error is not None:
                 # Not delivered: the state stays at this batch, so a resume retries it
-                # (and reports its damage again).
+                # (and reports its damage again). Named here, for every path: the
+                # batch's indices give a parse error its file, record and offset.
+                locate(ready.error, self._dataset, ready.batch.indices)
                 raise ready.error
             if ready.stop:
                 # "stop": the epoch ends before this batch; the state stays there.
@@ -1122,8 +1444,9 @@ class RecordBatchIterator(Iterator[Any]):
             self.sampler.commit(ready.batch)
             if ready.output is not None:
                 if self._drop_keys:
-                    return {k: v for k, v in ready.output.items() if k not in self._drop_keys}
-                return ready.output
+                    kept = {k: v for k, v in ready.output.items() if k not in self._drop_keys}
+                    return self._dataset._out_batch(kept)
+                return self._dataset._out_batch(ready.output)
 
     def _stop(self, exc: BaseException) -> None:
         """Ends the epoch after ``exc`` (an interrupt too) stopped its read-ahead or its

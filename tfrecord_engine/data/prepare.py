@@ -102,7 +102,12 @@ def prepare_chunk(ds: ChunkSource, batches: list[IndexBatch]) -> list[Ready]:
             records = ds.read_raw(indices)
             if ds.features is not None:
                 spans = _example_batch().join_records(records)
+        failed = False
     except (TFRecordError, OSError):
+        failed = True
+    if failed:
+        # Outside the handler: the batch that raises again raises one error, not one
+        # chained to the chunk's copy of itself.
         return [prepare_batch(ds, b) for b in batches]
     if spans is None:
         assert records is not None

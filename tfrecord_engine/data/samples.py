@@ -10,6 +10,7 @@ feature                                one record's value
 ``FixedLenFeature`` / ``RawFeature``   a numpy scalar (shape ``[]``) or an array of the
                                        spec's shape; strings: ``bytes`` (shape ``[]``) or
                                        nested lists of ``bytes``
+``ImageFeature``                       an array ``[height, width, channels]``
 ``FixedLenSequenceFeature``            an array ``[rows, *shape]`` (strings: nested lists)
 ``VarLenFeature``                      a 1-D array (strings: a list of ``bytes``)
 ``RaggedFeature`` without partitions   a 1-D array (strings: a list of ``bytes``)
@@ -21,20 +22,23 @@ A batch's samples are cut from the columnar batch the batch decoder produced (ro
 and one ``tolist`` per string column), never by parsing record by record (except small
 batches, which ``ds[i]``'s decoder takes one record at a time, see
 :mod:`tfrecord_engine.data.single`).
-``default_collate`` batches the fixed-size kinds; :func:`collate` batches all of them.
+The arrays (lists) of the variable-length kinds are typed as such
+(:class:`~.varlen.VarLenArray`, a plain ``ndarray`` otherwise): :func:`collate`, and
+PyTorch's ``default_collate`` once taught (:func:`~.collate.teach_default_collate`), pad
+every batch of them into a :class:`~.collate.PaddedValue`.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidArgumentError
 from ..example.columns import Column
+from ..example.image import ImageFeature
 from ..example.specs import (
     FeatureSpec,
     FixedLenFeature,
@@ -45,8 +49,10 @@ from ..example.specs import (
     VarLenFeature,
 )
 from ..example.values import RaggedValue, SparseValue
+from .collate import PaddedValue, collate
+from .varlen import VarLenList, varlen_array
 
-__all__ = ["collate", "sample_of", "samples_of"]
+__all__ = ["PaddedValue", "collate", "sample_of", "samples_of"]
 
 Sample = dict[str, Any]
 
@@ -78,16 +84,22 @@ def sample_of(features: Mapping[str, FeatureSpec], parsed: Mapping[str, Any]) ->
     out: Sample = {}
     for name, spec in features.items():
         value = parsed[name]
-        if isinstance(spec, (FixedLenFeature, RawFeature, FixedLenSequenceFeature)):
+        if isinstance(spec, (FixedLenFeature, RawFeature, ImageFeature)):
             out[name] = _dense_one(value)
+        elif isinstance(spec, FixedLenSequenceFeature):
+            out[name] = _variable(value)
         elif isinstance(spec, VarLenFeature) or (
             isinstance(spec, RaggedFeature) and not isinstance(value, RaggedValue)
         ):
-            flat = value.values if isinstance(value, SparseValue) else value
-            out[name] = flat.tolist() if flat.dtype == object else flat
+            out[name] = _variable(value.values if isinstance(value, SparseValue) else value)
         else:
             out[name] = value
     return out
+
+
+def _variable(value: npt.NDArray[Any]) -> Any:
+    """A variable-length value, typed so that collate functions pad it (see .varlen)."""
+    return VarLenList(value.tolist()) if value.dtype == object else varlen_array(value)
 
 
 def _dense_one(value: npt.NDArray[Any]) -> Any:
@@ -97,6 +109,8 @@ def _dense_one(value: npt.NDArray[Any]) -> Any:
 
 
 def _split(spec: FeatureSpec, value: Any, column: Column | None, n: int) -> list[Any]:
+    if isinstance(spec, ImageFeature):
+        return list(value)  # one array's rows, or the list of differently sized images
     if isinstance(spec, (FixedLenFeature, RawFeature)):
         arr: npt.NDArray[Any] = value
         # tolist: bytes (or nested lists of them); list(): numpy scalars or row views.
@@ -107,8 +121,9 @@ def _split(spec: FeatureSpec, value: Any, column: Column | None, n: int) -> list
         rows = (column.counts // stride if stride else np.zeros(n, np.int64)).tolist()
         if value.dtype == object:
             nested = value.tolist()
-            return [nested[i][:r] for i, r in enumerate(rows)]
-        return [value[i, :r] for i, r in enumerate(rows)]
+            return [VarLenList(nested[i][:r]) for i, r in enumerate(rows)]
+        tagged = varlen_array(value)
+        return [tagged[i, :r] for i, r in enumerate(rows)]
     if isinstance(spec, VarLenFeature):
         sparse: SparseValue = value
         counts = np.bincount(sparse.indices[:, 0], minlength=n) if n else np.zeros(0, np.int64)
@@ -126,11 +141,12 @@ def _bounds(splits: npt.NDArray[Any]) -> list[tuple[int, int]]:
 
 
 def _cut(values: npt.NDArray[Any], splits: npt.NDArray[Any]) -> list[Any]:
-    """Rows ``values[splits[i]:splits[i + 1]]``: arrays, or lists of bytes for strings."""
+    """Rows ``values[splits[i]:splits[i + 1]]``: arrays, or lists of bytes for strings
+    (typed as variable-length values, see :mod:`.varlen`)."""
     if values.dtype == object:
         flat = values.tolist()
-        return [flat[a:b] for a, b in _bounds(splits)]
-    return np.split(values, np.asarray(splits[1:-1], dtype=np.int64))
+        return [VarLenList(flat[a:b]) for a, b in _bounds(splits)]
+    return np.split(varlen_array(values), np.asarray(splits[1:-1], dtype=np.int64))
 
 
 def _ragged_rows(rt: RaggedValue | npt.NDArray[Any], a: int, b: int) -> Any:
@@ -149,80 +165,3 @@ def _sparse_rows(sparse: SparseValue, n: int) -> list[SparseValue]:
         SparseValue(sparse.indices[a:b, 1:], sparse.values[a:b], shape.copy())
         for a, b in _bounds(np.concatenate([[0], np.cumsum(counts)]))
     ]
-
-
-def collate(
-    samples: Sequence[Any],
-    *,
-    pad_value: float | None = None,
-    convert: Callable[[npt.NDArray[Any]], Any] | None = None,
-) -> Any:
-    """Batches per-record samples (``RecordDataset.__getitems__`` output), any feature kind.
-
-    A ``collate_fn`` for ``torch.utils.data.DataLoader`` (or any loader) that needs no
-    PyTorch: dicts are batched key by key; numeric values of one shape are stacked into
-    one numpy array; ``bytes`` and lists of ``bytes`` stay a list (one item per record);
-    numeric arrays of different shapes (``VarLenFeature``, ``RaggedFeature``,
-    ``FixedLenSequenceFeature``) become a list of arrays, or with ``pad_value`` one array
-    padded at the end of every dimension to the batch's largest shape;
-    :class:`RaggedValue`/:class:`SparseValue` values stay a list.
-
-    Args:
-        samples: one sample per record, all of the same structure.
-        pad_value: pad numeric values of different shapes to one array with this value
-            instead of returning a list of arrays.
-        convert: applied to every numeric array of the result, e.g. ``torch.from_numpy``
-            for tensors (it must pickle for spawned DataLoader workers).
-
-    Raises:
-        InvalidArgumentError: no samples, or samples of different structure.
-
-    Example:
-        >>> import numpy as np
-        >>> batch = collate([{"x": np.int64(1), "v": np.array([1, 2])},
-        ...                  {"x": np.int64(2), "v": np.array([3])}], pad_value=0)
-        >>> batch["x"].tolist(), batch["v"].tolist()
-        ([1, 2], [[1, 2], [3, 0]])
-    """
-    if len(samples) == 0:
-        raise InvalidArgumentError("collate needs at least one sample")
-    return _collate(list(samples), pad_value, convert)
-
-
-def _collate(
-    samples: list[Any], pad_value: float | None, convert: Callable[[npt.NDArray[Any]], Any] | None
-) -> Any:
-    first = samples[0]
-    if isinstance(first, Mapping):
-        keys = list(first)
-        if any(not isinstance(s, Mapping) or list(s) != keys for s in samples):
-            raise InvalidArgumentError(f"samples have different keys (the first has {keys})")
-        return {k: _collate([s[k] for s in samples], pad_value, convert) for k in keys}
-    if not all(_numeric(s) for s in samples):
-        return samples  # bytes, lists of bytes, RaggedValue, SparseValue
-    arrays = [np.asarray(s) for s in samples]
-    if len({a.shape for a in arrays}) == 1 and len({a.dtype for a in arrays}) == 1:
-        out = np.stack(arrays)
-    elif pad_value is None:
-        return [convert(a) for a in arrays] if convert is not None else arrays
-    else:
-        out = _pad(arrays, pad_value)
-    return convert(out) if convert is not None else out
-
-
-def _numeric(value: Any) -> bool:
-    if isinstance(value, (np.ndarray, np.generic)):
-        return value.dtype != object
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _pad(arrays: list[npt.NDArray[Any]], pad_value: float) -> npt.NDArray[Any]:
-    if len({a.ndim for a in arrays}) != 1:
-        raise InvalidArgumentError(
-            f"cannot pad values of different ranks {sorted({a.ndim for a in arrays})}"
-        )
-    shape = tuple(max(dims) for dims in zip(*(a.shape for a in arrays), strict=True))
-    out = np.full((len(arrays), *shape), pad_value, dtype=np.result_type(*arrays))
-    for row, a in zip(out, arrays, strict=True):
-        row[tuple(slice(0, d) for d in a.shape)] = a
-    return out

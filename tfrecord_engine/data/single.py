@@ -48,6 +48,7 @@ from ..example.wire import (
     decode_feature,
     example_feature_map,
 )
+from .varlen import VarLenList, varlen_array
 
 __all__ = ["SingleDecoder"]
 
@@ -104,10 +105,11 @@ def _raw(spec: RawFeature) -> Convert | None:
 
 
 def _varlen(spec: VarLenFeature) -> Convert:
+    # Typed as variable-length values, as samples.sample_of gives them (see .varlen).
     if spec.dtype == "string":
-        return list
+        return VarLenList
     dtype = np.dtype(_NUMPY[spec.dtype])
-    return lambda v: np.array(v, dtype)
+    return lambda v: varlen_array(np.array(v, dtype))
 
 
 def _step(name: str, spec: FeatureSpec) -> tuple[str, bytes, int, int, Convert] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .batch import parse_example
 from .decode import decode_example, decode_sequence_example
 from .encode import encode_example, encode_sequence_example
+from .image import ImageFeature
 from .parse import parse_single_example
 from .sequence import parse_sequence_example, parse_single_sequence_example
 from .specs import (
@@ -27,6 +28,7 @@ from .values import RaggedValue, SparseValue
 __all__ = [
     "FixedLenFeature",
     "FixedLenSequenceFeature",
+    "ImageFeature",
     "RaggedFeature",
     "RaggedValue",
     "RawFeature",

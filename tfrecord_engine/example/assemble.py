@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from ..errors import ExampleParseError
 from .columns import Column, object_array
+from .image import ImageFeature, decode_images
 from .ragged import batched_ragged, single_ragged
 from .raw import assemble_raw
 from .specs import (
@@ -35,6 +36,8 @@ __all__ = ["assemble", "fixed", "ragged", "varlen"]
 
 ColumnOf = Callable[[str], Column]
 
+#: How an ImageFeature's bytes are parsed before they are decoded.
+_ENCODED = FixedLenFeature([], "string")
 _KIND_OF = {"int64": KIND_INT64, "float32": KIND_FLOAT, "string": KIND_BYTES}
 _TF_NAME = {KIND_INT64: "int64", KIND_FLOAT: "float", KIND_BYTES: "string"}
 _COUNT_NAME = {"int64": "int64", "float32": "float", "string": "bytes"}
@@ -229,6 +232,9 @@ def assemble(features: Mapping[str, FeatureSpec], column: ColumnOf, single: bool
             out[name] = fixed(name, spec, column(name), single)
         elif isinstance(spec, RawFeature):
             out[name] = assemble_raw(name, spec, column(name), single)
+        elif isinstance(spec, ImageFeature):
+            encoded = fixed(name, _ENCODED, column(name), single)
+            out[name] = decode_images(name, spec, encoded, single, error_prefix)
         elif isinstance(spec, FixedLenSequenceFeature):
             out[name] = _sequence(name, spec, column(name), single)
         elif isinstance(spec, VarLenFeature):

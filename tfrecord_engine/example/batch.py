@@ -170,7 +170,11 @@ class BatchDecoder:
             self.stats.records += len(records)
             try:
                 done = plan.decode_records(records)
+                exact = False
             except dense.NeedsExact:
+                exact = True
+            if exact:
+                # Outside the handler: the error it raises is the only one shown.
                 self.stats.exact_batches += 1
                 return self.decode_exact(records)
             if done is not None:

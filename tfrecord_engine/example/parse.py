@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import ExampleParseError, InvalidArgumentError, MalformedExampleError
 from . import assemble
 from .columns import Column, from_rows
+from .image import ImageFeature
 from .raw import assemble_raw
 from .records import KIND_OF, Request, add_request, decode_requests, tensor_value, to_records
 from .specs import (
@@ -54,8 +55,9 @@ def _plan(features: Mapping[str, FeatureSpec]) -> dict[str, Request]:
     for name, spec in features.items():
         if isinstance(spec, FixedLenFeature):
             add_request(requests, name, spec.dtype, "dense", counted=False)
-        elif isinstance(spec, RawFeature):
-            # Parsed as TensorFlow parses FixedLenFeature([], tf.string), then read as numbers.
+        elif isinstance(spec, (RawFeature, ImageFeature)):
+            # Parsed as TensorFlow parses FixedLenFeature([], tf.string), then read as
+            # numbers (RawFeature) or decoded as an image (ImageFeature, see .image).
             add_request(requests, name, "string", "dense", counted=False)
         elif isinstance(spec, FixedLenSequenceFeature):
             if not spec.allow_missing:

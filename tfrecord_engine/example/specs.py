@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .image import ImageFeature
 
 __all__ = [
     "DType",
@@ -618,6 +619,7 @@ FeatureSpec = (
     | RaggedFeature
     | SparseFeature
     | RawFeature
+    | ImageFeature
 )
 
 
@@ -628,6 +630,7 @@ _OURS: tuple[type, ...] = (
     RaggedFeature,
     SparseFeature,
     RawFeature,
+    ImageFeature,
 )
 _PARTITIONS: dict[str, type] = {
     cls.__name__: cls

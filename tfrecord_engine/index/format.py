@@ -4,7 +4,8 @@ Little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``::
 
     magic        8 bytes   b"TFEIDX\\r\\n"
     version      uint32    1, 2 or 3 (see below), plus 16 when the restart table
-                           marks member starts, plus 32 when a content check follows
+                           marks member starts, plus 32 when a content check follows,
+                           plus 128 when index columns follow the restart table
     compression  uint32    0 none, 1 ZLIB, 2 GZIP
     data_size    uint64    size of the data file in bytes (compressed size for GZIP/ZLIB)
     fingerprint  uint64    crc32c of sampled windows of the data file (see ``fingerprint``)
@@ -22,6 +23,7 @@ Little-endian; arrays 8-byte aligned so they load with ``np.frombuffer``::
                            compressed offset set, the start of a GZIP member (or
                            ZLIB stream) of a multi-member file, where a fresh
                            inflater begins
+    columns      (versions with +128 only) the index columns, see :mod:`.columns`
     damage       (version 2 only) the damage list, see :mod:`.damage`
     checksum     uint32    masked crc32c of every byte before it
 
@@ -39,9 +41,12 @@ index was built (:attr:`~tfrecord_engine.Index.data_verified`):
 
 The flags are added so that builds that predate one refuse the index ("version N is not
 supported") and index the file again, rather than misread it: +16 (member starts: such
-builds would read a marked offset as a full flush) and +32 (a content check: every
+builds would read a marked offset as a full flush), +32 (a content check: every
 index built or written since it exists carries one; indexes without it, older ones,
-still load and are checked with their fingerprint and sampled record headers).
+still load and are checked with their fingerprint and sampled record headers) and +128
+(index columns: chosen scalar features of every record, see :mod:`.columns`; an index
+without them is written byte for byte as before, and every older index loads as it
+did; 64 is not used).
 """
 
 from __future__ import annotations
@@ -57,10 +62,12 @@ from ..errors import IndexFormatError
 from ..records import framing
 from ..records.compression import Compression
 from ..records.recovery import DamagePolicy, DamageReport
+from .columns import IndexColumn, decode_columns, encode_columns
 from .damage import decode_damage, encode_damage
 from .identity import KINDS, ContentCheck
 
 __all__ = [
+    "COLUMNS_VERSION_OFFSET",
     "CONTENT_CHECK_VERSION_OFFSET",
     "DAMAGE_FORMAT_VERSION",
     "FORMAT_VERSION",
@@ -81,6 +88,9 @@ VERSIONS: Final = (FORMAT_VERSION, DAMAGE_FORMAT_VERSION, VERIFIED_FORMAT_VERSIO
 MEMBER_STARTS_VERSION_OFFSET: Final = 16
 #: Added to the version of an index that carries a content check.
 CONTENT_CHECK_VERSION_OFFSET: Final = 32
+#: Added to the version of an index that carries index columns.
+COLUMNS_VERSION_OFFSET: Final = 128
+_FLAGS: Final = MEMBER_STARTS_VERSION_OFFSET | CONTENT_CHECK_VERSION_OFFSET | COLUMNS_VERSION_OFFSET
 #: Bit of a restart's compressed offset (in the file) that marks a member start.
 MEMBER_BIT: Final = np.uint64(1 << 63)
 _MAGIC: Final = b"TFEIDX\r\n"
@@ -107,6 +117,7 @@ class Fields(NamedTuple):
     damage_policy: DamagePolicy
     data_verified: bool
     content: ContentCheck | None
+    columns: tuple[IndexColumn, ...] = ()
 
 
 def encode(f: Fields) -> bytes:
@@ -125,6 +136,10 @@ def encode(f: Fields) -> bytes:
     if f.content is not None:
         version += CONTENT_CHECK_VERSION_OFFSET
         content = _CONTENT.pack(*f.content)
+    columns = b""
+    if f.columns:
+        version += COLUMNS_VERSION_OFFSET
+        columns = encode_columns(f.columns, len(f.offsets))
     head = _HEAD.pack(
         _MAGIC,
         version,
@@ -141,28 +156,30 @@ def encode(f: Fields) -> bytes:
             f.offsets.astype("<u8").tobytes(),
             f.lengths.astype("<u8").tobytes(),
             restarts.tobytes(),
+            columns,
             encode_damage(f.damage_policy, f.damage) if f.damage else b"",
         )
     )
     return body + _CRC.pack(framing.mask_crc(framing.crc32c(body)))
 
 
-def _split_version(version: int, source: str) -> tuple[int, bool, bool]:
-    """``(base version, member starts marked, content check present)``."""
-    flags = MEMBER_STARTS_VERSION_OFFSET | CONTENT_CHECK_VERSION_OFFSET
-    base = version & ~flags
+def _split_version(version: int, source: str) -> tuple[int, bool, bool, bool]:
+    """``(base version, member starts marked, content check present, columns present)``."""
+    base = version & ~_FLAGS
     if base not in VERSIONS:
         raise IndexFormatError(
             f"{source}: index format version {version} is not supported "
             f"(this build reads versions {FORMAT_VERSION}, {DAMAGE_FORMAT_VERSION} and "
             f"{VERIFIED_FORMAT_VERSION}, each also with member starts, "
-            f"+{MEMBER_STARTS_VERSION_OFFSET}, and with a content check, "
-            f"+{CONTENT_CHECK_VERSION_OFFSET})"
+            f"+{MEMBER_STARTS_VERSION_OFFSET}, with a content check, "
+            f"+{CONTENT_CHECK_VERSION_OFFSET}, and with index columns, "
+            f"+{COLUMNS_VERSION_OFFSET})"
         )
     return (
         base,
         bool(version & MEMBER_STARTS_VERSION_OFFSET),
         bool(version & CONTENT_CHECK_VERSION_OFFSET),
+        bool(version & COLUMNS_VERSION_OFFSET),
     )
 
 
@@ -175,7 +192,7 @@ def decode(blob: bytes, data_path: str | os.PathLike[str], source: str) -> Field
     if len(blob) < _HEAD.size + _CRC.size or blob[:8] != _MAGIC:
         raise IndexFormatError(f"{source}: not a tfrecord-engine index (bad magic)")
     _, version, code, data_size, fp, count, nrestarts = _HEAD.unpack_from(blob, 0)
-    version, marked, checked = _split_version(version, source)
+    version, marked, checked, with_columns = _split_version(version, source)
     # The checksum first: no field is trusted before it matches.
     (stored,) = _CRC.unpack_from(blob, len(blob) - _CRC.size)
     if framing.mask_crc(framing.crc32c(blob[: -_CRC.size])) != stored:
@@ -183,6 +200,17 @@ def decode(blob: bytes, data_path: str | os.PathLike[str], source: str) -> Field
     start = _HEAD.size + (_CONTENT.size if checked else 0)
     expected = start + 16 * count + 16 * nrestarts + _CRC.size
     damaged = version == DAMAGE_FORMAT_VERSION
+    columns: tuple[IndexColumn, ...] = ()
+    if with_columns:
+        # The section says its own size; what follows it is laid out as without it.
+        if len(blob) < expected:
+            raise IndexFormatError(
+                f"{source}: damaged index ({len(blob)} bytes, too short for {count} records)"
+            )
+        columns, end = decode_columns(
+            blob, expected - _CRC.size, len(blob) - _CRC.size, count, source
+        )
+        expected = end + _CRC.size
     if (len(blob) < expected if damaged else len(blob) != expected) or code not in _KINDS:
         raise IndexFormatError(
             f"{source}: damaged index ({len(blob)} bytes, expected {expected} for {count} records)"
@@ -219,4 +247,5 @@ def decode(blob: bytes, data_path: str | os.PathLike[str], source: str) -> Field
         damage_policy=policy,
         data_verified=version != FORMAT_VERSION,
         content=content,
+        columns=columns,
     )

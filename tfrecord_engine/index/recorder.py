@@ -1,4 +1,5 @@
-"""Building a file's index while it is written (``TFRecordWriter(..., index=True)``)."""
+"""Building a file's index while it is written (``TFRecordWriter(..., index=True)``),
+index columns included (``index_columns=[...]``, see :mod:`.columns`)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidArgumentError
+from ..errors import IndexFormatError, InvalidArgumentError
 from ..records import framing
 from ..records.compression import Compression
+from .columns import ColumnRecorder, ColumnSpec
 from .identity import identify, opened
 from .placement import IndexPlacement
 from .sidecar import Index
 
-__all__ = ["DEFAULT_FLUSH_EVERY", "IndexRecorder"]
+__all__ = ["DEFAULT_FLUSH_EVERY", "IndexRecorder", "columns_of_existing"]
 
 #: Records between two full-flush restart points in compressed files written with
 #: ``index=True``: random access decodes at most this many records' worth of data.
@@ -30,7 +32,8 @@ class IndexRecorder:
     flushes the deflate stream and returns the compressed file offset reached. Chunks are
     cut so that a restart point falls every ``flush_every`` records; :meth:`index_of`
     makes the index once the data file is closed, which the writer publishes with the
-    data (at ``placement``, see :mod:`.placement`).
+    data (at ``placement``, see :mod:`.placement`). ``columns`` are read from each
+    record as it is written (see :mod:`.columns`).
     """
 
     def __init__(
@@ -39,6 +42,7 @@ class IndexRecorder:
         kind: Compression,
         flush_every: int = DEFAULT_FLUSH_EVERY,
         placement: IndexPlacement = "hidden",
+        columns: ColumnSpec = (),
     ):
         if flush_every < 1:
             raise InvalidArgumentError(f"index_flush_every must be >= 1, got {flush_every}")
@@ -50,6 +54,7 @@ class IndexRecorder:
         self._restarts: list[tuple[int, int]] = []
         self._stream = 0  # offset in the (decompressed) framed stream
         self._since = 0  # records since the last restart point
+        self._columns = ColumnRecorder(columns) if columns else None
 
     def write(
         self,
@@ -66,6 +71,9 @@ class IndexRecorder:
             the framed bytes written (headers and footers included).
         """
         overhead = framing.HEADER_SIZE + framing.FOOTER_SIZE
+        if self._columns is not None:
+            # Before any byte is written: a failed write leaves the writer failed anyway.
+            self._columns.add(batch)
         every = np.fromiter(map(len, batch), np.int64, count=len(batch))
         start = self._stream
         i = 0
@@ -112,4 +120,15 @@ class IndexRecorder:
             restarts=np.array(self._restarts, dtype=np.uint64).reshape(-1, 2),
             data_verified=True,  # every data CRC is one we computed while writing
             content=found.content,
+            columns=() if self._columns is None else self._columns.finish(),
         )
+
+
+def columns_of_existing(path: str) -> ColumnSpec:
+    """The columns (names and kinds) of the valid index of ``path``, if it has one: what
+    an append keeps when it is not told which columns to index."""
+    try:
+        idx = Index.load(path)
+    except (OSError, IndexFormatError):
+        return ()  # no index, or none that describes the file: nothing to keep
+    return tuple((c.name, c.kind) for c in idx.columns.values())

@@ -16,7 +16,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import StaleIndexError
+from ..errors import DataLossError, StaleIndexError
 from ..records import framing
 from ..records.compression import Compression
 from ..records.reader import read_records, read_records_noting_members
@@ -283,7 +283,31 @@ def walk_stream(
             path, kind, members, verify=False, max_record_bytes=max_record_bytes
         )
     )
-    lengths = np.fromiter((len(r) for r in records), dtype=np.uint64)
+    try:
+        lengths = np.fromiter((len(r) for r in records), dtype=np.uint64)
+    except DataLossError:
+        if kind is Compression.NONE:
+            raise
+        _raise_first_damage(path, kind, max_record_bytes)
+        raise
     framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
     offsets = np.concatenate([[0], np.cumsum(framed)[:-1]]).astype(np.uint64)
     return offsets[: len(lengths)], lengths
+
+
+def _raise_first_damage(path: str, kind: Compression, max_record_bytes: int | None) -> None:
+    """Raises the error :func:`read_records` raises for a damaged compressed file.
+
+    The walk above skips data CRCs, so the records inflated from damaged input pass it
+    until the stream itself fails, records later: read again with every CRC checked,
+    the error names the first damaged record, as every other path does.
+    """
+    try:
+        for _ in read_records(path, kind, max_record_bytes=max_record_bytes):
+            pass
+    except DataLossError as exact:
+        # One error: not chained to the later one it replaces, nor to a cause that
+        # only repeats its text.
+        if exact.__cause__ is not None and str(exact.__cause__) in exact.reason:
+            exact.__cause__ = None
+        raise exact from None

@@ -49,6 +49,7 @@ from ..storage.filekind import require_regular
 from ..storage.fileops import naming_final
 from ..storage.remote_identity import RemoteIdentity
 from . import identity as ident
+from .columns import ColumnsArg, IndexColumn, normalize_columns, read_columns
 from .damage import reporter, tolerant_scan
 from .format import (
     CONTENT_CHECK_VERSION_OFFSET,
@@ -182,6 +183,7 @@ class Index:
     """
 
     __slots__ = (
+        "columns",
         "compression",
         "content",
         "damage",
@@ -213,6 +215,7 @@ class Index:
         data_verified: bool = False,
         member_starts: object = None,
         content: ContentCheck | None = None,
+        columns: Sequence[IndexColumn] = (),
     ) -> None:
         self.data_path = os.fspath(data_path)
         self.damage = tuple(damage)
@@ -258,6 +261,14 @@ class Index:
                 f"offsets and lengths must be 1-D arrays of one length, got "
                 f"{self.offsets.shape} and {self.lengths.shape}"
             )
+        #: The index columns (name -> :class:`~.columns.IndexColumn`): scalar features
+        #: of every record, kept in the index (see :meth:`with_columns`).
+        self.columns = {c.name: c for c in columns}
+        if any(len(c) != len(self.offsets) for c in columns) or len(self.columns) != len(columns):
+            raise InvalidArgumentError(
+                f"index columns must be uniquely named, one value per record "
+                f"({len(self.offsets)}), got {[(c.name, len(c)) for c in columns]}"
+            )
 
     def __len__(self) -> int:
         return int(self.offsets.shape[0])
@@ -266,10 +277,11 @@ class Index:
         damage = f", {len(self.damage)} damaged regions" if self.damage else ""
         starts = int(np.count_nonzero(self.member_starts))
         members = f" ({starts} at member starts)" if starts else ""
+        columns = f", columns={list(self.columns)}" if self.columns else ""
         return (
             f"Index({self.data_path!r}, {len(self)} records, "
             f"compression={self.compression.value!r}, {len(self.restarts)} restart points"
-            f"{members}{damage})"
+            f"{members}{damage}{columns})"
         )
 
     @property
@@ -291,6 +303,7 @@ class Index:
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
         max_record_bytes: int | None = None,
+        columns: ColumnsArg | None = None,
     ) -> Index:
         """Indexes an existing file.
 
@@ -326,6 +339,11 @@ class Index:
         damage (as :func:`~tfrecord_engine.read_records` does): under ``"skip"`` they are
         left out of the index and reported.
 
+        ``columns`` (names, or name -> ``"int64"``/``"bytes"``) also keeps those scalar
+        features of every record in the index (:attr:`columns`, see
+        :mod:`~tfrecord_engine.index.columns`): every record is then read once more, its
+        data CRC checked (so the index is :attr:`data_verified`).
+
         Raises:
             CorruptedRecordError: a length CRC does not match (``"raise"`` only).
             TruncatedRecordError: the file ends inside a record (``"raise"`` only).
@@ -353,15 +371,28 @@ class Index:
         path = remote.local_path(os.fspath(path))
         want = requested(compression)
         policy = normalize_policy(on_damage)
+        spec = normalize_columns(columns)
         if not remote.is_url(path):
             require_regular(path, "indexing")
         for attempt in range(1, _BUILD_TRIES + 1):
             damage: list[DamageReport] = []
             members: list[tuple[int, int]] = []
+            found_columns: tuple[IndexColumn, ...] = ()
             with opened(path) as data:
                 offsets, lengths, kind, by_path = cls._scan(
                     data, want, policy, max_record_bytes, members=members, damage=damage
                 )
+                if spec:
+                    found_columns, again = read_columns(
+                        data,
+                        kind,
+                        offsets,
+                        lengths,
+                        spec,
+                        policy=policy,
+                        max_record_bytes=max_record_bytes,
+                    )
+                    by_path = by_path or again
                 # A scan that opened the path again read the file it names: the one
                 # read here, or the identity below would describe other bytes.
                 same = not by_path or data.stat is None or _names(path, data.stat)
@@ -391,8 +422,10 @@ class Index:
             member_starts=np.ones(len(restarts), dtype=np.bool_),
             damage=damage,
             damage_policy=policy,
-            data_verified=policy != "raise",
+            # (Reading the columns checked every data CRC.)
+            data_verified=policy != "raise" or bool(spec),
             content=found.content,
+            columns=found_columns,
         )
         idx.report_damage(on_damage_report)
         return idx
@@ -472,6 +505,7 @@ class Index:
             damage_policy="stop",
             data_verified=self.data_verified,
             content=self.content,
+            columns=[c.head(n) for c in self.columns.values()],
         )
 
     # ---- persistence -------------------------------------------------------------------
@@ -497,6 +531,64 @@ class Index:
             damage_policy=self.damage_policy,
             data_verified=self.data_verified,
             content=self.content,
+            columns=tuple(self.columns.values()),
+        )
+
+    def with_columns(self, columns: ColumnsArg) -> Index:
+        """This index with ``columns`` added (or replaced), read from its file.
+
+        The file is checked against the index first (:meth:`validate`), then every
+        record is read once, its data CRC checked, and the columns taken from it; the
+        rest of the index (restart points, damage list) is kept. Save the result to keep
+        them (:meth:`save`).
+
+        Args:
+            columns: feature names, or name -> ``"int64"``/``"bytes"`` (see
+                :mod:`~tfrecord_engine.index.columns`).
+
+        Raises:
+            StaleIndexError: the file changed since it was indexed.
+            CorruptedRecordError: a record's data CRC fails.
+
+        Example:
+            >>> import tempfile, os, tfrecord_engine as tfe
+            >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+            >>> with tfe.TFRecordWriter(path) as w:
+            ...     w.write_many(tfe.encode_example({"label": [i % 2]}) for i in range(3))
+            3
+            >>> idx = tfe.Index.build(path).with_columns(["label"])
+            >>> idx.columns["label"].values.tolist()
+            [0, 1, 0]
+        """
+        spec = normalize_columns(columns)
+        self.validate()
+        with opened(self.data_path) as data:
+            added, _ = read_columns(
+                data, self.compression, self.offsets, self.lengths, spec, policy=self.damage_policy
+            )
+        kept = [c for name, c in self.columns.items() if name not in {n for n, _ in spec}]
+        fields = self._fields()._replace(columns=(*kept, *added), data_verified=True)
+        idx = Index._of(self.data_path, fields)
+        idx.file_stat = self.file_stat
+        idx.remote_identity = self.remote_identity
+        return idx
+
+    @classmethod
+    def _of(cls, data_path: str, f: Fields) -> Index:
+        return cls(
+            data_path,
+            f.offsets,
+            f.lengths,
+            data_size=f.data_size,
+            fingerprint=f.fingerprint,
+            compression=f.compression,
+            restarts=f.restarts,
+            member_starts=f.member_starts,
+            damage=f.damage,
+            damage_policy=f.damage_policy,
+            data_verified=f.data_verified,
+            content=f.content,
+            columns=f.columns,
         )
 
     def save(self, index_path: PathLike | None = None, *, placement: str = "hidden") -> str:
@@ -549,21 +641,7 @@ class Index:
         Raises:
             IndexFormatError: wrong magic, unknown version, bad size or checksum.
         """
-        f = decode(blob, data_path, source)
-        return cls(
-            data_path,
-            f.offsets,
-            f.lengths,
-            data_size=f.data_size,
-            fingerprint=f.fingerprint,
-            compression=f.compression,
-            restarts=f.restarts,
-            member_starts=f.member_starts,
-            damage=f.damage,
-            damage_policy=f.damage_policy,
-            data_verified=f.data_verified,
-            content=f.content,
-        )
+        return cls._of(os.fspath(data_path), decode(blob, data_path, source))
 
     @classmethod
     def load(

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingDependencyError
+from ..errors import MissingDependencyError, install_hint
 
 try:
     from llvmlite import ir
@@ -25,7 +25,7 @@ try:
     from numba.extending import intrinsic
 except ImportError as exc:
     raise MissingDependencyError(
-        f"the compiled kernels need numba ({exc}): pip install 'tfrecord-engine[fast]'"
+        f"the compiled kernels need numba ({exc}): {install_hint('fast')}"
     ) from exc
 
 __all__ = [

@@ -3,8 +3,8 @@
 A path of the form ``protocol://...`` (or a chained ``cache::protocol://...``) whose
 protocol is not ``file``/``local`` is a URL: ``memory://``, ``http(s)://``, ``s3://``,
 ``gs://``, ``az://`` ... anything fsspec knows. ``file://`` URLs are plain local paths
-(read through ``mmap``). fsspec is an optional extra (``pip install
-tfrecord-engine[remote]``) imported on the first URL only; without it a URL raises
+(read through ``mmap``). fsspec is an optional extra (``remote``: ``pip install -e
+'.[remote]'`` in a clone) imported on the first URL only; without it a URL raises
 :class:`~tfrecord_engine.errors.MissingDependencyError` naming the extra. Credentials
 and options come from fsspec's own configuration (``fsspec.config.conf``, the
 ``FSSPEC_<PROTOCOL>_<OPTION>`` environment variables) and the backend's usual sources
@@ -59,7 +59,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, Final
 
-from ..errors import MissingDependencyError, ReadOnlyStorageError
+from ..errors import MissingDependencyError, ReadOnlyStorageError, install_hint
 from .readahead import DEFAULT_BLOCK_SIZE, ReadAheadStream
 from .remote_fsspec import FsspecRanges
 from .remote_http import HttpRanges, is_http_filesystem
@@ -93,7 +93,7 @@ DEFAULT_MAX_REQUEST: Final = 32 << 20
 READ_ONLY_PROTOCOLS: Final = frozenset({"http", "https"})
 _LOCAL: Final = frozenset({"file", "local"})
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)(?:://|::)")
-_EXTRA = "pip install 'tfrecord-engine[remote]'"
+_EXTRA = install_hint("remote")
 
 
 def protocol(path: str) -> str | None:

@@ -30,8 +30,9 @@ from types import TracebackType
 from typing import BinaryIO
 
 from ..errors import DamageWarning, InvalidArgumentError, WriterClosedError, WriterFailedError
+from ..index.columns import ColumnsArg, ColumnSpec, normalize_columns
 from ..index.placement import IndexPlacement, normalize_placement
-from ..index.recorder import DEFAULT_FLUSH_EVERY, IndexRecorder
+from ..index.recorder import DEFAULT_FLUSH_EVERY, IndexRecorder, columns_of_existing
 from ..index.sidecar import Index
 from ..records import framing
 from ..records.compression import Compression, CompressionLike
@@ -127,11 +128,12 @@ def _writeback_call() -> Callable[[int], object] | None:
     return lambda fd: call(fd, 0, 0, 2)  # 2: SYNC_FILE_RANGE_WRITE; 0, 0: the whole file
 
 
-def _rebuilt(path: str, kind: Compression) -> Index:
+def _rebuilt(path: str, kind: Compression, columns: ColumnSpec) -> Index:
     """The index of a file appended to: a header walk, whose data CRCs are known good all
     the same (the torn-tail check read every earlier record with its data CRC checked,
-    and cut what failed; the rest are the writer's own records)."""
-    idx = Index.build(path, kind)
+    and cut what failed; the rest are the writer's own records). Index columns are read
+    from the whole file."""
+    idx = Index.build(path, kind, columns=columns or None)
     idx.data_verified = True
     return idx
 
@@ -182,6 +184,14 @@ class TFRecordWriter:
             A placement name instead of ``True`` puts the index elsewhere: ``"cache"``
             (the user's index cache: the data's folder holds the data only, but the
             index stays on this machine) or ``"beside"`` (the old ``<path>.tfeidx``).
+        index_columns: scalar features to keep in the index, read from each record as
+            it is written (needs ``index``): names (each column's kind, int64 or bytes,
+            from the first record holding one value), or name -> ``"int64"`` /
+            ``"bytes"``. A record without exactly one such value is noted as such (see
+            :mod:`tfrecord_engine.index.columns`); read them back with
+            ``RecordDataset.index_column(name)`` or ``Index.columns``. With
+            ``append=True`` they are read from the whole file on ``close()``; without
+            ``index_columns`` an append keeps the columns of the file's valid index.
         index_flush_every: records between restart points of a compressed file.
         durable: ``fsync`` the file (and, after the rename, its directory) on
             ``close()`` so the data survives a power loss. ``False`` hands the data to
@@ -222,8 +232,14 @@ class TFRecordWriter:
         index: bool | str = False,
         index_flush_every: int = DEFAULT_FLUSH_EVERY,
         durable: bool = True,
+        index_columns: ColumnsArg | None = None,
     ) -> None:
         self._kind, self._zlib = resolve_writer_options(compression, options, compression_type)
+        self._columns = normalize_columns(index_columns)
+        if self._columns and not index:
+            raise InvalidArgumentError(
+                "index_columns are kept in the index: pass index=True too (or a placement)"
+            )
         self._placement: IndexPlacement = (
             "hidden" if isinstance(index, bool) else normalize_placement(index)
         )
@@ -248,11 +264,13 @@ class TFRecordWriter:
         self._append = append
         # Appends keep earlier records the recorder never saw: those rebuild on close.
         self._index = (
-            IndexRecorder(self.path, self._kind, index_flush_every, self._placement)
+            IndexRecorder(self.path, self._kind, index_flush_every, self._placement, self._columns)
             if index and not append
             else None
         )
         self._rebuild_index = index and append
+        if self._rebuild_index and index_columns is None:
+            self._columns = columns_of_existing(self.path)
         if append:
             f = self._open_for_append(on_damage_report)
         elif atomic:
@@ -618,7 +636,7 @@ class TFRecordWriter:
         if index is not None:
             idx_of = functools.partial(index.index_of, self.path)
         elif self._rebuild_index:
-            idx_of = functools.partial(_rebuilt, self.path, self._kind)
+            idx_of = functools.partial(_rebuilt, self.path, self._kind, self._columns)
         else:
             return
         index_in_place(self._ops, self.path, idx_of, self._placement, durable=self._durable)

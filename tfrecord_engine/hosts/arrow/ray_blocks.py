@@ -4,39 +4,36 @@ A scalar feature becomes a plain column; a numeric fixed shape one of Ray's tens
 columns (numpy batches give back one ``[n, *shape]`` array); a string fixed shape nested
 fixed-size lists; ``VarLenFeature`` and ``RaggedFeature`` lists per record;
 ``SparseFeature`` a struct of per-record ``indices`` and ``values`` lists.
+
+Ray's tensor column type is imported when a table needs one: the rest needs only pyarrow.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import MissingDependencyError
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 
-
-def _installed(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-if not (_installed("ray") and _installed("pyarrow")):
-    raise MissingDependencyError(
-        "tfrecord_engine.hosts.arrow needs Ray Data: pip install 'tfrecord-engine[ray]'"
-    )
-
-import numpy as np  # noqa: E402 - only once Ray is known to be there
-import numpy.typing as npt  # noqa: E402
-import pyarrow as pa  # noqa: E402
-from ray.data.extensions import ArrowTensorArray  # noqa: E402
-
-from ..example.batch import parse_example  # noqa: E402
-from ..example.specs import VarLenFeature  # noqa: E402
-from ..example.values import RaggedValue, SparseValue  # noqa: E402
+from ...errors import MissingDependencyError, install_hint
+from ...example.batch import parse_example
+from ...example.specs import VarLenFeature
+from ...example.values import RaggedValue, SparseValue
+from .spans import binary_from_objects
 
 __all__ = ["records_to_table"]
+
+
+def _tensor_array(array: npt.NDArray[Any]) -> Any:
+    try:
+        from ray.data.extensions import ArrowTensorArray  # noqa: PLC0415 - Ray is optional
+    except ImportError:
+        raise MissingDependencyError(
+            f"Ray's tensor columns need Ray Data: {install_hint('ray')}"
+        ) from None
+    return ArrowTensorArray.from_numpy(array)
 
 
 def _offsets(splits: npt.NDArray[Any]) -> Any:
@@ -58,7 +55,7 @@ def _flat(values: npt.NDArray[Any]) -> Any:
         inner = _flat(values.reshape(-1, *values.shape[2:]))
         return pa.FixedSizeListArray.from_arrays(inner, int(values.shape[1]))
     if values.dtype == object:
-        return pa.array(values.tolist(), pa.binary())
+        return binary_from_objects(values)  # offsets and one data buffer
     return pa.array(values)
 
 
@@ -89,7 +86,7 @@ def _column(value: Any, n: int, spec: Any) -> Any:
     array = np.asarray(value)
     if array.ndim > 1 and array.dtype != object:
         # Ray's tensor column: numpy batches give back one [n, *shape] array.
-        return ArrowTensorArray.from_numpy(np.ascontiguousarray(array))
+        return _tensor_array(np.ascontiguousarray(array))
     return _flat(array)
 
 

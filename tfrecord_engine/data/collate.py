@@ -1,0 +1,286 @@
+"""Batching per-record samples: :func:`collate`, :class:`PaddedValue`, and PyTorch's
+``default_collate`` taught the variable-length kinds.
+
+What a batch of samples becomes (``samples`` from ``RecordDataset.__getitems__``):
+
+=========================================  ============================================
+one record's value                         the batch's value
+=========================================  ============================================
+a number, or an array of the spec's shape  one array ``[batch, *shape]`` (stacked)
+``bytes``, a list of ``bytes``             a list, one item per record
+a variable-length value (``VarLenFeature``,  a :class:`PaddedValue`: ``values`` padded
+``RaggedFeature``, ``FixedLenSequence-``   with ``pad_value`` to the batch's longest,
+``Feature``, ``SparseFeature``)            ``lengths``, and a ``mask``
+strings of a variable-length feature       a list of lists of ``bytes``
+an image (``ImageFeature``)                stacked when all have one shape, else a list
+a tensor (a transform's output)            stacked when all have one shape, else a list
+a tuple (a transform's output)             a tuple of batches, one per position
+=========================================  ============================================
+
+Variable-length values are recognised by their type (see :mod:`.varlen`), so a batch
+of them is padded even when its lengths agree: the batch's form depends on the spec,
+never on which records it holds.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidArgumentError
+from ..example.values import RaggedValue, SparseValue
+from .formats import auto_format, framework, normalize_format, walk
+from .formats import convert as to_format
+from .varlen import VARIABLE, VarLenArray, VarLenList
+
+__all__ = ["PaddedValue", "collate", "teach_default_collate"]
+
+
+class PaddedValue(NamedTuple):
+    """A batch of variable-length values as one padded array, with lengths and a mask.
+
+    Attributes:
+        values: ``[batch, *longest]``: each record's values at the start of its row,
+            the rest ``pad_value``.
+        lengths: int64 ``[batch]``: each record's size in the first dimension (values
+            of a ``VarLenFeature`` or flat ``RaggedFeature``, rows of a
+            ``FixedLenSequenceFeature`` or of a ``RaggedFeature`` with partitions,
+            values set in a ``SparseFeature``).
+        mask: bool, the shape of ``values``: True where a value is the record's own
+            (exact for nested ragged and sparse values too).
+
+    Unpack it (``values, lengths, mask = batch["tokens"]``) or use its fields; it is a
+    named tuple, so ``pin_memory``, ``prefetch_to_device`` and ``tfe.torch.to_torch``
+    move all three.
+    """
+
+    values: Any
+    lengths: Any
+    mask: Any
+
+
+def collate(
+    samples: Sequence[Any],
+    *,
+    format: str | None = "auto",
+    pad_value: float | None = 0,
+    convert: Callable[[npt.NDArray[Any]], Any] | None = None,
+) -> Any:
+    """Batches per-record samples (``RecordDataset.__getitems__`` output) of any feature kind.
+
+    A ``collate_fn`` for ``torch.utils.data.DataLoader`` (or any loader): dicts are
+    batched key by key; numbers and arrays of one shape are stacked; ``bytes`` stay
+    lists; variable-length values (``VarLenFeature``, ``RaggedFeature``,
+    ``FixedLenSequenceFeature``, ``SparseFeature``) become a :class:`PaddedValue`
+    (``values`` padded with ``pad_value``, ``lengths``, ``mask``); see the module
+    docstring for every kind.
+
+    Args:
+        samples: one sample per record, all of the same structure.
+        format: ``"auto"`` (default): PyTorch tensors when PyTorch is importable, else
+            numpy; or ``"torch"``, ``"numpy"``, ``"jax"``.
+        pad_value: the padding of variable-length values (it must fit their dtype);
+            ``None`` keeps them unpadded: a list of one array (tensor) per record, or of
+            one ``RaggedValue``/``SparseValue`` per record.
+        convert: applied to every numeric numpy array of the (numpy) result instead of
+            ``format``, e.g. ``torch.from_numpy``; it must pickle for spawned
+            DataLoader workers.
+
+    Raises:
+        InvalidArgumentError: no samples, samples of different structure, or a
+            ``pad_value`` the values' dtype cannot hold.
+        MissingDependencyError: ``format`` names a framework that is not installed.
+
+    Example:
+        >>> import numpy as np
+        >>> from tfrecord_engine.data.varlen import varlen_array
+        >>> batch = collate([{"x": np.int64(1), "v": varlen_array(np.array([1, 2]))},
+        ...                  {"x": np.int64(2), "v": varlen_array(np.array([3]))}],
+        ...                 format="numpy")
+        >>> batch["x"].tolist(), batch["v"].values.tolist(), batch["v"].lengths.tolist()
+        ([1, 2], [[1, 2], [3, 0]], [2, 1])
+    """
+    if convert is not None and format not in ("auto", "numpy", None):
+        raise InvalidArgumentError(f"pass convert= or format={format!r}, not both")
+    fmt = "numpy" if convert is not None else auto_format() if format == "auto" else format
+    fmt = normalize_format(fmt)
+    if len(samples) == 0:
+        raise InvalidArgumentError("collate needs at least one sample")
+    out = _collate(list(samples), pad_value)
+    if convert is not None:
+        return walk(out, convert)
+    return to_format(out, fmt)
+
+
+def _collate(samples: list[Any], pad: float | None) -> Any:
+    first = samples[0]
+    if isinstance(first, Mapping):
+        keys = list(first)
+        if any(not isinstance(s, Mapping) or list(s) != keys for s in samples):
+            raise InvalidArgumentError(f"samples have different keys (the first has {keys})")
+        return {k: _collate([s[k] for s in samples], pad) for k in keys}
+    if isinstance(first, VarLenArray):
+        arrays = [np.asarray(s) for s in samples]
+        return arrays if pad is None else _pad_arrays(arrays, pad)
+    if isinstance(first, VarLenList):
+        return [list(s) for s in samples]
+    if isinstance(first, (RaggedValue, SparseValue)):
+        if pad is None:
+            return samples
+        return _ragged(samples, pad) if isinstance(first, RaggedValue) else _sparse(samples, pad)
+    if _is_tensor(first):
+        torch = framework("torch")
+        if len({(tuple(t.shape), t.dtype) for t in samples}) == 1:
+            return torch.stack(samples)
+        return samples
+    if isinstance(first, tuple):
+        if any(not isinstance(s, tuple) or len(s) != len(first) for s in samples):
+            raise InvalidArgumentError("samples are tuples of different lengths")
+        columns = [_collate(list(c), pad) for c in zip(*samples, strict=True)]
+        return type(first)(*columns) if hasattr(first, "_fields") else tuple(columns)
+    if not all(_numeric(s) for s in samples):
+        return samples  # bytes, lists of bytes, anything else: one item per record
+    arrays = [np.asarray(s) for s in samples]
+    if len({(a.shape, a.dtype) for a in arrays}) == 1:
+        return np.stack(arrays)
+    return arrays  # images (or a transform's arrays) of different shapes
+
+
+def _is_tensor(value: object) -> bool:
+    return type(value).__module__.split(".", 1)[0] == "torch" and hasattr(value, "shape")
+
+
+def _numeric(value: Any) -> bool:
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype.kind in "biufc"
+    return isinstance(value, (int, float, bool))
+
+
+def _full(shape: tuple[int, ...], pad: float, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    with np.errstate(all="ignore"):
+        try:
+            fill = np.asarray(pad).astype(dtype)
+        except (OverflowError, ValueError):
+            fill = None
+    if fill is None or fill != pad:
+        raise InvalidArgumentError(
+            f"pad_value={pad!r} does not fit values of dtype {dtype}: pass one that does"
+        )
+    return np.full(shape, fill, dtype)
+
+
+def _pad_arrays(arrays: list[npt.NDArray[Any]], pad: float) -> PaddedValue:
+    ranks = {a.ndim for a in arrays}
+    if len(ranks) != 1 or 0 in ranks:
+        raise InvalidArgumentError(f"cannot pad values of different ranks {sorted(ranks)}")
+    n = len(arrays)
+    dtype = np.result_type(*arrays)
+    lengths = np.fromiter((a.shape[0] for a in arrays), np.int64, n)
+    inner = {a.shape[1:] for a in arrays}
+    if len(inner) == 1:
+        # One run of rows per record: a mask of rows, one assignment for all values.
+        (rest,) = inner
+        rows = np.arange(int(lengths.max())) < lengths[:, None]
+        values = _full((n, rows.shape[1], *rest), pad, dtype)
+        values[rows] = np.concatenate(arrays)
+        mask = np.broadcast_to(rows.reshape(*rows.shape, *([1] * len(rest))), values.shape)
+        return PaddedValue(values, lengths, mask.copy())
+    shape = tuple(max(d) for d in zip(*(a.shape for a in arrays), strict=True))
+    values = _full((n, *shape), pad, dtype)
+    mask = np.zeros(values.shape, np.bool_)
+    for i, a in enumerate(arrays):
+        at: tuple[int | slice, ...] = (i, *(slice(0, d) for d in a.shape))
+        values[at] = a
+        mask[at] = True
+    return PaddedValue(values, lengths, mask)
+
+
+def _ragged(samples: list[Any], pad: float) -> Any:
+    flat = [np.asarray(s.flat_values) for s in samples]
+    if flat[0].dtype == object:
+        return [s.to_list() for s in samples]  # strings: nested lists of bytes
+    nested = [s.to_list() for s in samples]
+    shape: list[int] = []
+    for rows in nested:
+        _max_shape(rows, 0, shape)
+    values = _full((len(samples), *shape), pad, np.result_type(*flat))
+    mask = np.zeros(values.shape, np.bool_)
+    for i, rows in enumerate(nested):
+        _put(values, mask, rows, (i,))
+    lengths = np.array([len(s.row_splits) - 1 for s in samples], np.int64)
+    return PaddedValue(values, lengths, mask)
+
+
+def _max_shape(value: Any, depth: int, shape: list[int]) -> None:
+    if not isinstance(value, list):
+        return
+    if len(shape) <= depth:
+        shape.append(0)
+    shape[depth] = max(shape[depth], len(value))
+    for item in value:
+        _max_shape(item, depth + 1, shape)
+
+
+def _put(
+    values: npt.NDArray[Any], mask: npt.NDArray[np.bool_], rows: Any, at: tuple[int, ...]
+) -> None:
+    if isinstance(rows, list):
+        for j, item in enumerate(rows):
+            _put(values, mask, item, (*at, j))
+    else:
+        values[at] = rows
+        mask[at] = True
+
+
+def _sparse(samples: list[Any], pad: float) -> Any:
+    if any(np.asarray(s.values).dtype == object for s in samples):
+        return samples  # strings: one SparseValue per record
+    shape = np.max(np.stack([np.asarray(s.dense_shape, np.int64) for s in samples]), axis=0)
+    values = _full(
+        (len(samples), *shape.tolist()), pad, np.result_type(*(s.values for s in samples))
+    )
+    mask = np.zeros(values.shape, np.bool_)
+    for i, s in enumerate(samples):
+        if len(s.values):
+            at = (np.full(len(s.values), i), *np.asarray(s.indices).T)
+            values[at] = s.values
+            mask[at] = True
+    lengths = np.array([len(s.values) for s in samples], np.int64)
+    return PaddedValue(values, lengths, mask)
+
+
+# ---- PyTorch's default_collate -------------------------------------------------------
+
+_TAUGHT: list[bool] = []
+
+
+def teach_default_collate() -> None:
+    """Makes PyTorch's ``default_collate`` batch the variable-length kinds as
+    :func:`collate` does (a :class:`PaddedValue` of tensors), once PyTorch is loaded.
+
+    ``default_collate`` dispatches on ``default_collate_fn_map`` (PyTorch's documented
+    way to extend it); only this package's own types are added, so nothing else
+    changes. Without it a ``VarLenFeature`` failed inside ``torch.stack`` with a message
+    naming neither the feature nor a way out. PyTorch is never imported here: the
+    datasets call this as they hand out samples, in the process (DataLoader worker)
+    that collates them, where PyTorch is already loaded.
+    """
+    if _TAUGHT:
+        return
+    module = sys.modules.get("torch.utils.data._utils.collate")
+    if module is None:
+        return
+    table = getattr(module, "default_collate_fn_map", None)
+    if isinstance(table, dict):
+        for kind in VARIABLE:
+            table.setdefault(kind, _default_collate_variable)
+    _TAUGHT.append(True)
+
+
+def _default_collate_variable(batch: Sequence[Any], *, collate_fn_map: object = None) -> Any:
+    del collate_fn_map  # (the values inside are ours: no other type to dispatch)
+    return collate(batch, format="torch")

@@ -1,0 +1,133 @@
+"""Output formats: the numpy values the decoders make, PyTorch tensors or JAX arrays.
+
+:func:`convert` walks an output (a sample, a batch dict, lists, tuples, named tuples
+such as :class:`~tfrecord_engine.SparseValue` or :class:`~tfrecord_engine.PaddedValue`)
+and turns every numeric numpy array and numpy number into the framework's array;
+string values (object arrays of ``bytes``) become lists of ``bytes``, which no
+framework array holds; everything else is left as it is. PyTorch and JAX are imported
+on first use only, and a missing one raises
+:class:`~tfrecord_engine.MissingDependencyError` naming the extra to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidArgumentError, MissingDependencyError, install_hint
+
+__all__ = ["FORMATS", "Format", "auto_format", "convert", "framework", "normalize_format", "walk"]
+
+Format = Literal["numpy", "torch", "jax"]
+#: The output formats, as ``with_format`` and ``collate(format=...)`` name them.
+FORMATS: tuple[Format, ...] = ("numpy", "torch", "jax")
+_EXTRA = {"torch": "torch", "jax": "jax"}
+_INT32 = np.iinfo(np.int32)
+
+
+def normalize_format(fmt: object) -> Format:
+    """``fmt`` checked: ``"numpy"`` (also ``None``), ``"torch"`` or ``"jax"``.
+
+    >>> normalize_format(None), normalize_format("torch")
+    ('numpy', 'torch')
+    """
+    if fmt is None:
+        return "numpy"
+    if isinstance(fmt, str) and fmt in FORMATS:
+        return fmt
+    raise InvalidArgumentError(
+        f"format must be 'numpy', 'torch', 'jax' or None, got {fmt!r} (for other "
+        "frameworks, convert the numpy values in a transform)"
+    )
+
+
+def framework(fmt: Format) -> Any:
+    """The framework module of ``fmt`` (``torch`` or ``jax.numpy``), imported now."""
+    name = "torch" if fmt == "torch" else "jax.numpy"
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"format={fmt!r} needs {fmt}: {install_hint(_EXTRA[fmt])}"
+        ) from exc
+
+
+def auto_format() -> Format:
+    """``"torch"`` when PyTorch is imported or importable, else ``"numpy"``."""
+    if "torch" in sys.modules or importlib.util.find_spec("torch") is not None:
+        return "torch"
+    return "numpy"
+
+
+def convert(value: Any, fmt: Format, *, keep: tuple[type, ...] = ()) -> Any:
+    """``value`` with its numeric numpy arrays and numbers in format ``fmt``.
+
+    Args:
+        value: a sample, a batch, or any nesting of dicts, lists and tuples of them.
+        fmt: the format; ``"numpy"`` returns ``value`` as it is.
+        keep: types left as they are, contents included.
+
+    >>> import numpy as np
+    >>> convert({"x": np.arange(2), "s": np.array([b"a"], dtype=object)}, "torch")
+    {'x': tensor([0, 1]), 's': [b'a']}
+    """
+    if fmt == "numpy":
+        return value
+    to = _to_torch(framework("torch")) if fmt == "torch" else _to_jax(framework("jax"))
+    return walk(value, to, keep)
+
+
+def walk(value: Any, to: Callable[[npt.NDArray[Any]], Any], keep: tuple[type, ...] = ()) -> Any:
+    """``value`` with ``to`` applied to every numeric numpy array (and number) in it;
+    string arrays become lists of ``bytes``; ``keep`` types stay as they are."""
+    if keep and isinstance(value, keep):
+        return value
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.dtype == object else to(value)
+    if isinstance(value, np.generic):
+        return to(np.asarray(value)) if value.dtype.kind in "biufc" else value
+    if isinstance(value, Mapping):
+        return {k: walk(v, to, keep) for k, v in value.items()}
+    if isinstance(value, tuple):
+        items = [walk(v, to, keep) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, list):
+        return [walk(v, to, keep) for v in value]
+    return value
+
+
+def _to_torch(torch: Any) -> Callable[[npt.NDArray[Any]], Any]:
+    def to(arr: npt.NDArray[Any]) -> Any:
+        if not arr.flags.writeable or any(s < 0 for s in arr.strides):
+            arr = arr.copy()  # torch shares writable memory only, with positive strides
+        return torch.from_numpy(np.asarray(arr))
+
+    return to
+
+
+def _to_jax(jnp: Any) -> Callable[[npt.NDArray[Any]], Any]:
+    x64 = bool(importlib.import_module("jax").config.jax_enable_x64)
+
+    def to(arr: npt.NDArray[Any]) -> Any:
+        arr = np.asarray(arr)
+        if not x64 and arr.dtype.itemsize == 8 and arr.dtype.kind in "iuf":
+            # JAX keeps 32-bit values unless x64 is on; say so rather than wrap silently.
+            if (
+                arr.dtype.kind in "iu"
+                and arr.size
+                and (int(arr.min()) < _INT32.min or int(arr.max()) > _INT32.max)
+            ):
+                raise InvalidArgumentError(
+                    f"an {arr.dtype} value beyond int32 cannot become a JAX array without "
+                    "64-bit mode: jax.config.update('jax_enable_x64', True)"
+                )
+            arr = arr.astype(np.float32 if arr.dtype.kind == "f" else np.int32)
+        return jnp.asarray(arr)
+
+    return to
