@@ -162,3 +162,34 @@ def test_public_signatures_show_no_private_parameters() -> None:
 def test_public_all_is_sorted_and_complete() -> None:
     assert tfe.__all__ == sorted(tfe.__all__)
     assert all(hasattr(tfe, name) for name in tfe.__all__)
+
+
+def test_the_wheel_installs_the_docs_the_docstrings_name(tmp_path: Path) -> None:
+    """Docstrings say "see docs/reliability.md": the wheel carries docs/ (as
+    tfrecord_engine/docs/), so an installed package has every page they name."""
+    import re
+    import zipfile
+
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT.parent),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = tmp_path.glob("tfrecord_engine-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    named = set()
+    for path in ROOT.rglob("*.py"):
+        named |= set(re.findall(r"docs/([a-z0-9-]+\.md)", path.read_text()))
+    assert named, "no docstring names a page: the test would prove nothing"
+    assert {f"tfrecord_engine/docs/{page}" for page in named} <= shipped

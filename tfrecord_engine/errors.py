@@ -66,6 +66,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
+import warnings
 
 __all__ = [
     "CorruptedRecordError",
@@ -94,6 +96,7 @@ __all__ = [
     "WorkerError",
     "WriterClosedError",
     "WriterFailedError",
+    "warn_damage",
 ]
 
 
@@ -594,3 +597,22 @@ def _rebuild_publish(
     return IndexPublishError(
         message, path=path, index_path=index_path, published=published, code=code
     )
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_BRIDGE_DIR = os.sep + "tfrecord_bridge" + os.sep
+
+
+def _ours(filename: str) -> bool:
+    return filename.startswith(_PACKAGE_DIR) or _BRIDGE_DIR in filename
+
+
+def warn_damage(report: DamageReport) -> None:
+    """Emits ``report`` as a :class:`DamageWarning` attributed to the first frame outside
+    this package (the caller's line, whatever the path through the library was)."""
+    level = 1
+    frame = sys._getframe(0)
+    while frame.f_back is not None and _ours(frame.f_code.co_filename):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(DamageWarning(str(report), report), stacklevel=level)

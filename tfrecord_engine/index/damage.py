@@ -23,14 +23,13 @@ forgotten because an index was cached.
 from __future__ import annotations
 
 import struct
-import warnings
 from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import DamageWarning, IndexFormatError
+from ..errors import IndexFormatError, warn_damage
 from ..records import framing
 from ..records.compression import Compression
 from ..records.reader import read_records, read_records_noting_members
@@ -50,10 +49,7 @@ def reporter(callback: DamageCallback | None) -> DamageCallback:
     if callback is not None:
         return callback
 
-    def warn(report: DamageReport) -> None:
-        warnings.warn(DamageWarning(str(report), report), stacklevel=4)
-
-    return warn
+    return warn_damage
 
 
 def tolerant_scan(

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import struct
-import warnings
 from collections.abc import Iterator
 from typing import BinaryIO, cast
 
@@ -43,11 +42,11 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..errors import (
-    DamageWarning,
     DataLossError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     TruncatedRecordError,
+    warn_damage,
 )
 from ..kernels.words import read_words
 from ..storage import remote
@@ -389,10 +388,7 @@ def _reporter(callback: DamageCallback | None) -> DamageCallback:
     if callback is not None:
         return callback
 
-    def warn(report: DamageReport) -> None:
-        warnings.warn(DamageWarning(str(report), report), stacklevel=3)
-
-    return warn
+    return warn_damage
 
 
 def _read_url(
