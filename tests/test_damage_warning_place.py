@@ -4,6 +4,7 @@ line, not at a module of the library, whatever the path to the report was."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import tfrecord_engine as tfe
@@ -21,7 +22,7 @@ def _damaged(tmp_path: Path) -> Path:
 
 def test_the_warning_names_this_file(tmp_path: Path) -> None:
     path = _damaged(tmp_path)
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "read_records": lambda: list(tfe.read_records(path, on_damage="skip")),
         "Index.build": lambda: tfe.Index.build(path, on_damage="skip"),
         "RecordDataset": lambda: len(tfe.RecordDataset(path, on_damage="skip", save_index=False)),
