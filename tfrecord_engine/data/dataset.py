@@ -42,6 +42,8 @@ from ..records.reader import normalize_limit
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
 from ..storage.remote import DEFAULT_MAX_GAP
+from ..storage.sequential import SequentialRanges
+from ..storage.sequential import link as link_sequential
 from . import views
 from .arguments import (
     check_batch_arguments,
@@ -133,7 +135,8 @@ def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> File
                 f.fetch,
                 max_gap=max_gap,
                 max_request=remote.DEFAULT_MAX_REQUEST,
-                fetch_ranges=f.fetch_ranges,
+                # Read in order (a sequential epoch), the next spans are already in flight.
+                fetch_ranges=SequentialRanges(f.fetch_ranges, index.data_size),
             )
         # The read-ahead stream has file semantics (read, close); it is not an io class.
         return CompressedFileRecords(
@@ -358,6 +361,8 @@ class RecordDataset:
     def _use(self, indexes: list[Index]) -> None:
         """Opens the files through these indexes (a decode worker gets its parent's)."""
         readers = [open_records(index, max_gap=self.max_gap) for index in indexes]
+        # A sequential epoch reads each remote file ahead into the next one.
+        link_sequential([getattr(r, "fetch_ranges", None) for r in readers])
         counts = [len(r.index) for r in readers]
         self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         data_bytes = sum(int(r.index.lengths.sum()) for r in readers)

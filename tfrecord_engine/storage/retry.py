@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import random
 import sys
 import threading
@@ -119,15 +120,25 @@ def is_transient_status(status: int) -> bool:
     return status in {408, 429} or 500 <= status <= 599
 
 
+_TRANSIENT_ERRNOS = frozenset({errno.EBUSY, getattr(errno, "EREMOTEIO", 121)})
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether an exception from a remote read is worth retrying (see the module doc).
 
     >>> is_transient(ConnectionResetError()), is_transient(FileNotFoundError("x"))
     (True, False)
+    >>> import errno
+    >>> is_transient(OSError(errno.EBUSY, "SlowDown")), is_transient(OSError(errno.EACCES, "no"))
+    (True, False)
     """
     if isinstance(exc, FileNotFoundError | PermissionError):
         return False
     if isinstance(exc, TimeoutError | asyncio.TimeoutError | ConnectionError):
+        return True
+    # s3fs turns S3's 503 (SlowDown, ServiceUnavailable) into OSError(EBUSY) and its 500
+    # (InternalError) into OSError(EREMOTEIO), dropping the status.
+    if isinstance(exc, OSError) and exc.errno in _TRANSIENT_ERRNOS:
         return True
     aiohttp = sys.modules.get("aiohttp")  # only loaded where an HTTP(S) backend is in use
     if aiohttp is not None:

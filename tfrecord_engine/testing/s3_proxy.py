@@ -150,6 +150,16 @@ class _Handler(BaseHTTPRequestHandler):
         raise AssertionError("unreachable")
 
     def _forward(self) -> None:
+        with self.server.lock:
+            self.server.in_flight += 1
+            self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)
+        try:
+            self._answer()
+        finally:
+            with self.server.lock:
+                self.server.in_flight -= 1
+
+    def _answer(self) -> None:
         body = self._body()
         fault = self.server.take(self.command, self.path)
         if self.server.latency > 0:
@@ -221,6 +231,8 @@ class _Server(ThreadingHTTPServer):
         self.log: list[ProxiedRequest] = []
         self.faults: list[_Fault] = []
         self.latency = 0.0
+        self.in_flight = 0
+        self.most_in_flight = 0
 
     def take(self, method: str, path: str) -> _Fault | None:
         with self.lock:
@@ -276,10 +288,17 @@ class FaultProxy:
         """Body bytes sent to the client for requests whose path contains ``match``."""
         return sum(q.received for q in self.requests if match in q.path)
 
+    @property
+    def most_in_flight(self) -> int:
+        """The most requests that were being answered at once since :meth:`reset`."""
+        with self._server.lock:
+            return self._server.most_in_flight
+
     def reset(self) -> None:
-        """Forgets the requests logged so far."""
+        """Forgets the requests logged so far (and :attr:`most_in_flight`)."""
         with self._server.lock:
             self._server.log.clear()
+            self._server.most_in_flight = self._server.in_flight
 
     def _inject(
         self, kind: ProxyFault, times: int | None, status: int, methods: tuple[str, ...], match: str
