@@ -64,6 +64,7 @@ from .index.sidecar import Index
 from .records.compression import Compression
 from .records.follow import RecordFollower
 from .records.options import TFRecordCompressionType, TFRecordOptions
+from .records.random_reader import RandomRecordReader
 from .records.reader import read_records
 from .records.recovery import DamageReport
 from .storage.retry import RetryPolicy, set_default_retry_policy
@@ -96,6 +97,7 @@ __all__ = [
     "ParseError",
     "RaggedFeature",
     "RaggedValue",
+    "RandomRecordReader",
     "RangeIgnoredWarning",
     "RawFeature",
     "ReadOnlyStorageError",

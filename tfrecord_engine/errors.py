@@ -109,7 +109,8 @@ class DataLossError(TFRecordError, OSError):
 
     Attributes:
         path: the file (as given by the caller), or ``None`` for an anonymous stream.
-        record_index: 0-based index of the damaged record within the file.
+        record_index: 0-based index of the damaged record within the file; -1 where it is
+            not known (a read by byte offset, :class:`~tfrecord_engine.RandomRecordReader`).
         offset: byte offset where the damaged record starts (decompressed stream
             offset for GZIP/ZLIB files).
         reason: a short description of what was wrong.
@@ -134,7 +135,8 @@ class DataLossError(TFRecordError, OSError):
 
     def _text(self) -> str:
         where = self.path if self.path is not None else "<stream>"
-        text = f"{where}: record {self.record_index} at offset {self.offset}: {self.reason}"
+        record = "the record" if self.record_index < 0 else f"record {self.record_index}"
+        text = f"{where}: {record} at offset {self.offset}: {self.reason}"
         return with_hint(text, self.hint)
 
     def with_hint(self, hint: str) -> DataLossError:
