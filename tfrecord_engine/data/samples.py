@@ -48,6 +48,7 @@ from ..example.specs import (
     SparseFeature,
     VarLenFeature,
 )
+from ..example.tensors import TensorFeature
 from ..example.values import RaggedValue, SparseValue
 from .collate import PaddedValue, collate
 from .varlen import VarLenList, varlen_array
@@ -84,7 +85,7 @@ def sample_of(features: Mapping[str, FeatureSpec], parsed: Mapping[str, Any]) ->
     out: Sample = {}
     for name, spec in features.items():
         value = parsed[name]
-        if isinstance(spec, (FixedLenFeature, RawFeature, ImageFeature)):
+        if isinstance(spec, (FixedLenFeature, RawFeature, ImageFeature, TensorFeature)):
             out[name] = _dense_one(value)
         elif isinstance(spec, FixedLenSequenceFeature):
             out[name] = _variable(value)
@@ -109,8 +110,8 @@ def _dense_one(value: npt.NDArray[Any]) -> Any:
 
 
 def _split(spec: FeatureSpec, value: Any, column: Column | None, n: int) -> list[Any]:
-    if isinstance(spec, ImageFeature):
-        return list(value)  # one array's rows, or the list of differently sized images
+    if isinstance(spec, (ImageFeature, TensorFeature)):
+        return list(value)  # one array's rows, or the list of differently shaped arrays
     if isinstance(spec, (FixedLenFeature, RawFeature)):
         arr: npt.NDArray[Any] = value
         # tolist: bytes (or nested lists of them); list(): numpy scalars or row views.

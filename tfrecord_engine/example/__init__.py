@@ -22,7 +22,7 @@ from .specs import (
     ValueRowIds,
     VarLenFeature,
 )
-from .tensors import parse_tensor, serialize_tensor
+from .tensors import TensorFeature, parse_tensor, serialize_tensor
 from .values import RaggedValue, SparseValue
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "RowStarts",
     "SparseFeature",
     "SparseValue",
+    "TensorFeature",
     "UniformRowLength",
     "ValueRowIds",
     "VarLenFeature",

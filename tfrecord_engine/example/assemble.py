@@ -29,6 +29,7 @@ from .specs import (
     UniformRowLength,
     VarLenFeature,
 )
+from .tensors import TensorFeature, decode_tensors
 from .values import RaggedValue, SparseValue
 from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64
 
@@ -235,6 +236,9 @@ def assemble(features: Mapping[str, FeatureSpec], column: ColumnOf, single: bool
         elif isinstance(spec, ImageFeature):
             encoded = fixed(name, _ENCODED, column(name), single)
             out[name] = decode_images(name, spec, encoded, single, error_prefix)
+        elif isinstance(spec, TensorFeature):
+            encoded = fixed(name, _ENCODED, column(name), single)
+            out[name] = decode_tensors(name, spec, encoded, single, error_prefix)
         elif isinstance(spec, FixedLenSequenceFeature):
             out[name] = _sequence(name, spec, column(name), single)
         elif isinstance(spec, VarLenFeature):

@@ -40,6 +40,7 @@ from .specs import (
     VarLenFeature,
     as_feature_specs,
 )
+from .tensors import TensorFeature
 from .values import SparseValue
 from .wire import KIND_BYTES, KIND_INT64, Duplicates, RawValues, example_feature_map
 
@@ -55,9 +56,10 @@ def _plan(features: Mapping[str, FeatureSpec]) -> dict[str, Request]:
     for name, spec in features.items():
         if isinstance(spec, FixedLenFeature):
             add_request(requests, name, spec.dtype, "dense", counted=False)
-        elif isinstance(spec, (RawFeature, ImageFeature)):
+        elif isinstance(spec, (RawFeature, ImageFeature, TensorFeature)):
             # Parsed as TensorFlow parses FixedLenFeature([], tf.string), then read as
-            # numbers (RawFeature) or decoded as an image (ImageFeature, see .image).
+            # numbers (RawFeature), decoded as an image (ImageFeature, see .image) or
+            # as a serialized tensor (TensorFeature, see .tensors).
             add_request(requests, name, "string", "dense", counted=False)
         elif isinstance(spec, FixedLenSequenceFeature):
             if not spec.allow_missing:

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from .image import ImageFeature
+from .tensors import TensorFeature
 
 __all__ = [
     "DType",
@@ -620,6 +621,7 @@ FeatureSpec = (
     | SparseFeature
     | RawFeature
     | ImageFeature
+    | TensorFeature
 )
 
 
@@ -631,6 +633,7 @@ _OURS: tuple[type, ...] = (
     SparseFeature,
     RawFeature,
     ImageFeature,
+    TensorFeature,
 )
 _PARTITIONS: dict[str, type] = {
     cls.__name__: cls

@@ -27,15 +27,21 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidArgumentError, InvalidArgumentTypeError, MalformedExampleError
+from ..errors import (
+    ExampleParseError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MalformedExampleError,
+)
 from .pbwire import _varint as pbwire_varint
 
-__all__ = ["parse_tensor", "serialize_tensor", "tensor_dtype"]
+__all__ = ["TensorFeature", "decode_tensors", "parse_tensor", "serialize_tensor", "tensor_dtype"]
 
 
 class _DType(NamedTuple):
@@ -557,3 +563,100 @@ def _as_bytes(data: object) -> bytes:
     raise InvalidArgumentTypeError(
         f"parse_tensor takes the serialized bytes, got {type(data).__name__}"
     )
+
+
+# ---- a feature spec ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class TensorFeature:
+    """A bytes feature holding one ``tf.io.serialize_tensor`` value per record, parsed
+    into arrays (what ``tf.io.parse_tensor`` gives for each record).
+
+    Args:
+        dtype: the tensors' dtype (as :func:`parse_tensor` takes it); a tensor of another
+            dtype fails with TensorFlow's type-mismatch message.
+        shape: the shape every tensor must have (checked); ``None`` accepts any. A batch
+            is one array ``[n, *shape]`` when every tensor has one shape, else a list.
+
+    Example:
+        >>> spec = TensorFeature("float32", shape=[2, 3])
+        >>> spec.dtype, spec.shape
+        ('float32', (2, 3))
+    """
+
+    dtype: str
+    shape: tuple[int, ...] | None
+
+    def __init__(self, dtype: object, shape: object = None) -> None:
+        found = _lookup(dtype)
+        name = "string" if found.numpy is None else found.numpy.name
+        object.__setattr__(self, "dtype", name)
+        if shape is None:
+            object.__setattr__(self, "shape", None)
+            return
+        dims = getattr(shape, "as_list", None)
+        items = dims() if callable(dims) else shape
+        if isinstance(items, (int, np.integer)):
+            items = [items]
+        try:
+            sizes = tuple(int(d) for d in items)  # type: ignore[union-attr]
+        except TypeError:
+            raise InvalidArgumentError(
+                f"TensorFeature: shape must be a sequence of ints, got {shape!r}"
+            ) from None
+        if any(d < 0 for d in sizes):
+            raise InvalidArgumentError(f"TensorFeature: dimensions must be >= 0, got {shape!r}")
+        object.__setattr__(self, "shape", sizes)
+
+
+def decode_tensors(
+    name: str,
+    spec: TensorFeature,
+    values: npt.NDArray[Any],
+    single: bool,
+    prefix: Callable[[str, int | None], str],
+) -> Any:
+    """The tensors of ``values`` (one record's 0-d, or a batch's 1-d object array of bytes).
+
+    Returns:
+        one record: its array; a batch: one array ``[n, *shape]`` when every tensor has
+        one shape (the spec's, or the first's), else a list of arrays.
+
+    Raises:
+        ExampleParseError: a value is no serialized tensor of the spec's dtype and shape
+            (TensorFlow's message, ``.key`` and ``.index`` set).
+    """
+    if single:
+        return _one_tensor(name, spec, values.item(), None, prefix)
+    tensors = [_one_tensor(name, spec, v, i, prefix) for i, v in enumerate(values.tolist())]
+    if not tensors:
+        dtype = object if spec.dtype == "string" else spec.dtype
+        return np.zeros((0, *(spec.shape or ())), dtype=dtype)
+    first = tensors[0].shape
+    if all(t.shape == first for t in tensors):
+        return np.stack(tensors)
+    return tensors
+
+
+def _one_tensor(
+    name: str,
+    spec: TensorFeature,
+    data: bytes,
+    index: int | None,
+    prefix: Callable[[str, int | None], str],
+) -> npt.NDArray[Any]:
+    try:
+        array = parse_tensor(data, spec.dtype)
+    except InvalidArgumentError as exc:
+        raise ExampleParseError(
+            f"{prefix(name, index)}TensorFeature: {exc}", key=name, index=index
+        ) from None
+    if spec.shape is not None and array.shape != spec.shape:
+        raise ExampleParseError(
+            f"{prefix(name, index)}TensorFeature: the tensor has shape {list(array.shape)}, "
+            f"the spec says {list(spec.shape)}",
+            key=name,
+            index=index,
+        )
+    return array
