@@ -24,11 +24,13 @@ import contextlib
 import copy
 import ctypes
 import dataclasses
+import glob
 import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -171,6 +173,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+def _remove_sockets(ports: list[int]) -> None:
+    """Removes the Unix sockets ``weed`` leaves in /tmp for our ports (two have no flag
+    to put them elsewhere: ``seaweedfs-admin-grpc-<port>.sock``, ``seaweedfs-s3-grpc-...``)."""
+    for port in ports:
+        for path in glob.glob(f"/tmp/seaweedfs-*-{port}.sock"):
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(os.lstat(path).st_mode):
+                    os.remove(path)
+
+
 def _command(weed: str, root: str, ports: list[int], config: str) -> list[str]:
     s3, s3g, m, mg, v, vg, f, fg, a, ag = ports
     return [
@@ -283,6 +295,7 @@ def seaweedfs(
             return
         finally:
             _stop(proc)
+            _remove_sockets(ports)
     raise RuntimeError(f"SeaweedFS did not start (3 tries): {_tail(log_path)}")
 
 
