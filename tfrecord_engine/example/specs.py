@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import numpy as np
 
@@ -442,21 +442,7 @@ RawDType = Literal[
     "complex64",
     "complex128",
 ]
-_RAW_DTYPES: tuple[RawDType, ...] = (
-    "uint8",
-    "int8",
-    "uint16",
-    "int16",
-    "int32",
-    "uint32",
-    "int64",
-    "float16",
-    "float32",
-    "float64",
-    "bool",
-    "complex64",
-    "complex128",
-)
+_RAW_DTYPES: tuple[RawDType, ...] = get_args(RawDType)
 
 
 def _raw_dtype(dtype: object) -> RawDType:

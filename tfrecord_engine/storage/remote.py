@@ -53,9 +53,9 @@ from __future__ import annotations
 
 import importlib
 import os
-import random
 import re
 from collections.abc import Sequence
+from random import Random
 from types import ModuleType
 from typing import Any, Final
 
@@ -243,7 +243,7 @@ class RemoteFile:
         self.pin = VersionPin(url, identity, size)
         # The jitter's own generator, seeded from the OS: never the global one, and not
         # seeded from the URL, or every reader of one file would back off in lockstep.
-        rng = random.Random()
+        rng = Random()
         self._io: HttpRanges | FsspecRanges
         if protocol(url) in {"http", "https"} and is_http_filesystem(self.fs):
             self._io = HttpRanges(self.fs, self.fs_path, self.retry, rng, self.pin)

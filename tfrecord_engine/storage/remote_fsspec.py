@@ -16,10 +16,10 @@ their length; per-answer checks need the backend's conditional requests (S3's
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from random import Random
 from typing import Any, TypeVar
 
 from ..errors import (
@@ -54,7 +54,7 @@ class FsspecRanges:
         path: str,
         url: str,
         policy: RetryPolicy,
-        rng: random.Random,
+        rng: Random,
         pin: VersionPin,
     ) -> None:
         self.fs = fs

@@ -28,10 +28,10 @@ would be ranges of the compressed bytes.
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from random import Random
 from typing import Any, NamedTuple
 
 from ..errors import (
@@ -97,7 +97,7 @@ class HttpRanges:
         fs: Any,
         url: str,
         policy: RetryPolicy,
-        rng: random.Random,
+        rng: Random,
         pin: VersionPin,
     ) -> None:
         self.fs = fs

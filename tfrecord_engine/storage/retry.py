@@ -27,9 +27,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import errno
-import random
 import sys
 import threading
+from random import Random
 
 from ..errors import InvalidArgumentError
 
@@ -54,7 +54,7 @@ class RetryPolicy:
 
     Example:
         >>> p = RetryPolicy(attempts=4, initial=0.5, maximum=1.5)
-        >>> rng = random.Random(0)
+        >>> rng = Random(0)
         >>> [0.25 <= p.delay(1, rng) <= 0.5, 0.5 <= p.delay(2, rng) <= 1.0,
         ...  0.75 <= p.delay(3, rng) <= 1.5]
         [True, True, True]
@@ -75,7 +75,7 @@ class RetryPolicy:
         if self.multiplier < 1:
             raise InvalidArgumentError(f"multiplier must be >= 1, got {self.multiplier}")
 
-    def delay(self, retry: int, rng: random.Random, hint: float | None = None) -> float:
+    def delay(self, retry: int, rng: Random, hint: float | None = None) -> float:
         """The pause in seconds before retry number ``retry`` (``1``: the first).
 
         Drawn from ``[cap / 2, cap]`` with ``cap = min(maximum, initial *
