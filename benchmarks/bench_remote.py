@@ -19,6 +19,16 @@ requests and bytes.
   Target: ≥ 0.9x;
 - **shuffled epoch** without a cache (records fetched in coalesced ranges), with its
   requests and bytes; with a cache, a shuffled epoch after the fill reads nothing.
+
+Then **shuffle quality vs bytes fetched** over remote shards (``--quality-records``
+label-sorted records, ``--classes`` labels in runs, through the proxy with its
+latency): for each epoch order, Spearman's rho of file position vs output position
+(0: no trace of the file order), the distinct labels among the first 100 records
+delivered (a uniform shuffle's expectation is printed), and the requests, bytes and
+time of one epoch: sequential, ``BlockShuffle`` (contiguous blocks, a window of blocks
+mixed: MosaicML's py1b/py1br idea), the global shuffle from the store (a ranged read
+per record), and the global shuffle from the node cache (the first epoch fills it, later
+ones fetch nothing).
 """
 
 from __future__ import annotations
@@ -207,12 +217,108 @@ def _run(  # noqa: PLR0917 - one measured configuration
     return [*lines, ""]
 
 
+def _quality_data(prefix: str, shards: int, records: int, size: int) -> tuple[list[str], int]:
+    """Label-sorted shards: record ``i`` (in file order) starts with ``i`` (8 bytes) and
+    has label ``i * classes // total``; returns the URLs and the total."""
+    total = shards * records
+    urls = []
+    pad = b"q" * max(0, size - 8)
+    for s in range(shards):
+        url = f"{prefix}/sorted-{s:05d}-of-{shards:05d}.tfrecord"
+        first = s * records
+        with tfe.TFRecordWriter(url, index=True) as w:
+            w.write_many(int(i).to_bytes(8, "little") + pad for i in range(first, first + records))
+        urls.append(url)
+    return urls, total
+
+
+def _spearman(order: np.ndarray[Any, Any]) -> float:
+    """Spearman's rho of file position vs output position (``order`` is a permutation
+    of file positions, so the ranks are the values themselves)."""
+    n = len(order)
+    d = order.astype(np.float64) - np.arange(n, dtype=np.float64)
+    return float(1 - 6 * np.sum(d * d) / (n * (n * n - 1)))
+
+
+def _delivered(ds: tfe.RecordDataset, shuffle: Any, seed: int) -> np.ndarray[Any, Any]:
+    """The file positions of one epoch's records, in the order delivered."""
+    out = [
+        int.from_bytes(r[:8], "little")
+        for b in ds.batches(1024, shuffle=shuffle, seed=seed)
+        for r in b
+    ]
+    return np.array(out, dtype=np.int64)
+
+
+def _quality(  # noqa: PLR0917 - one measured configuration
+    urls: list[str], total: int, classes: int, root: Path, proxy: FaultProxy, latency_ms: float
+) -> list[str]:
+    """The shuffle-quality vs bytes-fetched table (see the module doc)."""
+    expected = classes * (1 - (1 - 1 / classes) ** 100)
+    lines = [
+        f"### Shuffle quality vs bytes fetched ({len(urls)} remote shards, {total} "
+        f"label-sorted records, {classes} labels, +{latency_ms:.0f} ms per request)",
+        "",
+        f"Labels in the first 100: a uniform shuffle's expectation is {expected:.1f}.",
+        "",
+        "| epoch order | Spearman rho | labels in first 100 | requests/epoch | MB fetched/epoch "
+        "| epoch time |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def row(name: str, make: Callable[[], tfe.RecordDataset], shuffle: Any, seed: int) -> None:
+        proxy.reset()
+        started = time.perf_counter()
+        with make() as ds:
+            order = _delivered(ds, shuffle, seed)
+        seconds = time.perf_counter() - started
+        if sorted(order.tolist()) != list(range(total)):
+            raise AssertionError(f"{name}: the epoch is not a permutation of the records")
+        labels = len(set((order[:100] * classes // total).tolist()))
+        lines.append(
+            f"| {name} | {_spearman(order):+.4f} | {labels} | {len(proxy.requests):,} | "
+            f"{proxy.received() / 1e6:.1f} | {seconds:.2f} s |"
+        )
+
+    def store() -> tfe.RecordDataset:
+        ds = tfe.RecordDataset(urls)
+        len(ds)  # the indexes are loaded before the count starts: an epoch's data only
+        return ds
+
+    row("sequential (no shuffle)", store, False, 0)
+    for block, window in ((64, 16), (256, 16), (256, 4)):
+        row(
+            f"BlockShuffle({block}, {window}), from the store",
+            store,
+            tfe.BlockShuffle(block, window),
+            1,
+        )
+    row("global shuffle, from the store", store, True, 1)
+    cache = root / "quality-cache"
+
+    def cached() -> tfe.RecordDataset:
+        return tfe.RecordDataset(urls, cache_dir=cache)
+
+    row("global shuffle, node cache: epoch 1 (fills it)", cached, True, 1)
+    row("global shuffle, node cache: later epochs", cached, True, 2)
+    return [*lines, ""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--records", type=int, default=4000, help="records per shard")
     parser.add_argument("--record-bytes", type=int, default=4000)
     parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--quality-shards", type=int, default=8)
+    parser.add_argument(
+        "--quality-records", type=int, default=2000, help="records per shard, quality table"
+    )
+    parser.add_argument("--quality-bytes", type=int, default=1000)
+    parser.add_argument("--classes", type=int, default=100)
+    parser.add_argument(
+        "--only-quality", action="store_true", help="print the shuffle-quality table only"
+    )
     args = parser.parse_args()
     runs = repeats(3)
     root = Path(tempfile.mkdtemp(prefix="tfe-bench-remote-"))
@@ -220,7 +326,19 @@ def main() -> None:
     out: list[str] = []
     with _store(root) as endpoint, proxy_to(endpoint.url) as proxy:
         prefix = f"s3://{endpoint.bucket}/bench-remote-{os.getpid()}"
+        with fsspec_s3_config(endpoint.with_url(proxy.url)):
+            sorted_urls, total = _quality_data(
+                prefix, args.quality_shards, args.quality_records, args.quality_bytes
+            )
+            proxy.latency = args.latency_ms / 1000
+            quality = _quality(sorted_urls, total, args.classes, root, proxy, args.latency_ms)
+            proxy.latency = 0.0
         with fsspec_s3_config(endpoint):
+            if args.only_quality:
+                s3_filesystem(endpoint).rm(prefix.removeprefix("s3://"), recursive=True)
+                shutil.rmtree(root, ignore_errors=True)
+                print("\n".join(quality))
+                return
             urls, paths = _write(root, prefix, args.shards, args.records, args.record_bytes)
             total = sum(os.path.getsize(p) for p in paths)
             out.append(
@@ -245,7 +363,7 @@ def main() -> None:
         with contextlib.suppress(OSError), fsspec_s3_config(endpoint):
             s3_filesystem(endpoint).rm(prefix.removeprefix("s3://"), recursive=True)
     shutil.rmtree(root, ignore_errors=True)
-    print("\n".join(out))
+    print("\n".join([*out, *quality]))
 
 
 if __name__ == "__main__":

@@ -118,17 +118,17 @@ def test_in_order_chunks_of_big_records_are_cut_by_bytes(
 ) -> None:
     # In file order a chunk holds about CHUNK_BYTES of records (at least one batch), so
     # it is read, checked and decoded while in the CPU's cache; the batches are the same.
-    from tfrecord_engine.data import dataset
+    from tfrecord_engine.data import epochs
 
     sizes: list[int] = []
-    real = dataset.prepare_chunk  # type: ignore[attr-defined]  # (imported there)
+    real = epochs.prepare_chunk  # type: ignore[attr-defined]  # (imported there)
 
     def spy(ds: Any, batches: list[Any]) -> Any:
         sizes.append(sum(len(b.indices) for b in batches))
         return real(ds, batches)
 
-    monkeypatch.setattr(dataset, "CHUNK_BYTES", 20_000)
-    monkeypatch.setattr(dataset, "prepare_chunk", spy)
+    monkeypatch.setattr(epochs, "CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(epochs, "prepare_chunk", spy)
     spec: dict[str, FeatureSpec] = {"label": tfe.FixedLenFeature([], "int64")}
     records = [tfe.encode_example({"label": i, "pad": [b"x" * 3000]}) for i in range(50)]
     path = tmp_path / "big.tfrecord"

@@ -14,8 +14,8 @@ import pytest
 
 import tfrecord_engine as tfe
 from tfrecord_engine import kernels
-from tfrecord_engine.data import dataset as dataset_module
-from tfrecord_engine.data import source
+from tfrecord_engine.data import epochs, source
+from tfrecord_engine.data import held as held_module
 
 from .isolated import run_python
 
@@ -31,7 +31,7 @@ def _write(path: Path, first: int, n: int) -> None:
 
 def _settle(path: Path | str) -> None:
     """Dates the file a minute back: a copy of a file changed less than
-    ``source._SETTLED_NS`` before it was read is not kept between epochs."""
+    ``held_module._SETTLED_NS`` before it was read is not kept between epochs."""
     old = time.time_ns() - 60_000_000_000
     os.utime(path, ns=(old, old))
 
@@ -106,7 +106,7 @@ def test_which_epochs_hold(files: list[str], monkeypatch: pytest.MonkeyPatch) ->
         assert _held(ds) == [held, held], kwargs
         it.close()
     # Over the limit: only when asked.
-    monkeypatch.setattr(dataset_module, "IN_MEMORY_LIMIT", 1000)
+    monkeypatch.setattr(epochs, "IN_MEMORY_LIMIT", 1000)
     for mode, held in ((None, False), (True, True)):
         it = ds.batches(100, shuffle=True, in_memory=mode)
         next(it)
@@ -140,8 +140,8 @@ def test_a_file_cut_before_the_epoch_is_a_stale_index(files: list[str]) -> None:
 
 
 def test_the_default_limit_is_at_most_1_gib() -> None:
-    assert 0 < dataset_module.IN_MEMORY_LIMIT <= 1 << 30
-    assert np.int64(dataset_module.IN_MEMORY_LIMIT) == dataset_module._in_memory_limit()
+    assert 0 < epochs.IN_MEMORY_LIMIT <= 1 << 30
+    assert np.int64(epochs.IN_MEMORY_LIMIT) == epochs._in_memory_limit()
 
 
 # ---- the held copy's own read path: CRCs checked as the file is read, records gathered
@@ -321,7 +321,7 @@ def test_unpacked_pieces_equal_slices(sizes: list[int]) -> None:
     ends = np.cumsum(sizes)
     want = [data[e - n : e].tobytes() for n, e in zip(sizes, ends, strict=True)]
     for _ in range(2):  # (the second time from the cached unpacker, where equal)
-        got = source._unpacked(data, np.array(sizes, np.int64))
+        got = held_module.unpacked(data, np.array(sizes, np.int64))
         assert got == want
         assert all(type(r) is bytes for r in got)
 
@@ -331,7 +331,7 @@ def test_a_hold_in_many_pieces_checks_every_record(
     files: list[str], monkeypatch: pytest.MonkeyPatch, step: int
 ) -> None:
     # Small pieces: records straddle piece boundaries, two threads share the pieces.
-    monkeypatch.setattr(source, "_HOLD_STEP", step)
+    monkeypatch.setattr(held_module, "_HOLD_STEP", step)
     index = tfe.Index.build(files[0])
     ends = index.offsets.astype(np.int64) + index.lengths.astype(np.int64) + 16
     straddling = int(np.flatnonzero(ends // 1000 != index.offsets.astype(np.int64) // 1000)[3])
@@ -479,7 +479,7 @@ def test_a_file_changed_while_read_is_not_kept(
     files: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reads = _reads(monkeypatch)
-    real = source._identity
+    real = held_module.identity
     calls = [0]
 
     def moving(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -487,7 +487,7 @@ def test_a_file_changed_while_read_is_not_kept(
         dev, ino, size, mtime = real(st)
         return dev, ino, size, mtime + calls[0]  # a different mtime at every look
 
-    monkeypatch.setattr(source, "_identity", moving)
+    monkeypatch.setattr(held_module, "identity", moving)
     ds = tfe.RecordDataset(files[:1])
     _flat(ds.batches(64, shuffle=True))
     assert _kept(ds) == [0]
@@ -502,7 +502,7 @@ def test_a_finalizer_inside_the_registry_does_not_deadlock(tmp_path: Path) -> No
 import faulthandler, gc, os, sys
 faulthandler.dump_traceback_later(20, exit=True)
 import tfrecord_engine as tfe
-from tfrecord_engine.data import source
+from tfrecord_engine.data import held
 paths = []
 for n in range(4):
     p = os.path.join(sys.argv[1], f"f{n}.tfrecord")
@@ -515,13 +515,13 @@ gc.disable()
 it = a.batches(64, shuffle=True, readahead=0)
 next(it)
 del it  # abandoned in a reference cycle: released by the collector
-real, fired = source._forget, []
+real, fired = held._forget, []
 def forget(key):
     if not fired:
         fired.append(1)
         gc.collect()  # as an allocation inside the registry's lock may
     real(key)
-source._forget = forget
+held._forget = forget
 for _ in b.batches(64, shuffle=True, readahead=0):
     pass
 assert fired
@@ -534,14 +534,14 @@ print("done")
 
 def test_a_collected_dataset_leaves_the_registry(files: list[str]) -> None:
     gc.collect()  # earlier tests' datasets leave first
-    before = source._KEPT_TOTAL[0]
+    before = held_module._KEPT_TOTAL[0]
     ds = tfe.RecordDataset(files)
     _flat(ds.batches(64, shuffle=True))
     sizes = sum(os.path.getsize(p) for p in files)
-    assert source._KEPT_TOTAL[0] == before + sizes
+    assert held_module._KEPT_TOTAL[0] == before + sizes
     del ds
     gc.collect()
-    assert source._KEPT_TOTAL[0] == before
+    assert held_module._KEPT_TOTAL[0] == before
 
 
 def test_kept_copies_stay_within_the_limit(
@@ -550,7 +550,7 @@ def test_kept_copies_stay_within_the_limit(
     reads = _reads(monkeypatch)
     sizes = [os.path.getsize(p) for p in files]
     # Room for the bigger file alone: keeping the second evicts the first.
-    monkeypatch.setattr(dataset_module, "IN_MEMORY_LIMIT", max(sizes) + 1)
+    monkeypatch.setattr(epochs, "IN_MEMORY_LIMIT", max(sizes) + 1)
     a = tfe.RecordDataset(files[:1])
     b = tfe.RecordDataset(files[1:])
     _flat(a.batches(64, shuffle=True))
@@ -563,7 +563,7 @@ def test_kept_copies_stay_within_the_limit(
     # A file over the limit (in_memory=True) is held for its epoch, never kept, and
     # leaves the others' kept copies alone.
     assert sizes[0] > sizes[1]
-    monkeypatch.setattr(dataset_module, "IN_MEMORY_LIMIT", sizes[1] + 1)
+    monkeypatch.setattr(epochs, "IN_MEMORY_LIMIT", sizes[1] + 1)
     _flat(b.batches(64, shuffle=True))
     assert (_kept(a), _kept(b)) == ([0], [sizes[1]])  # a, the least recent, made room
     _flat(a.batches(64, shuffle=True, in_memory=True))

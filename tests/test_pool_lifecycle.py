@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine.data import dataset as dataset_module
+from tfrecord_engine.data import epochs
 from tfrecord_engine.data.procpool import DecodePool
 from tfrecord_engine.data.source import LocalFileRecords
 from tfrecord_engine.errors import WorkerError
@@ -53,8 +53,8 @@ def data_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(autouse=True)
 def small_chunks_no_gc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # Chunks of 4 batches: an epoch has 11 of them, several in flight at once.
-    monkeypatch.setattr(dataset_module, "DEFAULT_CHUNK_RECORDS", 4 * BATCH)
-    monkeypatch.setattr(dataset_module, "CHUNK_BYTES", 4 * BATCH * 40)
+    monkeypatch.setattr(epochs, "DEFAULT_CHUNK_RECORDS", 4 * BATCH)
+    monkeypatch.setattr(epochs, "CHUNK_BYTES", 4 * BATCH * 40)
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -240,7 +240,7 @@ def test_an_interrupted_epoch_without_workers(
             # Ctrl-C while the consumer waits for the read-ahead thread's chunk.
             _interrupt_at(monkeypatch, concurrent.futures.Future, "result", 2)
         else:
-            _interrupt_at(monkeypatch, dataset_module, "prepare_chunk", 2)
+            _interrupt_at(monkeypatch, epochs, "prepare_chunk", 2)
         it = ds.batches(BATCH, shuffle=True, seed=4, epoch=0, readahead=readahead, in_memory=True)
         got: list[list[int]] = []
         with pytest.raises(KeyboardInterrupt) as info:

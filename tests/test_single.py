@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine.data import dataset as dataset_module
-from tfrecord_engine.data import source
+from tfrecord_engine.data import localfile, source
 from tfrecord_engine.data.samples import sample_of
 from tfrecord_engine.data.single import SingleDecoder
 from tfrecord_engine.storage import safecopy
@@ -450,7 +450,7 @@ def test_ds_getitem_on_a_mapped_file_reads_through_a_spare_descriptor(
     path = str(tmp_path / "m.tfrecord")
     with tfe.TFRecordWriter(path, index=True) as w:
         w.write_many(records)
-    before = source._spares[0]
+    before = localfile._spares[0]
     ds = tfe.RecordDataset(path)
     assert ds.read_raw(list(range(0, 20, 2))) == records[::2]  # a gather maps the file
     reader = cast("source.LocalFileRecords", ds._open()[0])
@@ -459,11 +459,11 @@ def test_ds_getitem_on_a_mapped_file_reads_through_a_spare_descriptor(
     assert ds[3] == records[3]
     assert reader._fd is not None
     assert reader._spare_open
-    assert source._spares[0] == before + 1
+    assert localfile._spares[0] == before + 1
     ds.close()
-    assert source._spares[0] == before
+    assert localfile._spares[0] == before
     # None left to open: the copy out of the map, the same bytes.
-    monkeypatch.setattr(source, "SPARE_DESCRIPTORS", before)
+    monkeypatch.setattr(localfile, "SPARE_DESCRIPTORS", before)
     again = tfe.RecordDataset(path)
     assert again.read_raw([1, 5]) == [records[1], records[5]]
     assert again[7] == records[7]

@@ -181,7 +181,7 @@ def _verify(beam: ModuleType, pattern: str, **kw: Any) -> dict[str, Any]:
 def test_verify_splits_a_big_indexed_file_and_finds_what_a_whole_read_finds(
     beam: ModuleType, tmp_path: Path
 ) -> None:
-    from tfrecord_engine.beam import _check_pieces
+    from tfrecord_engine.hosts.beam.tools import check_pieces
     from tfrecord_engine.index.identity import identify, opened
     from tfrecord_engine.index.scan import fingerprint_ranges
 
@@ -191,7 +191,7 @@ def test_verify_splits_a_big_indexed_file_and_finds_what_a_whole_read_finds(
     size = path.stat().st_size
     idx = tfe.Index.load(str(path))
     offsets = [*idx.offsets.tolist(), size]
-    pieces = list(_check_pieces(str(path), "auto", 20_000))
+    pieces = list(check_pieces(str(path), "auto", 20_000))
     assert len(pieces) >= 8
     assert pieces[0].start == 0
     assert pieces[-1].stop == size
@@ -240,20 +240,20 @@ def test_verify_splits_a_big_indexed_file_and_finds_what_a_whole_read_finds(
     assert "length CRC" in split.damage[2].reason
     # Read whole (no index to cut by): the same records and damaged regions.
     os.remove(index_path_for(str(path)))
-    assert [p.first for p in _check_pieces(str(path), "auto", 20_000)] == [-1]
+    assert [p.first for p in check_pieces(str(path), "auto", 20_000)] == [-1]
     whole = _verify(beam, str(path), desired_bundle_bytes=20_000)["big.tfrecord"]
     assert whole.records == split.records
     assert [d.offset for d in whole.damage] == [d.offset for d in split.damage]
 
 
 def test_verify_reads_a_truncated_file_whole(beam: ModuleType, tmp_path: Path) -> None:
-    from tfrecord_engine.beam import _check_pieces
+    from tfrecord_engine.hosts.beam.tools import check_pieces
 
     path = tmp_path / "t.tfrecord"
     with tfe.TFRecordWriter(str(path), index=True) as w:
         w.write_many(_record(i) for i in range(100))
     path.write_bytes(path.read_bytes()[:-7])  # the index is stale now
-    assert [p.first for p in _check_pieces(str(path), "auto", 100)] == [-1]
+    assert [p.first for p in check_pieces(str(path), "auto", 100)] == [-1]
     report = _verify(beam, str(path), desired_bundle_bytes=100)["t.tfrecord"]
     assert report.records == 99
     assert [d.record_index for d in report.damage] == [99]

@@ -78,11 +78,11 @@ def test_every_record_exactly_once_from_pieces_far_smaller_than_a_file(
 
 
 def test_plain_files_cut_at_records_about_desired_bytes_apart(tmp_path: Path) -> None:
-    from tfrecord_engine.beam import _PieceProvider, _plan
+    from tfrecord_engine.hosts.beam.pieces import PieceProvider, plan_file
 
     path = _write(tmp_path / "a", range(1000))
-    task = _plan(str(path), tfe.Compression.NONE, "raise", 2000)
-    provider = _PieceProvider()
+    task = plan_file(str(path), tfe.Compression.NONE, "raise", 2000)
+    provider = PieceProvider()
     pieces = list(provider.split(task, provider.initial_restriction(task)))
     assert len(pieces) > 5
     # Contiguous, in order, covering [0, n + 1) (n + 1: the damage position).
@@ -95,11 +95,11 @@ def test_plain_files_cut_at_records_about_desired_bytes_apart(tmp_path: Path) ->
 
 
 def test_foreign_gzip_without_restart_points_is_one_piece(beam: ModuleType, tmp_path: Path) -> None:
-    from tfrecord_engine.beam import _PieceProvider, _plan
+    from tfrecord_engine.hosts.beam.pieces import PieceProvider, plan_file
 
     path = _write(tmp_path / "foreign.gz", range(500), "GZIP")  # no index: no restarts
-    task = _plan(str(path), tfe.Compression.GZIP, "raise", 100)
-    provider = _PieceProvider()
+    task = plan_file(str(path), tfe.Compression.GZIP, "raise", 100)
+    provider = PieceProvider()
     (piece,) = provider.split(task, provider.initial_restriction(task))
     tracker = provider.create_tracker(piece)
     assert tracker.try_claim(0)
@@ -109,15 +109,15 @@ def test_foreign_gzip_without_restart_points_is_one_piece(beam: ModuleType, tmp_
 
 
 def test_bgzip_file_splits_at_member_starts(beam: ModuleType, tmp_path: Path) -> None:
-    from tfrecord_engine.beam import _PieceProvider, _plan
+    from tfrecord_engine.hosts.beam.pieces import PieceProvider, plan_file
     from tfrecord_engine.testing.members import bgzf, framed
 
     path = tmp_path / "bgzip.gz"
     path.write_bytes(bgzf(framed(_record(i) for i in range(3000)), 2000))
-    task = _plan(str(path), tfe.Compression.GZIP, "raise", 2000)
+    task = plan_file(str(path), tfe.Compression.GZIP, "raise", 2000)
     assert task.cuts is not None
     assert len(task.cuts) > 10
-    provider = _PieceProvider()
+    provider = PieceProvider()
     pieces = list(provider.split(task, provider.initial_restriction(task)))
     assert len(pieces) > 3
     assert _read_numbers(beam, str(path), list(range(3000)), desired_bundle_bytes=2000) > 3
@@ -127,11 +127,11 @@ def test_bgzip_file_splits_at_member_starts(beam: ModuleType, tmp_path: Path) ->
 def test_try_split_mid_read_covers_the_range_exactly(
     tmp_path: Path, compression: str | None
 ) -> None:
-    from tfrecord_engine.beam import _PieceProvider, _plan
+    from tfrecord_engine.hosts.beam.pieces import PieceProvider, plan_file
 
     path = _write(tmp_path / "a", range(400), compression, index=True, index_flush_every=16)
-    task = _plan(str(path), tfe.Compression(compression or ""), "raise", 1 << 20)
-    provider = _PieceProvider()
+    task = plan_file(str(path), tfe.Compression(compression or ""), "raise", 1 << 20)
+    provider = PieceProvider()
     (piece,) = provider.split(task, provider.initial_restriction(task))
     tracker = provider.create_tracker(piece)
     for i in range(37):
@@ -334,10 +334,10 @@ def test_two_workers_read_every_record_once(beam: ModuleType, tmp_path: Path) ->
 
 def test_pieces_are_typed_numpy_free_and_small(tmp_path: Path) -> None:
     """A task carries record numbers as ints (pickled per element), not arrays."""
-    from tfrecord_engine.beam import _plan
+    from tfrecord_engine.hosts.beam.pieces import plan_file
 
     path = _write(tmp_path / "g", range(1000), "GZIP", index=True, index_flush_every=10)
-    task = _plan(str(path), tfe.Compression.GZIP, "raise", 1000)
+    task = plan_file(str(path), tfe.Compression.GZIP, "raise", 1000)
     assert task.cuts is not None
     assert all(type(c) is int for c in (*task.pieces, *task.cuts))
     assert set(task.pieces) <= set(task.cuts)
@@ -346,12 +346,13 @@ def test_pieces_are_typed_numpy_free_and_small(tmp_path: Path) -> None:
 
 
 def test_a_file_that_changed_after_planning_fails_loudly(tmp_path: Path) -> None:
-    from tfrecord_engine.beam import _plan, _ReadOptions, _ReadPieces
+    from tfrecord_engine.hosts.beam.pieces import plan_file
+    from tfrecord_engine.hosts.beam.read import ReadOptions, ReadPieces
 
     path = _write(tmp_path / "a", range(10))
-    task = _plan(str(path), tfe.Compression.NONE, "raise", 100)
+    task = plan_file(str(path), tfe.Compression.NONE, "raise", 100)
     _write(path, range(12))  # replaced by a longer file (and its index rebuilt on open)
-    reader = _ReadPieces(_ReadOptions("auto", None, "raise", None, False, 100))
+    reader = ReadPieces(ReadOptions("auto", None, "raise", None, False, 100))
     with pytest.raises(tfe.StaleIndexError, match=r"had 10 records .* it has 12 now"):
         reader._dataset(task)
 
@@ -363,12 +364,13 @@ def test_a_split_while_the_dofn_reads_hands_the_rest_to_another_worker(
     """The DoFn reads under Beam's thread-safe tracker; the runner splits mid-read."""
     from apache_beam.runners.sdf_utils import RestrictionTrackerView, ThreadsafeRestrictionTracker
 
-    from tfrecord_engine.beam import _PieceProvider, _plan, _ReadOptions, _ReadPieces
+    from tfrecord_engine.hosts.beam.pieces import PieceProvider, plan_file
+    from tfrecord_engine.hosts.beam.read import ReadOptions, ReadPieces
 
     path = _write(tmp_path / "a", range(5000), compression, index=True, index_flush_every=100)
-    task = _plan(str(path), tfe.Compression(compression or ""), "raise", 1 << 30)
-    provider = _PieceProvider()
-    reader = _ReadPieces(_ReadOptions("auto", None, "raise", None, False, 1 << 30))
+    task = plan_file(str(path), tfe.Compression(compression or ""), "raise", 1 << 30)
+    provider = PieceProvider()
+    reader = ReadPieces(ReadOptions("auto", None, "raise", None, False, 1 << 30))
     reader.setup()
 
     def read(piece: Any, split_after: int | None = None) -> tuple[list[int], Any]:
@@ -394,14 +396,14 @@ def test_a_split_while_the_dofn_reads_hands_the_rest_to_another_worker(
 def test_a_chunk_claim_takes_what_the_range_still_holds() -> None:
     """One ``try_claim`` per chunk: it claims up to the range's end, and a split after
     it cuts only after the claimed records, so the reader knows what it owns."""
-    from tfrecord_engine.beam import _Claim, _Piece, _RecordTracker
+    from tfrecord_engine.hosts.beam.pieces import Claim, Piece, RecordTracker
 
-    tracker = _RecordTracker(_Piece(0, 100, None))
-    assert tracker.try_claim(_Claim(0, 30))
+    tracker = RecordTracker(Piece(0, 100, None))
+    assert tracker.try_claim(Claim(0, 30))
     primary, residual = tracker.try_split(0.5)
     assert primary.stop == residual.start > 29
     stop = tracker.current_restriction().stop
-    assert tracker.try_claim(_Claim(30, 1000))  # a chunk that runs past the split
+    assert tracker.try_claim(Claim(30, 1000))  # a chunk that runs past the split
     assert tracker.current_restriction().stop == stop
-    assert not tracker.try_claim(_Claim(stop, stop + 10))
+    assert not tracker.try_claim(Claim(stop, stop + 10))
     tracker.check_done()

@@ -76,14 +76,14 @@ def test_shards_and_indexes_only_no_temporary_folder(
 
 
 def test_compressed_shards_carry_restart_points_and_split(beam: ModuleType, tmp_path: Path) -> None:
-    from tfrecord_engine.beam import _PieceProvider, _plan
+    from tfrecord_engine.hosts.beam.pieces import PieceProvider, plan_file
 
     records = [b"%05d" % i * 20 for i in range(3000)]
     _write(beam, records, tmp_path / "g", num_shards=1, compression="GZIP")
     path = tmp_path / "g-00000-of-00001"
     assert len(tfe.Index.load(path).restarts) > 5
-    task = _plan(str(path), tfe.Compression.GZIP, "raise", 4096)
-    provider = _PieceProvider()
+    task = plan_file(str(path), tfe.Compression.GZIP, "raise", 4096)
+    provider = PieceProvider()
     assert len(list(provider.split(task, provider.initial_restriction(task)))) > 1
 
 
@@ -144,11 +144,11 @@ def test_one_file_without_a_shard_template(beam: ModuleType, tmp_path: Path) -> 
 
 
 def _temp_shards(tmp_path: Path, options: Any, n: int) -> list[Any]:
-    from tfrecord_engine.beam import _ShardFiles
+    from tfrecord_engine.hosts.beam.write import ShardFiles
 
     out = []
     for key in range(n):
-        files = _ShardFiles(options, key)
+        files = ShardFiles(options, key)
         for r in RECORDS[key::n]:
             files.write(r)
         out += files.close()
@@ -158,15 +158,16 @@ def _temp_shards(tmp_path: Path, options: Any, n: int) -> list[Any]:
 def test_finalize_runs_again_after_a_failure_and_twice(tmp_path: Path) -> None:
     from apache_beam.io.filesystems import FileSystems
 
-    from tfrecord_engine.beam import WriteTFRecords, _publish
+    from tfrecord_engine.beam import WriteTFRecords
+    from tfrecord_engine.hosts.beam.write import publish
 
     options = WriteTFRecords(str(tmp_path / "f"), num_shards=3)._options
     shards = _temp_shards(tmp_path, options, 3)
     # A first finalize that died after moving one shard (and not its index).
     FileSystems.rename([shards[0].path], [str(tmp_path / "f-00000-of-00003")])
-    names = _publish(options, shards)
+    names = publish(options, shards)
     assert names == [str(tmp_path / f"f-{i:05d}-of-00003") for i in range(3)]
-    assert _publish(options, shards) == names  # and once more: nothing left to do
+    assert publish(options, shards) == names  # and once more: nothing left to do
     listing = _listing(tmp_path)
     assert listing == sorted(
         [os.path.basename(n) for n in names] + [_index(os.path.basename(n)) for n in names]
@@ -177,24 +178,26 @@ def test_finalize_runs_again_after_a_failure_and_twice(tmp_path: Path) -> None:
 
 
 def test_finalize_of_empty_shards_runs_twice(tmp_path: Path) -> None:
-    from tfrecord_engine.beam import WriteTFRecords, _publish
+    from tfrecord_engine.beam import WriteTFRecords
+    from tfrecord_engine.hosts.beam.write import publish
 
     options = WriteTFRecords(str(tmp_path / "e"), num_shards=5, compression="ZLIB")._options
     shards = _temp_shards(tmp_path, options, 2)  # keys 0 and 1; 2, 3 and 4 get no record
-    names = _publish(options, shards)
-    assert _publish(options, shards) == names
+    names = publish(options, shards)
+    assert publish(options, shards) == names
     assert len(_listing(tmp_path)) == 10
     assert [len(tfe.Index.load(n)) for n in names] == [60, 60, 0, 0, 0]
 
 
 def test_finalize_refuses_when_a_shard_is_lost(tmp_path: Path) -> None:
-    from tfrecord_engine.beam import WriteTFRecords, _publish
+    from tfrecord_engine.beam import WriteTFRecords
+    from tfrecord_engine.hosts.beam.write import publish
 
     options = WriteTFRecords(str(tmp_path / "f"), num_shards=2)._options
     shards = _temp_shards(tmp_path, options, 2)
     os.remove(shards[1].path)
     with pytest.raises(FileNotFoundError, match="missing from the temporary folder"):
-        _publish(options, shards)
+        publish(options, shards)
 
 
 def test_a_failing_writer_publishes_nothing(beam: ModuleType, tmp_path: Path) -> None:

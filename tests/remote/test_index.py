@@ -108,7 +108,7 @@ def test_open_skips_only_read_only_save_errors(mem: str, monkeypatch: pytest.Mon
     with tfe.TFRecordWriter(url) as w:
         w.write_many([b"abc"] * 5)
 
-    def denied(target: str, data: bytes) -> None:
+    def denied(target: str, data: bytes, storage_options: object = None) -> None:
         raise PermissionError(f"{target}: access denied")
 
     monkeypatch.setattr(remote, "write_bytes", denied)
@@ -120,7 +120,7 @@ def test_open_skips_only_read_only_save_errors(mem: str, monkeypatch: pytest.Mon
     # Asked to keep it with the data: a read-only bucket keeps the index in memory.
     assert len(tfe.Index.open(url, save="hidden")) == 5
 
-    def broken(target: str, data: bytes) -> None:
+    def broken(target: str, data: bytes, storage_options: object = None) -> None:
         raise ConnectionError(f"{target}: connection reset")
 
     monkeypatch.setattr(remote, "write_bytes", broken)

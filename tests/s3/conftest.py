@@ -15,10 +15,13 @@ under ``TFE_REQUIRE_FRAMEWORKS=1`` (CI), where that is an error.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
+import json
 import os
 import secrets
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -26,6 +29,7 @@ from tfrecord_engine.testing.s3_proxy import FaultProxy, proxy_to
 from tfrecord_engine.testing.s3_server import (
     S3Endpoint,
     endpoint_from_env,
+    free_ports,
     fsspec_s3_config,
     s3_filesystem,
     seaweedfs,
@@ -92,6 +96,85 @@ def _s3_config(s3_endpoint: S3Endpoint, s3_proxy: FaultProxy | None) -> Iterator
     reached = s3_endpoint if s3_proxy is None else s3_endpoint.with_url(s3_proxy.url)
     with fsspec_s3_config(reached):
         yield reached
+
+
+@dataclasses.dataclass
+class S3Explicit:
+    """One test's place in the store, reached only through ``storage_options``.
+
+    Attributes:
+        url: ``s3://<bucket>/<fresh prefix>`` (no trailing slash).
+        options: s3fs's keyword arguments for the store (through the proxy when there
+            is one): what a test passes as ``storage_options=``.
+        endpoint: the store as reached.
+        proxy_or_none: the counting proxy, if any.
+    """
+
+    url: str
+    options: dict[str, Any]
+    endpoint: S3Endpoint
+    proxy_or_none: FaultProxy | None
+
+
+#: Where fsspec's global configuration points during the ``s3_explicit`` tests: a port
+#: nothing listens on, with credentials the store refuses. A read that falls back to it
+#: fails (connection refused), so a test passes only if its options reached the store.
+def _decoy(port: int) -> S3Endpoint:
+    return S3Endpoint(f"http://127.0.0.1:{port}", "decoy-key", "decoy-secret", "decoy-bucket")
+
+
+@contextlib.contextmanager
+def _global_config(options: dict[str, Any]) -> Iterator[None]:
+    """fsspec's global ``s3`` configuration (and ``FSSPEC_S3``, which child processes
+    read) set to ``options`` for the block, restored after."""
+    import fsspec
+
+    conf: dict[str, Any] = fsspec.config.conf
+    had, before = "s3" in conf, copy.deepcopy(conf.get("s3"))
+    env_before = os.environ.get("FSSPEC_S3")
+    conf["s3"] = copy.deepcopy(options)
+    os.environ["FSSPEC_S3"] = json.dumps(options)
+    fsspec.get_filesystem_class("s3").clear_instance_cache()
+    try:
+        yield
+    finally:
+        if had:
+            conf["s3"] = before
+        else:
+            conf.pop("s3", None)
+        if env_before is None:
+            os.environ.pop("FSSPEC_S3", None)
+        else:
+            os.environ["FSSPEC_S3"] = env_before
+        fsspec.get_filesystem_class("s3").clear_instance_cache()
+
+
+@pytest.fixture
+def s3_explicit(s3_endpoint: S3Endpoint, s3_proxy: FaultProxy | None) -> Iterator[S3Explicit]:
+    """A fresh prefix reached through ``storage_options`` only: fsspec's global
+    configuration points at a decoy store meanwhile (see :func:`_decoy`), and the test
+    fails if it was changed when the test ends."""
+    reached = s3_endpoint if s3_proxy is None else s3_endpoint.with_url(s3_proxy.url)
+    if s3_proxy is not None:
+        s3_proxy.heal()
+        s3_proxy.reset()
+    decoy = _decoy(free_ports(1)[0]).storage_options()
+    url = f"s3://{reached.bucket}/o-{secrets.token_hex(6)}"
+    with _global_config(decoy):
+        yield S3Explicit(url, reached.storage_options(), reached, s3_proxy)
+        import fsspec
+
+        # (s3fs itself rewrites config_kwargs' retries in place when it uses them.)
+        for conf in (fsspec.config.conf["s3"], json.loads(os.environ["FSSPEC_S3"])):
+            assert (conf["key"], conf["secret"], conf["client_kwargs"]) == (
+                decoy["key"],
+                decoy["secret"],
+                decoy["client_kwargs"],
+            ), "the global configuration was changed"
+    if s3_proxy is not None:
+        s3_proxy.heal()
+    with contextlib.suppress(FileNotFoundError):
+        s3_filesystem(reached).rm(url.removeprefix("s3://"), recursive=True)
 
 
 @pytest.fixture

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ..snippets import run, section
-from .conftest import S3
+from .conftest import S3, S3Explicit
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "remote.md"
 
@@ -21,3 +23,17 @@ def test_the_cache_example_runs_against_the_store(s3: S3, tmp_path: Path) -> Non
     code = example.replace("s3://my-bucket/demo", s3.url)
     assert code != example
     assert run(code, tmp_path) == ["20 [0, 1, 2]"]
+
+
+@pytest.mark.xfail(
+    strict=True, reason="RecordDataset(storage_options=) lands after the data/ split (R1)"
+)
+def test_the_storage_options_example_runs_without_global_configuration(
+    s3_explicit: S3Explicit, tmp_path: Path
+) -> None:
+    (example,) = section("Per-call settings: `storage_options`", DOC)
+    code = example.replace("s3://my-bucket/options", s3_explicit.url)
+    start = code.index("options = {")
+    end = code.index("}\n", code.index('"config_kwargs"')) + 2
+    code = code[:start] + f"options = {s3_explicit.options!r}\n" + code[end:]
+    assert run(code, tmp_path) == ["20", "20 [0, 19] 2"]

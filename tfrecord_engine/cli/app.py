@@ -16,6 +16,7 @@ from ..errors import (
     ParseError,
     TFRecordError,
 )
+from ..storage.options import StorageOptions, normalize_storage_options, parse_storage_option
 from .common import BadInput, Failure, Settings, cli_hints
 from .interrupt import Interrupted, handling_sigint
 from .sizes import ByteSize
@@ -68,6 +69,17 @@ def _compression_flag(command: click.Command | None) -> str:
         if param.name == "input_compression":
             return param.opts[0]
     return "-c"
+
+
+def _storage_options(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> StorageOptions | None:
+    """``--storage-option`` values as one mapping (a key given twice: the last wins)."""
+    del ctx, param
+    try:
+        return normalize_storage_options(dict(parse_storage_option(v) for v in values))
+    except InvalidArgumentError as exc:
+        raise click.BadParameter(str(exc), param_hint="--storage-option") from None
 
 
 class _Group(click.Group):
@@ -138,6 +150,17 @@ class _Group(click.Group):
     metavar="SIZE",
     help="The most bytes --cache-dir holds (e.g. 50G) [default: no limit but the disk].",
 )
+@click.option(
+    "--storage-option",
+    "storage_option",
+    multiple=True,
+    callback=_storage_options,
+    metavar="KEY=VALUE",
+    help="An fsspec option for URL inputs and outputs (repeatable; the value is JSON when "
+    "it parses, else a string), e.g. endpoint_url=http://127.0.0.1:8333 or "
+    'client_kwargs=\'{"region_name": "eu-west-1"}\' for s3://. They win over fsspec\'s '
+    "configuration [default: fsspec's configuration only].",
+)
 @click.version_option(__version__, prog_name="tfr")
 @click.pass_context
 def cli(  # noqa: PLR0917 - click passes the group's options by name
@@ -147,6 +170,7 @@ def cli(  # noqa: PLR0917 - click passes the group's options by name
     max_record_bytes: int | None,
     cache_dir: str | None,
     cache_limit: int | None,
+    storage_option: StorageOptions | None,
 ) -> None:
     """Inspect, check and reshape TFRecord files."""
     if color is None and os.environ.get("NO_COLOR"):
@@ -161,6 +185,7 @@ def cli(  # noqa: PLR0917 - click passes the group's options by name
         max_record_bytes=max_record_bytes,
         cache_dir=cache_dir,
         cache_limit=cache_limit,
+        storage_options=storage_option,
     )
 
 

@@ -26,6 +26,7 @@ from ..records.compression import Compression, normalize_compression
 from ..records.detect import AUTO, detect_file
 from ..records.recovery import DamageReport
 from ..storage.filekind import stream_kind
+from ..storage.options import StorageOptions
 from ..storage.remote import same_file
 from .interrupt import whole
 
@@ -85,6 +86,8 @@ class Settings:
     #: random access (``RecordDataset(cache_dir=, cache_limit=)``).
     cache_dir: str | None = None
     cache_limit: int | None = None
+    #: ``--storage-option key=value``: fsspec options for every URL (never shown).
+    storage_options: StorageOptions | None = dataclasses.field(default=None, repr=False)
 
 
 def settings() -> Settings:
@@ -163,7 +166,7 @@ def detect_compression(path: str, given: str) -> Compression | str:
         return normalize_compression("" if given == "none" else given)
     if not is_remote(path) and stream_kind(path) is not None:
         return AUTO
-    return detect_file(path)
+    return detect_file(path, settings().storage_options)
 
 
 def compression_option(help_text: str, *, name: str = "--compression") -> Callable[[_F], _F]:

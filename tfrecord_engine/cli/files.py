@@ -68,12 +68,15 @@ def count_records(path: str, kind: CompressionArg, tally: Tally | None = None) -
             tally.records = n
         return n, False
     try:
-        idx = Index.load(path)
+        idx = Index.load(path, storage_options=settings().storage_options)
         if limit is None or len(idx) == 0 or int(idx.lengths.max()) <= limit:
             return len(idx), True
     except (FileNotFoundError, IndexFormatError):
         pass  # no sidecar, or a stale/damaged one: count from the data itself
-    return len(Index.build(path, kind, max_record_bytes=limit)), False
+    built = Index.build(
+        path, kind, max_record_bytes=limit, storage_options=settings().storage_options
+    )
+    return len(built), False
 
 
 def _unfinished(tally: Tally) -> dict[str, object] | None:
@@ -216,6 +219,7 @@ def verify_command(paths: tuple[str, ...], compression: str, as_json: bool, quie
                 on_damage="skip",
                 on_damage_report=tally.damage.append,
                 max_record_bytes=settings().max_record_bytes,
+                storage_options=settings().storage_options,
             ):
                 n += 1
                 tally.records = n
@@ -369,6 +373,7 @@ def index_command(
                     kind,
                     max_record_bytes=settings().max_record_bytes,
                     columns=names or None,
+                    storage_options=settings().storage_options,
                 )
             if fmt == "dali":
                 target = output or dali_index_path(path)
@@ -396,7 +401,7 @@ def _valid_index(path: str, kind: CompressionArg) -> tuple[str, Index] | None:
     for an index beside the data."""
     for candidate in index_candidates(path):
         try:
-            idx = Index.load(path, candidate)
+            idx = Index.load(path, candidate, storage_options=settings().storage_options)
         except (FileNotFoundError, IndexFormatError):
             continue  # none, damaged or stale: try the next, else build a new one
         if idx.compression is kind:

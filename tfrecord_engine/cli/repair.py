@@ -154,7 +154,8 @@ class Repaired:
 def _repair(state: Repaired, kind: CompressionArg, *, index: bool) -> None:
     """Copies the intact records of ``state.path``; the output appears whole or not at all
     (also on Ctrl-C: publishing is never cut)."""
-    writer = TFRecordWriter(state.target, kind, index=index)
+    options = settings().storage_options
+    writer = TFRecordWriter(state.target, kind, index=index, storage_options=options)
     try:
         records = read_records(
             state.path,
@@ -162,6 +163,7 @@ def _repair(state: Repaired, kind: CompressionArg, *, index: bool) -> None:
             on_damage="skip",
             on_damage_report=state.reports.append,
             max_record_bytes=settings().max_record_bytes,
+            storage_options=options,
         )
         for chunk in chunked(_counted(records, state), 1024):
             state.kept += writer.write_many(chunk)

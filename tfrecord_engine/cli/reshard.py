@@ -37,9 +37,13 @@ def _in_order(
     files: Sequence[str], kinds: Sequence[CompressionArg]
 ) -> Generator[list[bytes], None, None]:
     for path, kind in zip(files, kinds, strict=True):
-        yield from chunked(
-            read_records(path, kind, max_record_bytes=settings().max_record_bytes), _CHUNK
+        records = read_records(
+            path,
+            kind,
+            max_record_bytes=settings().max_record_bytes,
+            storage_options=settings().storage_options,
         )
+        yield from chunked(records, _CHUNK)
 
 
 def _shuffled(

@@ -10,7 +10,7 @@ from typing import Final
 from ..errors import InvalidArgumentError
 from ..records.compression import Compression
 from ..writing.writer import TFRecordWriter
-from .common import is_remote
+from .common import is_remote, settings
 from .interrupt import whole
 
 __all__ = ["ShardedWriter", "balanced", "plan_shards", "shard_paths"]
@@ -103,13 +103,19 @@ class ShardedWriter:
         # Publish the current shard once full, and every empty shard after it.
         while self._shard < len(self.paths) and self._written >= self.counts[self._shard]:
             with whole():
-                writer = self._writer or TFRecordWriter(
-                    self.paths[self._shard], self._compression, index=self._index
-                )
+                writer = self._writer or self._open(self.paths[self._shard])
                 self._writer = None
                 writer.close()
                 self._shard += 1
                 self._written = 0
+
+    def _open(self, path: str) -> TFRecordWriter:
+        return TFRecordWriter(
+            path,
+            self._compression,
+            index=self._index,
+            storage_options=settings().storage_options,
+        )
 
     def write_many(self, records: Iterable[bytes]) -> None:
         """Writes records in order, moving to the next shard when one is full."""
@@ -118,9 +124,7 @@ class ShardedWriter:
             if self._shard >= len(self.paths):
                 raise InvalidArgumentError(f"more than the {self.total} records announced")
             if self._writer is None:
-                self._writer = TFRecordWriter(
-                    self.paths[self._shard], self._compression, index=self._index
-                )
+                self._writer = self._open(self.paths[self._shard])
             self._writer.write(record)
             self._written += 1
 

@@ -59,7 +59,7 @@ def parse_range(text: str) -> tuple[int | None, int | None]:
 
 def _indexed_count(path: str, kind: CompressionArg) -> int | None:
     try:
-        idx = Index.load(path)
+        idx = Index.load(path, storage_options=settings().storage_options)
     except (FileNotFoundError, IndexFormatError):
         return None  # no usable sidecar: read sequentially instead
     return len(idx) if idx.compression is kind else None
@@ -111,9 +111,14 @@ def iter_range(
             return
         n = None if stream else _indexed_count(path, kind)
         if n is None and first > done and not stream:
-            n = len(
-                Index.build(path, kind, max_record_bytes=settings().max_record_bytes)
-            )  # a header walk; cheaper than reading all
+            n = len(  # a header walk; cheaper than reading all
+                Index.build(
+                    path,
+                    kind,
+                    max_record_bytes=settings().max_record_bytes,
+                    storage_options=settings().storage_options,
+                )
+            )
             if done + n <= first:
                 done += n
                 continue
@@ -126,7 +131,13 @@ def iter_range(
             continue
         i = 0
         for i, record in enumerate(
-            read_records(path, kind, max_record_bytes=settings().max_record_bytes), start=1
+            read_records(
+                path,
+                kind,
+                max_record_bytes=settings().max_record_bytes,
+                storage_options=settings().storage_options,
+            ),
+            start=1,
         ):
             at = done + i - 1
             if stop is not None and at >= stop:

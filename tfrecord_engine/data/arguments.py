@@ -24,6 +24,7 @@ import numpy.typing as npt
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
 from ..index.placement import INDEX_SUFFIX
 from ..storage import remote
+from ..storage.options import StorageOptionsArg
 
 __all__ = [
     "check_batch_arguments",
@@ -69,11 +70,13 @@ def _one_path(item: object, where: str) -> str:
     )
 
 
-def expand_paths(paths_or_globs: object) -> list[str]:
+def expand_paths(paths_or_globs: object, storage_options: StorageOptionsArg = None) -> list[str]:
     """The files of a path, a glob, or a sequence of them (globs expand sorted).
 
     ``bytes`` and ``os.PathLike`` paths are decoded (``os.fsdecode``). A glob never
     returns index sidecars. Nothing else is checked (see :func:`check_local_files`).
+    A URL glob is listed with ``storage_options`` (fsspec keyword arguments, see
+    :mod:`tfrecord_engine.storage.options`); local paths ignore them.
 
     >>> expand_paths([b"a.tfrecord", "b.tfrecord"])
     ['a.tfrecord', 'b.tfrecord']
@@ -96,7 +99,7 @@ def expand_paths(paths_or_globs: object) -> list[str]:
         p = remote.local_path(_one_path(item, where))
         if glob.has_magic(p):
             # A pattern like "train-*" must not pick up our own sidecars.
-            matches = remote.glob(p) if remote.is_url(p) else glob.glob(p)
+            matches = remote.glob(p, storage_options) if remote.is_url(p) else glob.glob(p)
             found = sorted(q for q in matches if INDEX_SUFFIX not in os.path.basename(q))
             if not found:
                 raise FileNotFoundError(_no_match(p))

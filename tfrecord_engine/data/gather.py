@@ -4,7 +4,7 @@ Datasets often come as ~1,000 shards, so a random batch touches hundreds of file
 one or two records each: grouping by file would pay numpy's per-call overhead per file.
 :class:`LocalFilesGather` keeps record spans in dataset-wide arrays and copies a batch
 out of the files' maps with one system call, through each file's
-:class:`~tfrecord_engine.data.source.LocalFileRecords` (which opens, maps, checks and,
+:class:`~tfrecord_engine.data.local_source.LocalFileRecords` (which opens, maps, checks and,
 for the descriptor budget, closes it).
 """
 
@@ -14,17 +14,21 @@ import itertools
 import os
 from collections.abc import Sequence
 
-import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..records import framing
 from ..storage import descriptors, safecopy
-from .source import U8, IntArray, LocalFileRecords, _short
+from .local_source import LocalFileRecords
+from .spans import U8, IntArray, Spans, bad_records, bad_spans, short
 
 __all__ = ["LocalFilesGather"]
 
 _F = framing.FOOTER_SIZE
+#: Held files: a batch is gathered file by file (one compiled call each) when they hold
+#: at least this many of its records on average.
+_MIN_PER_FILE = 16
 
 
 class LocalFilesGather:
@@ -51,25 +55,32 @@ class LocalFilesGather:
         held = self._held_records(idx, file_of, verify)
         if held is not None:
             return held
-        framed = self._gathered(idx, file_of)
-        if framed is None:
-            framed = self._preads(idx, file_of)
-        records = [c[:-_F] for c in framed]
-        if verify and records:
-            stored = np.frombuffer(b"".join([c[-_F:] for c in framed]), dtype="<u4")
-            self._check(records, stored, idx, file_of)
-        return records
+        spans = self._framed(idx, file_of, verify)
+        blob = spans.buf.tobytes()  # one copy of the batch; slicing bytes is the cheapest
+        return [blob[a:b] for a, b in zip(spans.starts.tolist(), spans.ends.tolist(), strict=True)]
 
-    def _check(
-        self, records: list[bytes], stored: npt.NDArray[np.uint32], idx: IntArray, file_of: IntArray
-    ) -> None:
-        """Raises for the first record whose CRC does not match ``stored``."""
-        crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
-        bad = np.flatnonzero(framing.mask_crc_array(crcs) != stored)
+    def _framed(self, idx: IntArray, file_of: IntArray, verify: bool) -> Spans:
+        """The records read from the files (their maps in one call, else each file
+        held open in turn) into one buffer with their footers, CRC-checked there."""
+        got = self._gathered(idx, file_of)
+        if isinstance(got, tuple):
+            out, sizes = got
+        else:
+            framed = got if got is not None else self._preads(idx, file_of)
+            sizes = np.fromiter(map(len, framed), np.int64, len(framed))
+            out = np.frombuffer(b"".join(framed), np.uint8)
+        ends = np.cumsum(sizes) - _F
+        spans = Spans(out, ends + _F - sizes, ends)
+        if verify:
+            self._raise_first(bad_spans(spans), idx, file_of)
+        return spans
+
+    def _raise_first(self, bad: npt.NDArray[np.intp], idx: IntArray, file_of: IntArray) -> None:
+        """Raises for the first of the ``bad`` positions of the batch, if any: the
+        file's own reader raises the error naming file, record, offset."""
         if len(bad):
             j = int(bad[0])
             f = int(file_of[j])
-            # The file's own reader raises the error naming file, record, offset.
             self._readers[f].read(idx[j : j + 1] - self._first[f], verify=True)
 
     def _held_records(self, idx: IntArray, file_of: IntArray, verify: bool) -> list[bytes] | None:
@@ -93,10 +104,12 @@ class LocalFilesGather:
                 b"".join([data[f][b : b + _F] for f, b in zip(files, ends, strict=True)]),
                 dtype="<u4",
             )
-            self._check(records, stored, idx, file_of)
+            self._raise_first(bad_records(records, stored), idx, file_of)
         return records
 
-    def _gathered(self, idx: IntArray, file_of: IntArray) -> list[bytes] | None:
+    def _gathered(
+        self, idx: IntArray, file_of: IntArray
+    ) -> list[bytes] | tuple[U8, IntArray] | None:
         """Each record's data and footer, copied out of the files' maps in one call.
 
         The maps' addresses are kept between batches and used without holding the
@@ -131,7 +144,51 @@ class LocalFilesGather:
             return self._pinned(idx, file_of, True)  # a map may have closed meanwhile
         if copied is None:
             return None
+        if copied == out.shape[0]:
+            return out, sizes  # the framed records back to back (else: the file was cut)
         return self._cut(out, copied, sizes, starts=starts, idx=idx, file_of=file_of)
+
+    def spans(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> Spans | None:
+        """The records at dataset-wide indices ``idx`` (files ``file_of``) as
+        CRC-checked :class:`~.spans.Spans` of one buffer: copied out of the files' maps
+        with one call, each record's data and footer back to back, and checked there
+        (no ``bytes`` per record). ``None`` where the batch is read otherwise (files
+        held in memory, no gather here, a map closed meanwhile): use :meth:`read`."""
+        if not len(idx):
+            return None
+        if any(self._readers[f]._copy is not None for f in np.unique(file_of).tolist()):
+            return self._held_spans(idx, file_of, verify)
+        return self._framed(idx, file_of, verify)
+
+    def _held_spans(self, idx: IntArray, file_of: IntArray, verify: bool) -> Spans | None:
+        """The batch gathered out of its files' held copies (a shuffled epoch; see
+        LocalFileRecords.hold), one compiled gather per file, when every file of the
+        batch is held and holds a few records of it at least; else ``None``."""
+        order = np.argsort(file_of, kind="stable")
+        files, first = np.unique(file_of[order], return_index=True)
+        if len(files) * _MIN_PER_FILE > len(idx):
+            return None  # a record or two per file: slicing each (read) costs less
+        copies = [self._readers[f]._copy for f in files.tolist()]
+        starts = self._start[idx]
+        framed = self._end[idx] + _F
+        sizes = framed - starts
+        pos = np.cumsum(sizes[order]) - sizes[order]  # where each goes, in file order
+        out = np.empty(int(sizes.sum()), np.uint8)
+        bounds = [*first.tolist(), len(idx)]
+        for copy, a, b in zip(copies, bounds[:-1], bounds[1:], strict=True):
+            if copy is None:
+                return None
+            where = order[a:b]
+            at = int(pos[a])
+            got = kernels.gather_spans(copy.array, starts[where], framed[where], out[at:])
+            if got is None:
+                return None
+        rel = np.empty(len(idx), np.int64)
+        rel[order] = pos
+        spans = Spans(out, rel, rel + framed - _F - starts)
+        if verify and not all(c is not None and c.all_ok for c in copies):
+            self._raise_first(bad_spans(spans), idx, file_of)
+        return spans
 
     def _cut(
         self,
@@ -151,7 +208,7 @@ class LocalFilesGather:
             f = int(file_of[j])
             local = idx[j : j + 1] - self._first[f]
             have = copied - int(ends[j] - sizes[j])
-            raise _short(self._readers[f].index, local, have, int(sizes[j]), int(starts[j]))
+            raise short(self._readers[f].index, local, have, int(sizes[j]), int(starts[j]))
         buf = out.tobytes()
         return [buf[a:b] for a, b in zip((ends - sizes).tolist(), ends.tolist(), strict=True)]
 
@@ -222,7 +279,7 @@ class LocalFilesGather:
             if len(c) != b + _F - a:
                 f = int(file_of[j])
                 local = idx[j : j + 1] - self._first[f]
-                raise _short(self._readers[f].index, local, len(c), b + _F - a, a)
+                raise short(self._readers[f].index, local, len(c), b + _F - a, a)
         return framed
 
     def _preads(self, idx: IntArray, file_of: IntArray) -> list[bytes]:

@@ -42,6 +42,8 @@ class SampleBatchIterator(RecordBatchIterator):
     batch (other batch types cannot carry it: an error says so).
     """
 
+    _dataset: RecordDataset  # (its __getitems__ besides what every epoch needs)
+
     def __init__(
         self,
         dataset: RecordDataset,

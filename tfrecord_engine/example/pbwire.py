@@ -21,13 +21,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import MalformedExampleError
-from .varints import NUMPY_MIN_BYTES, decode_packed
+from .varints import NUMPY_MIN_BYTES, decode_packed, varint_reader
 from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_NONE
 
 __all__ = ["PbFeature", "example_features", "sequence_example_features"]
 
 _MAX_DEPTH = 100  # protobuf's default recursion limit (upb and the python runtime)
-_MASK64 = (1 << 64) - 1
 
 
 class PbFeature:
@@ -79,20 +78,8 @@ def _fail(reason: str, offset: int) -> MalformedExampleError:
     )
 
 
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    start = pos
-    while pos < end:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & _MASK64, pos
-        shift += 7
-        if shift >= 70:
-            raise _fail("varint longer than 10 bytes", start)
-    raise _fail("truncated varint", start)
+#: One varint in ``buf[pos:end]``: ``(value, new pos)`` (the package's one reader).
+_varint = varint_reader(_fail)
 
 
 def _tag(buf: bytes, pos: int, end: int) -> tuple[int, int, int]:

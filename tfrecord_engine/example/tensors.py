@@ -33,13 +33,8 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import (
-    ExampleParseError,
-    InvalidArgumentError,
-    InvalidArgumentTypeError,
-    MalformedExampleError,
-)
-from .pbwire import _varint as pbwire_varint
+from ..errors import ExampleParseError, InvalidArgumentError, InvalidArgumentTypeError
+from .varints import varint_reader
 
 __all__ = ["TensorFeature", "decode_tensors", "parse_tensor", "serialize_tensor", "tensor_dtype"]
 
@@ -232,12 +227,13 @@ class _Invalid(Exception):
     """A valid message that is no valid tensor (TensorFlow: 'Cannot parse tensor')."""
 
 
-def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """The Example codec's varint reader (:mod:`.pbwire`), failing as :class:`_Malformed`."""
-    try:
-        return pbwire_varint(buf, pos, end)
-    except MalformedExampleError:
-        raise _Malformed from None
+def _malformed(reason: str, offset: int) -> _Malformed:
+    del reason, offset  # TensorFlow says only 'Could not parse'
+    return _Malformed()
+
+
+#: One varint in ``buf[pos:end]``: ``(value, new pos)``, failing as :class:`_Malformed`.
+_read_varint = varint_reader(_malformed)
 
 
 def _read_tag(buf: bytes, pos: int, end: int) -> tuple[int, int]:

@@ -1,4 +1,11 @@
-"""Packed varint runs decoded with numpy: one pass of array operations, not one per value.
+"""The Example decoders' varints: single ones, and packed runs decoded with numpy.
+
+Single varints (tags, lengths, values) are read by :func:`varint_reader`'s readers, the
+package's one pure-Python varint reader (:mod:`tfrecord_engine.kernels.varint`: it
+lives in the bottom layer, so that the index columns' reader below the Example codec
+uses it too). Each decoder makes its own, wording its errors.
+
+Packed runs are decoded with numpy: one pass of array operations, not one per value.
 
 Both Example decoders (:mod:`.pbwire`, protobuf's semantics, and :mod:`.wire`,
 TensorFlow's) read an ``Int64List``'s packed run with this when it is long enough to
@@ -23,8 +30,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import MalformedExampleError
+from ..kernels.varint import varint_reader
 
-__all__ = ["NUMPY_MIN_BYTES", "decode_packed"]
+__all__ = ["NUMPY_MIN_BYTES", "decode_packed", "varint_reader"]
 
 #: Packed runs of at least this many bytes are decoded with numpy. The array path costs
 #: about a dozen numpy calls (~25 us) whatever the size, the loops ~0.3-1.5 us a value:

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import MalformedExampleError
-from .varints import NUMPY_MIN_BYTES, decode_packed
+from .varints import NUMPY_MIN_BYTES, decode_packed, varint_reader
 
 __all__ = [
     "KIND_BYTES",
@@ -74,7 +74,6 @@ FeatureMap = dict[bytes, Span]
 RawValues = npt.NDArray[np.int64] | list[int] | npt.NDArray[np.float32] | list[bytes]
 """int64 values (an array, or a list of ints for short lists), float32 array, or bytes."""
 
-_MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
 
 
@@ -86,28 +85,8 @@ def _fail(reason: str, offset: int) -> MalformedExampleError:
     return MalformedExampleError(f"{PARSE_FAILED}{reason} at byte {offset}", offset=offset)
 
 
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Reads a varint of at most 10 bytes in ``buf[pos:end]``; returns (value, new pos)."""
-    if pos + 1 < end:
-        b = buf[pos]
-        if b < 0x80:
-            return b, pos + 1
-        b2 = buf[pos + 1]
-        if b2 < 0x80:
-            return (b & 0x7F) | (b2 << 7), pos + 2
-    result = 0
-    shift = 0
-    start = pos
-    while pos < end:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & _MASK64, pos
-        shift += 7
-        if shift >= 70:
-            raise _fail("varint longer than 10 bytes", start)
-    raise _fail("truncated varint", start)
+#: Reads a varint of at most 10 bytes in ``buf[pos:end]``; returns (value, new pos).
+_varint = varint_reader(_fail)
 
 
 def _length(buf: bytes, pos: int, end: int) -> tuple[int, int]:

@@ -40,6 +40,7 @@ from ..records import framing
 from ..records.compression import Compression
 from ..records.reader import read_records
 from ..records.recovery import DamagePolicy, DamageReport
+from ..storage.options import StorageOptionsArg
 from .identity import DataBytes
 from .scalars import KIND_BYTES, KIND_INT64, OK, OTHER_KIND, REASONS, scalars_of
 
@@ -381,7 +382,9 @@ def read_columns(
     if kind is Compression.NONE and data.stat is not None:
         recorder.add(_mapped_records(data, offsets, lengths))
         return recorder.finish(), False
-    recorder.add(_streamed_records(data.path, kind, lengths, policy, max_record_bytes))
+    recorder.add(
+        _streamed_records(data.path, kind, lengths, policy, max_record_bytes, data.storage_options)
+    )
     return recorder.finish(), True
 
 
@@ -415,12 +418,13 @@ def _mapped_records(data: DataBytes, offsets: U64Array, lengths: U64Array) -> It
         del raw
 
 
-def _streamed_records(
+def _streamed_records(  # noqa: PLR0917 - one private call site
     path: str,
     kind: Compression,
     lengths: U64Array,
     policy: DamagePolicy,
     max_record_bytes: int | None,
+    storage_options: StorageOptionsArg,
 ) -> Iterator[bytes]:
     """The records of a file read from start to end, checked against the index."""
     n = len(lengths)
@@ -433,6 +437,7 @@ def _streamed_records(
         on_damage=policy,
         on_damage_report=ignored.append,
         max_record_bytes=max_record_bytes,
+        storage_options=storage_options,
     ):
         if count >= n or len(record) != int(lengths[count]):
             raise StaleIndexError(

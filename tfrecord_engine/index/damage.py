@@ -34,6 +34,7 @@ from ..records import framing
 from ..records.compression import Compression
 from ..records.reader import read_records, read_records_noting_members
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport
+from ..storage.options import StorageOptionsArg
 
 __all__ = ["decode_damage", "encode_damage", "reporter", "tolerant_scan"]
 
@@ -60,6 +61,7 @@ def tolerant_scan(
     members: list[tuple[int, int]] | None = None,
     *,
     auto: bool = False,
+    storage_options: StorageOptionsArg = None,
 ) -> tuple[U64Array, U64Array, list[DamageReport]]:
     """Indexes a file under ``"stop"``/``"skip"``: ``(offsets, lengths, damage)``.
 
@@ -84,6 +86,7 @@ def tolerant_scan(
             on_damage=policy,
             on_damage_report=reports.append,
             max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
         )
         if members is None or kind is Compression.NONE
         else read_records_noting_members(
@@ -93,6 +96,7 @@ def tolerant_scan(
             on_damage=policy,
             on_damage_report=reports.append,
             max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
         )
     )
     for record in records:

@@ -56,6 +56,7 @@ import numpy.typing as npt
 
 from ..records import framing
 from ..storage import remote
+from ..storage.options import StorageOptionsArg, normalize_storage_options
 from ..storage.ranges import coalesce
 from .scan import FileStat, file_stat, fingerprint_of, fingerprint_ranges
 
@@ -122,17 +123,21 @@ class DataBytes:
     """The bytes of one data file, read through one descriptor (or one URL).
 
     A local file is mapped once; its :attr:`stat` is the descriptor's, so everything
-    read here describes one file whatever its path names meanwhile.
+    read here describes one file whatever its path names meanwhile. A URL is reached
+    with ``storage_options`` (fsspec keyword arguments; see
+    :mod:`tfrecord_engine.storage.options`), kept in :attr:`storage_options` for
+    whatever reads the file again by its path.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, storage_options: StorageOptionsArg = None) -> None:
         self.path = path
+        self.storage_options = normalize_storage_options(storage_options)
         self.stat: FileStat | None = None
         self._remote: remote.RemoteFile | None = None
         self._map: mmap.mmap | None = None
         self.buf: bytes | mmap.mmap = b""
         if remote.is_url(path):
-            self._remote = remote.RemoteFile(path)
+            self._remote = remote.RemoteFile(path, storage_options=self.storage_options)
             return
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -195,9 +200,9 @@ class DataBytes:
 
 
 @contextlib.contextmanager
-def opened(path: str) -> Iterator[DataBytes]:
+def opened(path: str, storage_options: StorageOptionsArg = None) -> Iterator[DataBytes]:
     """:class:`DataBytes` of ``path`` for the duration of a ``with`` block."""
-    data = DataBytes(path)
+    data = DataBytes(path, storage_options)
     try:
         yield data
     finally:

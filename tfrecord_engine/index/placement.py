@@ -31,6 +31,7 @@ from typing import Final, Literal
 
 from ..errors import InvalidArgumentError
 from ..storage import remote
+from ..storage.options import StorageOptionsArg
 from .scan import file_identity
 
 __all__ = [
@@ -97,11 +98,11 @@ def _location_key(data_path: str) -> str:
     return hashlib.sha256(_location(data_path).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def cache_identity(data_path: str) -> tuple[int, int]:
+def cache_identity(data_path: str, storage_options: StorageOptionsArg = None) -> tuple[int, int]:
     """What keys a file's cache entry: ``(size, mtime_ns)``; a URL ``(size, fingerprint)``
     (object stores do not all report a modification time)."""
     if remote.is_url(data_path):
-        return file_identity(data_path)
+        return file_identity(data_path, storage_options)
     st = os.stat(data_path)
     return st.st_size, st.st_mtime_ns
 

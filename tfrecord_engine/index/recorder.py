@@ -12,6 +12,7 @@ import numpy.typing as npt
 from ..errors import IndexFormatError, InvalidArgumentError
 from ..records import framing
 from ..records.compression import Compression
+from ..storage.options import StorageOptionsArg, normalize_storage_options
 from .columns import ColumnRecorder, ColumnSpec
 from .identity import identify, opened
 from .placement import IndexPlacement
@@ -43,6 +44,8 @@ class IndexRecorder:
         flush_every: int = DEFAULT_FLUSH_EVERY,
         placement: IndexPlacement = "hidden",
         columns: ColumnSpec = (),
+        *,
+        storage_options: StorageOptionsArg = None,
     ):
         if flush_every < 1:
             raise InvalidArgumentError(f"index_flush_every must be >= 1, got {flush_every}")
@@ -55,6 +58,7 @@ class IndexRecorder:
         self._stream = 0  # offset in the (decompressed) framed stream
         self._since = 0  # records since the last restart point
         self._columns = ColumnRecorder(columns) if columns else None
+        self._options = normalize_storage_options(storage_options)
 
     def write(
         self,
@@ -108,7 +112,7 @@ class IndexRecorder:
         lengths = np.concatenate([np.zeros(0, np.int64), *self._lengths]).astype(np.uint64)
         framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
         offsets = np.cumsum(framed, dtype=np.uint64) - framed
-        with opened(written) as data:
+        with opened(written, self._options) as data:
             found = identify(data, self._kind is Compression.NONE, offsets, lengths)
         return Index(
             self._path,
@@ -121,6 +125,7 @@ class IndexRecorder:
             data_verified=True,  # every data CRC is one we computed while writing
             content=found.content,
             columns=() if self._columns is None else self._columns.finish(),
+            storage_options=self._options,
         )
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from ..kernels.varint import Buffer, varint_reader
+
 __all__ = [
     "ABSENT",
     "KIND_BYTES",
@@ -62,7 +64,6 @@ KIND_FLOAT: Final = 2
 KIND_INT64: Final = 3
 _KIND_OF_TAG: Final = {0x0A: KIND_BYTES, 0x12: KIND_FLOAT, 0x1A: KIND_INT64}
 _MASK32: Final = (1 << 32) - 1
-_MASK64: Final = (1 << 64) - 1
 
 #: ``(status, kind, value)`` of one key in one record: ``value`` is an int or bytes
 #: when ``status`` is :data:`OK` (``kind`` then says which), else ``None``.
@@ -70,27 +71,19 @@ Found = tuple[int, int, int | bytes | None]
 _MISSING: Final[Found] = (ABSENT, 0, None)
 _BROKEN: Final[Found] = (MALFORMED, 0, None)
 
-Buffer = bytes | bytearray | memoryview
-
 
 class _Malformed(Exception):
     """The record is not a valid Example (turned into :data:`MALFORMED`, never raised
     out of this module)."""
 
 
-def _varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while pos < end:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & _MASK64, pos
-        shift += 7
-        if shift >= 70:
-            break
-    raise _Malformed
+def _malformed(reason: str, offset: int) -> _Malformed:
+    del reason, offset  # a status, not a message: the record is MALFORMED
+    return _Malformed()
+
+
+#: One varint in ``buf[pos:end]``: ``(value, new pos)`` (the package's one reader).
+_varint = varint_reader(_malformed)
 
 
 def _limit(buf: Buffer, pos: int, end: int) -> tuple[int, int]:

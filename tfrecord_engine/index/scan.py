@@ -21,6 +21,7 @@ from ..records import framing
 from ..records.compression import Compression
 from ..records.reader import read_records, read_records_noting_members
 from ..storage import remote
+from ..storage.options import StorageOptionsArg
 from ..storage.ranges import coalesce
 
 __all__ = [
@@ -78,7 +79,7 @@ def fingerprint(buf: bytes | mmap.mmap) -> int:
     return fingerprint_of(size, [buf[a:b] for a, b in fingerprint_ranges(size)])
 
 
-def file_identity(path: str) -> tuple[int, int]:
+def file_identity(path: str, storage_options: StorageOptionsArg = None) -> tuple[int, int]:
     """Returns the size and :func:`fingerprint` of a local file or a URL.
 
     A URL costs a size query and one request for the fingerprint's windows (ten
@@ -87,7 +88,7 @@ def file_identity(path: str) -> tuple[int, int]:
     if not remote.is_url(path):
         with mapped(path) as buf:
             return len(buf), fingerprint(buf)
-    f = remote.RemoteFile(path)
+    f = remote.RemoteFile(path, storage_options=storage_options)
     size = f.size
     if size == 0:
         return 0, fingerprint(b"")
@@ -269,6 +270,7 @@ def walk_stream(
     kind: Compression,
     max_record_bytes: int | None = None,
     members: list[tuple[int, int]] | None = None,
+    storage_options: StorageOptionsArg = None,
 ) -> tuple[U64Array, U64Array]:
     """Indexes a compressed file by decompressing it once (payloads are skipped over).
 
@@ -277,10 +279,21 @@ def walk_stream(
     :func:`~tfrecord_engine.records.reader.read_records_noting_members`).
     """
     records = (
-        read_records(path, kind, verify=False, max_record_bytes=max_record_bytes)
+        read_records(
+            path,
+            kind,
+            verify=False,
+            max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
+        )
         if members is None or kind is Compression.NONE
         else read_records_noting_members(
-            path, kind, members, verify=False, max_record_bytes=max_record_bytes
+            path,
+            kind,
+            members,
+            verify=False,
+            max_record_bytes=max_record_bytes,
+            storage_options=storage_options,
         )
     )
     try:
@@ -288,14 +301,19 @@ def walk_stream(
     except DataLossError:
         if kind is Compression.NONE:
             raise
-        _raise_first_damage(path, kind, max_record_bytes)
+        _raise_first_damage(path, kind, max_record_bytes, storage_options)
         raise
     framed = lengths + np.uint64(framing.HEADER_SIZE + framing.FOOTER_SIZE)
     offsets = np.concatenate([[0], np.cumsum(framed)[:-1]]).astype(np.uint64)
     return offsets[: len(lengths)], lengths
 
 
-def _raise_first_damage(path: str, kind: Compression, max_record_bytes: int | None) -> None:
+def _raise_first_damage(
+    path: str,
+    kind: Compression,
+    max_record_bytes: int | None,
+    storage_options: StorageOptionsArg = None,
+) -> None:
     """Raises the error :func:`read_records` raises for a damaged compressed file.
 
     The walk above skips data CRCs, so the records inflated from damaged input pass it
@@ -303,7 +321,9 @@ def _raise_first_damage(path: str, kind: Compression, max_record_bytes: int | No
     the error names the first damaged record, as every other path does.
     """
     try:
-        for _ in read_records(path, kind, max_record_bytes=max_record_bytes):
+        for _ in read_records(
+            path, kind, max_record_bytes=max_record_bytes, storage_options=storage_options
+        ):
             pass
     except DataLossError as exact:
         # One error: not chained to the later one it replaces, nor to a cause that

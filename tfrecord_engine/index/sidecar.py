@@ -47,6 +47,7 @@ from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, norma
 from ..storage import remote
 from ..storage.filekind import require_regular
 from ..storage.fileops import naming_final
+from ..storage.options import StorageOptionsArg, normalize_storage_options
 from ..storage.remote_identity import RemoteIdentity
 from . import identity as ident
 from .columns import ColumnsArg, IndexColumn, normalize_columns, read_columns
@@ -170,6 +171,10 @@ class Index:
             the writer that computed them, or by a ``"stop"``/``"skip"`` scan); always
             true for an index with damage, which only such a scan produces. A clean
             index that is not data-verified (a header walk) serves ``"raise"`` only.
+        storage_options: for a URL, the fsspec keyword arguments it is read with (see
+            :mod:`tfrecord_engine.storage.options`; ``None``: fsspec's configuration
+            only), used again by :meth:`validate`, :meth:`with_columns`, :meth:`save` and
+            by a dataset opened over this index; pickled with it, never shown.
 
     Example:
         >>> import tempfile, os, tfrecord_engine as tfe
@@ -198,6 +203,7 @@ class Index:
         "offsets",
         "remote_identity",
         "restarts",
+        "storage_options",
     )
 
     def __init__(
@@ -216,8 +222,10 @@ class Index:
         member_starts: object = None,
         content: ContentCheck | None = None,
         columns: Sequence[IndexColumn] = (),
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         self.data_path = os.fspath(data_path)
+        self.storage_options = normalize_storage_options(storage_options)
         self.damage = tuple(damage)
         self.damage_policy = normalize_policy(damage_policy)
         if self.damage and self.damage_policy == "raise":
@@ -304,6 +312,7 @@ class Index:
         on_damage_report: DamageCallback | None = None,
         max_record_bytes: int | None = None,
         columns: ColumnsArg | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> Index:
         """Indexes an existing file.
 
@@ -338,6 +347,10 @@ class Index:
         ``max_record_bytes`` refuses records announcing more data bytes than that, as
         damage (as :func:`~tfrecord_engine.read_records` does): under ``"skip"`` they are
         left out of the index and reported.
+
+        ``storage_options`` (a URL's fsspec keyword arguments, see
+        :mod:`tfrecord_engine.storage.options`) reach the store and stay with the index
+        (:attr:`storage_options`).
 
         ``columns`` (names, or name -> ``"int64"``/``"bytes"``) also keeps those scalar
         features of every record in the index (:attr:`columns`, see
@@ -378,7 +391,7 @@ class Index:
             damage: list[DamageReport] = []
             members: list[tuple[int, int]] = []
             found_columns: tuple[IndexColumn, ...] = ()
-            with opened(path) as data:
+            with opened(path, storage_options) as data:
                 offsets, lengths, kind, by_path = cls._scan(
                     data, want, policy, max_record_bytes, members=members, damage=damage
                 )
@@ -426,6 +439,7 @@ class Index:
             data_verified=policy != "raise" or bool(spec),
             content=found.content,
             columns=found_columns,
+            storage_options=storage_options,
         )
         idx.report_damage(on_damage_report)
         return idx
@@ -449,7 +463,13 @@ class Index:
         with _noting_errors(head, kind, auto=want is None):
             if policy != "raise":
                 offsets, lengths, found = tolerant_scan(
-                    path, kind, policy, max_record_bytes, members, auto=want is None
+                    path,
+                    kind,
+                    policy,
+                    max_record_bytes,
+                    members,
+                    auto=want is None,
+                    storage_options=data.storage_options,
                 )
                 damage += found
             elif kind is Compression.NONE and data.stat is not None:
@@ -460,7 +480,9 @@ class Index:
             else:
                 # A URL is read once in large blocks: hopping from header to header
                 # would cost a request per record.
-                offsets, lengths = walk_stream(path, kind, max_record_bytes, members)
+                offsets, lengths = walk_stream(
+                    path, kind, max_record_bytes, members, data.storage_options
+                )
         return offsets, lengths, kind, True
 
     def report_damage(self, on_damage_report: DamageCallback | None = None) -> None:
@@ -506,6 +528,7 @@ class Index:
             data_verified=self.data_verified,
             content=self.content,
             columns=[c.head(n) for c in self.columns.values()],
+            storage_options=self.storage_options,
         )
 
     # ---- persistence -------------------------------------------------------------------
@@ -562,19 +585,19 @@ class Index:
         """
         spec = normalize_columns(columns)
         self.validate()
-        with opened(self.data_path) as data:
+        with opened(self.data_path, self.storage_options) as data:
             added, _ = read_columns(
                 data, self.compression, self.offsets, self.lengths, spec, policy=self.damage_policy
             )
         kept = [c for name, c in self.columns.items() if name not in {n for n, _ in spec}]
         fields = self._fields()._replace(columns=(*kept, *added), data_verified=True)
-        idx = Index._of(self.data_path, fields)
+        idx = Index._of(self.data_path, fields, self.storage_options)
         idx.file_stat = self.file_stat
         idx.remote_identity = self.remote_identity
         return idx
 
     @classmethod
-    def _of(cls, data_path: str, f: Fields) -> Index:
+    def _of(cls, data_path: str, f: Fields, storage_options: StorageOptionsArg = None) -> Index:
         return cls(
             data_path,
             f.offsets,
@@ -589,9 +612,16 @@ class Index:
             data_verified=f.data_verified,
             content=f.content,
             columns=f.columns,
+            storage_options=storage_options,
         )
 
-    def save(self, index_path: PathLike | None = None, *, placement: str = "hidden") -> str:
+    def save(
+        self,
+        index_path: PathLike | None = None,
+        *,
+        placement: str = "hidden",
+        storage_options: StorageOptionsArg = None,
+    ) -> str:
         """Writes the index file atomically and returns the path written.
 
         Args:
@@ -600,6 +630,8 @@ class Index:
                 sub-folder is created), ``"cache"`` (the user's index cache, replacing
                 the file's older entries) or ``"beside"`` (the old ``<file>.tfeidx``,
                 which shard globs like ``train-*`` match). See :mod:`.placement`.
+            storage_options: fsspec keyword arguments for a URL ``index_path`` on
+                another store; default: the index's own (:attr:`storage_options`).
 
         A URL is written with one put, so the object appears whole or not at all.
 
@@ -610,11 +642,14 @@ class Index:
         if index_path is not None:
             target = os.fspath(index_path)
         elif where == "cache":
-            target = cache_index_path(self.data_path, cache_identity(self.data_path))
+            target = cache_index_path(
+                self.data_path, cache_identity(self.data_path, self.storage_options)
+            )
         else:
             target = index_path_for(self.data_path, where)
         if remote.is_url(target):
-            remote.write_bytes(target, self.to_bytes())
+            options = self.storage_options if storage_options is None else storage_options
+            remote.write_bytes(target, self.to_bytes(), options)
             return target
         folder = os.path.dirname(target)
         if folder:
@@ -635,13 +670,22 @@ class Index:
         return target
 
     @classmethod
-    def from_bytes(cls, blob: bytes, data_path: PathLike, *, source: str = "<bytes>") -> Index:
+    def from_bytes(
+        cls,
+        blob: bytes,
+        data_path: PathLike,
+        *,
+        source: str = "<bytes>",
+        storage_options: StorageOptionsArg = None,
+    ) -> Index:
         """Parses a binary index; checks its own checksum, not the data file.
+
+        ``storage_options``: how the data file (a URL) is reached, kept with the index.
 
         Raises:
             IndexFormatError: wrong magic, unknown version, bad size or checksum.
         """
-        return cls._of(os.fspath(data_path), decode(blob, data_path, source))
+        return cls._of(os.fspath(data_path), decode(blob, data_path, source), storage_options)
 
     @classmethod
     def load(
@@ -651,6 +695,7 @@ class Index:
         *,
         on_damage: DamagePolicy = "raise",
         on_damage_report: DamageCallback | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> Index:
         """Loads an index and checks that it still describes ``data_path``.
 
@@ -664,6 +709,10 @@ class Index:
         again on every load, as a reader would report it. A clean sidecar built without
         checking data CRCs (version 1: a header walk under ``"raise"``) serves only
         ``"raise"``.
+
+        ``storage_options`` (fsspec keyword arguments, see
+        :mod:`tfrecord_engine.storage.options`) reach the data file and a remote index
+        file, and stay with the index.
 
         Raises:
             FileNotFoundError: no index file (at any of the places above).
@@ -681,8 +730,10 @@ class Index:
             # Checked first: validating would open the data file, and a FIFO's open blocks.
             require_regular(data_path, "loading an index")
         if index_path is not None:
-            return cls._load_from(data_path, os.fspath(index_path), policy, on_damage_report, None)
-        identity = cache_identity(data_path)
+            return cls._load_from(
+                data_path, os.fspath(index_path), policy, on_damage_report, None, storage_options
+            )
+        identity = cache_identity(data_path, storage_options)
         entry = cache_index_path(data_path, identity)
 
         # An entry saved for another state of the file (touched, appended, replaced) is
@@ -700,7 +751,9 @@ class Index:
         for source in candidates():
             sources.append(source)
             try:
-                return cls._load_from(data_path, source, policy, on_damage_report, identity)
+                return cls._load_from(
+                    data_path, source, policy, on_damage_report, identity, storage_options
+                )
             except FileNotFoundError:
                 continue
             except IndexFormatError as exc:
@@ -712,20 +765,21 @@ class Index:
         raise FileNotFoundError(f"{data_path}: no index at {', '.join(sources)}")
 
     @classmethod
-    def _load_from(
+    def _load_from(  # noqa: PLR0917 - load()'s context, two call sites
         cls,
         data_path: str,
         source: str,
         policy: DamagePolicy,
         on_damage_report: DamageCallback | None,
         identity: tuple[int, int] | None,
+        storage_options: StorageOptionsArg = None,
     ) -> Index:
         if remote.is_url(source):
-            blob = remote.RemoteFile(source).read_all()
+            blob = remote.RemoteFile(source, storage_options=storage_options).read_all()
         else:
             with open(source, "rb") as f:
                 blob = f.read()
-        idx = cls.from_bytes(blob, data_path, source=source)
+        idx = cls.from_bytes(blob, data_path, source=source, storage_options=storage_options)
         # A URL's cache identity is its size and fingerprint: no need to ask twice.
         idx.validate(identity if remote.is_url(data_path) else None)
         served = idx.for_policy(policy)
@@ -756,6 +810,7 @@ class Index:
         on_damage_report: DamageCallback | None = None,
         rebuild: bool = True,
         save: bool | str = True,
+        storage_options: StorageOptionsArg = None,
     ) -> Index:
         """Loads the index of ``data_path`` (see :meth:`load`), or builds it when missing
         or stale.
@@ -786,6 +841,9 @@ class Index:
                 when the storage is read-only (HTTP(S), or a ``PermissionError``/
                 ``NotImplementedError`` from the store); any other error of the store
                 is raised.
+            storage_options: for a URL, fsspec keyword arguments for its filesystem
+                (see :mod:`tfrecord_engine.storage.options`), used to load, build and
+                save, and kept with the index.
 
         Raises:
             InvalidArgumentError: ``data_path`` is a pipe, FIFO or device: random access
@@ -813,7 +871,12 @@ class Index:
             ("cache" if save else None) if isinstance(save, bool) else normalize_placement(save)
         )
         try:
-            idx = cls.load(data_path, on_damage=policy, on_damage_report=on_damage_report)
+            idx = cls.load(
+                data_path,
+                on_damage=policy,
+                on_damage_report=on_damage_report,
+                storage_options=storage_options,
+            )
         except (FileNotFoundError, IndexFormatError):
             if not rebuild:
                 raise
@@ -825,7 +888,13 @@ class Index:
                     "compression='auto' to take the file's own)"
                 )
             return idx
-        idx = cls.build(data_path, compression, on_damage=policy, on_damage_report=on_damage_report)
+        idx = cls.build(
+            data_path,
+            compression,
+            on_damage=policy,
+            on_damage_report=on_damage_report,
+            storage_options=storage_options,
+        )
         if where is not None:
             # The index file is a cache; the in-memory index is complete without it.
             # Remote stores are less forgiving to hide errors from: only "read-only" is
@@ -858,7 +927,7 @@ class Index:
         Raises:
             StaleIndexError: size, fingerprint, content or record layout do not match.
         """
-        with opened(self.data_path) as data:
+        with opened(self.data_path, self.storage_options) as data:
             stat = data.stat
             key = None if stat is None else self._check_key(stat)
             if key is not None and ident.checked_before(key):
@@ -943,15 +1012,17 @@ class Index:
         """
         return text_of(self.data_path, self.compression, self.offsets, self.lengths)
 
-    def save_text(self, text_path: PathLike) -> None:
+    def save_text(self, text_path: PathLike, *, storage_options: StorageOptionsArg = None) -> None:
         """Writes :meth:`to_text` to ``text_path`` (e.g. ``<data>.idx`` for DALI).
 
         The text is made first: a file that has none (compressed, no records) leaves
-        no file behind, not an empty one.
+        no file behind, not an empty one. A URL is written with ``storage_options``
+        (default: the index's own).
         """
         text = self.to_text()
         if remote.is_url(os.fspath(text_path)):
-            remote.write_bytes(os.fspath(text_path), text.encode("ascii"))
+            options = self.storage_options if storage_options is None else storage_options
+            remote.write_bytes(os.fspath(text_path), text.encode("ascii"), options)
             return
         with open(text_path, "w", encoding="ascii") as f:
             f.write(text)

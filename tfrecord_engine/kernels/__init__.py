@@ -357,7 +357,12 @@ def _compile() -> dict[str, Any] | None:
         "hash": compiled.key_hash,
         "gather": compiled.gather_spans,
     }
-    return kernels if _self_test(kernels, compiled.CompileErrors) else None
+    if not _self_test(kernels, compiled.CompileErrors):
+        return None
+    from . import _sequence  # noqa: PLC0415 - SequenceExample loops (each None if it failed)
+
+    kernels.update(_sequence.load(compiled.CompileErrors))
+    return kernels
 
 
 def _self_test(kernels: dict[str, Any], errors: tuple[type[Exception], ...]) -> bool:

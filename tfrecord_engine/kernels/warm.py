@@ -60,6 +60,7 @@ def _key() -> str:
     import numba  # noqa: PLC0415
 
     source = Path(_compiled().__file__).read_bytes()
+    source += Path(_compiled().__file__).with_name("_sequence.py").read_bytes()
     parts = [
         numba.__version__,
         llvmlite.__version__,

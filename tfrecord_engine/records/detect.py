@@ -33,6 +33,7 @@ from typing import BinaryIO, Final
 
 from ..errors import DamageReport, DataLossError, InvalidArgumentError
 from ..storage import remote
+from ..storage.options import StorageOptionsArg
 from . import framing
 from .compression import Compression, CompressionLike, normalize_compression
 from .recovery import DamageCallback
@@ -340,12 +341,12 @@ def noting(
     return wrapped
 
 
-def detect_file(path: str) -> Compression:
+def detect_file(path: str, storage_options: StorageOptionsArg = None) -> Compression:
     """The compression of a local regular file or a URL, from its first bytes (one small
     read) and its name. Not for pipes: reading their first bytes would consume them
     (:func:`~tfrecord_engine.read_records` peeks those itself)."""
     if remote.is_url(path):
-        f = remote.RemoteFile(path)
+        f = remote.RemoteFile(path, storage_options=storage_options)
         size = f.size
         return detect(f.fetch(0, min(size, HEAD_SIZE)) if size else b"", path)
     with open(path, "rb") as fh:

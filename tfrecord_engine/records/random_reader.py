@@ -17,6 +17,7 @@ from types import TracebackType
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
 from ..storage import remote
+from ..storage.options import StorageOptionsArg
 from . import framing
 
 __all__ = ["RandomRecordReader"]
@@ -37,15 +38,23 @@ class RandomRecordReader:
     Args:
         path: a local path or a URL (fsspec).
         verify: check each record's data CRC (the length CRC is always checked).
+        storage_options: for a URL, fsspec keyword arguments for its filesystem (see
+            :mod:`tfrecord_engine.storage.options`).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, verify: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        verify: bool = True,
+        storage_options: StorageOptionsArg = None,
+    ) -> None:
         self.path = remote.local_path(os.fspath(path))
         self.verify = verify
         self._fd: int | None = None
         self._remote: remote.RemoteFile | None = None
         if remote.is_url(self.path):
-            self._remote = remote.RemoteFile(self.path)
+            self._remote = remote.RemoteFile(self.path, storage_options=storage_options)
             self._size = self._remote.size
         else:
             self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

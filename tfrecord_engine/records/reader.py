@@ -51,6 +51,7 @@ from ..errors import (
 from ..kernels.words import read_words
 from ..storage import remote
 from ..storage.filekind import stream_kind
+from ..storage.options import StorageOptionsArg
 from . import framing
 from .compression import Compression
 from .detect import (
@@ -90,6 +91,7 @@ def read_records(
     timeout: float | None = None,
     idle_timeout: float | None = None,
     compression_type: CompressionArg = None,
+    storage_options: StorageOptionsArg = None,
 ) -> Iterator[bytes]:
     """Yields the data of every record of a TFRecord file, in order.
 
@@ -130,6 +132,10 @@ def read_records(
             record. Following ends only so (or when the iterator is closed); a torn
             record still torn then raises :class:`TruncatedRecordError`.
         compression_type: the same as ``compression``, under ``tf.data``'s name.
+        storage_options: for a URL, fsspec keyword arguments for its filesystem
+            (``{"endpoint_url": ..., "key": ..., "secret": ...}`` for ``s3://``; see
+            :mod:`tfrecord_engine.storage.options`); they win over fsspec's global
+            configuration and are never shown. Local paths ignore them.
 
     Raises:
         CorruptedRecordError: a length or data CRC does not match (``"raise"`` only).
@@ -174,7 +180,9 @@ def read_records(
     if isinstance(source, (str, os.PathLike)):
         path = remote.local_path(os.fspath(source))
         if remote.is_url(path):
-            return _read_url(path, want, verify, policy, report, limit=limit)
+            return _read_url(
+                path, want, verify, policy, report, limit=limit, storage_options=storage_options
+            )
         if stream_kind(path) is None:
             return _read_file(path, want, verify, policy, report, limit=limit)
         return _read_opened(path, want, verify, policy, report, limit=limit)
@@ -196,6 +204,7 @@ def read_records_noting_members(
     on_damage: DamagePolicy = "raise",
     on_damage_report: DamageCallback | None = None,
     max_record_bytes: int | None = None,
+    storage_options: StorageOptionsArg = None,
 ) -> Iterator[bytes]:
     """:func:`read_records` of a GZIP/ZLIB file (a local path or a URL), also noting
     where each member (stream) after the first starts.
@@ -216,7 +225,16 @@ def read_records_noting_members(
     report = _reporter(on_damage_report)
     where = remote.local_path(os.fspath(path))
     if remote.is_url(where):
-        return _read_url(where, compression, verify, policy, report, limit=limit, members=members)
+        return _read_url(
+            where,
+            compression,
+            verify,
+            policy,
+            report,
+            limit=limit,
+            members=members,
+            storage_options=storage_options,
+        )
     if stream_kind(where) is not None:
         raise InvalidArgumentError(f"{where}: member offsets need a regular file")
     return _read_file(where, compression, verify, policy, report, limit=limit, members=members)
@@ -400,8 +418,9 @@ def _read_url(
     *,
     limit: int | None,
     members: list[tuple[int, int]] | None = None,
+    storage_options: StorageOptionsArg = None,
 ) -> Iterator[bytes]:
-    stream = remote.RemoteFile(url).open_stream()
+    stream = remote.RemoteFile(url, storage_options=storage_options).open_stream()
     try:
         # The stream has read/read1 with file semantics; it is not an io class.
         yield from _read_peeked(

@@ -40,6 +40,7 @@ from typing import Final
 
 from ..errors import InvalidArgumentError, RemoteChangedError
 from . import cache_files as cf
+from .options import StorageOptions, StorageOptionsArg, normalize_storage_options
 from .remote import RemoteFile
 from .remote_identity import RemoteIdentity
 
@@ -62,6 +63,8 @@ class CachedCopy:
         index_path: where its index is kept (it may not exist yet).
         size: the object's size in bytes.
         identity: the object's version.
+        storage_options: the fsspec keyword arguments the object is read with (never
+            shown).
     """
 
     url: str
@@ -69,6 +72,9 @@ class CachedCopy:
     index_path: str
     size: int
     identity: RemoteIdentity
+    storage_options: StorageOptions | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
 
 
 @dataclasses.dataclass
@@ -107,9 +113,11 @@ class CacheStats:
     version_queries: int = 0
 
 
-def version_of(url: str) -> tuple[int, RemoteIdentity | None]:
+def version_of(
+    url: str, storage_options: StorageOptionsArg = None
+) -> tuple[int, RemoteIdentity | None]:
     """The object's size and version label, asked of the store (not of a listing cache)."""
-    f = RemoteFile(url)
+    f = RemoteFile(url, storage_options=storage_options)
     # s3fs and others answer info() from a directory listing when they have one, which
     # another process's write does not update: ask the store itself.
     with contextlib.suppress(Exception):
@@ -197,12 +205,24 @@ class ShardCache:
 
     # ---- lookups and fills -------------------------------------------------------------
 
-    def _copy(self, url: str, name: str, size: int, identity: RemoteIdentity) -> CachedCopy:
+    def _copy(
+        self,
+        url: str,
+        name: str,
+        size: int,
+        identity: RemoteIdentity,
+        storage_options: StorageOptions | None,
+    ) -> CachedCopy:
         data = os.path.join(self.directory, name)
-        return CachedCopy(url, data, data + cf.INDEX_SUFFIX, size, identity)
+        return CachedCopy(url, data, data + cf.INDEX_SUFFIX, size, identity, storage_options)
 
     def get(
-        self, url: str, *, size: int | None = None, identity: RemoteIdentity | None = None
+        self,
+        url: str,
+        *,
+        size: int | None = None,
+        identity: RemoteIdentity | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> CachedCopy | None:
         """The local copy of ``url``, pinned; filled from the store when missing.
 
@@ -210,6 +230,9 @@ class ShardCache:
             url: the object.
             size, identity: its size and version when the caller knows them (a dataset
                 hands its decode workers the ones it saw); else asked of the store.
+            storage_options: fsspec keyword arguments for the object's store (see
+                :mod:`~tfrecord_engine.storage.options`). Entries are named by URL, size
+                and version, whichever options reached them.
 
         Returns:
             The copy, or ``None`` when the object is not cached (its store names no
@@ -219,22 +242,30 @@ class ShardCache:
             RemoteChangedError: the object changed while it was being copied.
             RemoteReadError, RemoteNotFoundError: the store failed (after retries).
         """
-        return self.finish(self.claim(url, size=size, identity=identity))
+        return self.finish(
+            self.claim(url, size=size, identity=identity, storage_options=storage_options)
+        )
 
     def claim(
-        self, url: str, *, size: int | None = None, identity: RemoteIdentity | None = None
+        self,
+        url: str,
+        *,
+        size: int | None = None,
+        identity: RemoteIdentity | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> Claim:
         """:meth:`get`'s first, quick half: a hit is pinned, a miss gets its room
         reserved (so claims taken in order fill the cache in that order); the copying is
         :meth:`finish`'s."""
+        options = normalize_storage_options(storage_options)
         if size is None or identity is None:
-            size, identity = version_of(url)
+            size, identity = version_of(url, options)
             with self._lock:
                 self.stats.version_queries += 1
         if identity is None or (self.limit is not None and size > self.limit):
             return Claim(None)
         name = cf.entry_name(url, size, identity)
-        copy = self._copy(url, name, size, identity)
+        copy = self._copy(url, name, size, identity, options)
         with self._folder():
             if _complete(copy.data_path, size):
                 self._pin(name)
@@ -259,7 +290,12 @@ class ShardCache:
             return copy
         if claim.fd < 0:
             _wait_for(claim.filler)  # another process (or thread) copies it: look again
-            return self.get(copy.url, size=copy.size, identity=copy.identity)
+            return self.get(
+                copy.url,
+                size=copy.size,
+                identity=copy.identity,
+                storage_options=copy.storage_options,
+            )
         fd, claim.fd = claim.fd, -1
         try:
             self._fill(copy, fd)
@@ -338,7 +374,12 @@ class ShardCache:
 
     def _fill(self, copy: CachedCopy, fd: int) -> None:
         """Copies the object into ``fd``; checks it is still the same version after."""
-        f = RemoteFile(copy.url, identity=copy.identity, size=copy.size)
+        f = RemoteFile(
+            copy.url,
+            identity=copy.identity,
+            size=copy.size,
+            storage_options=copy.storage_options,
+        )
         groups = [
             list(range(a, min(a + PARALLEL * PIECE, copy.size), PIECE))
             for a in range(0, copy.size, PARALLEL * PIECE)
@@ -356,7 +397,7 @@ class ShardCache:
                 for a, data in zip(starts, pieces, strict=True):
                     _pwrite_all(fd, data, a)
         os.fsync(fd)
-        size, identity = version_of(copy.url)
+        size, identity = version_of(copy.url, copy.storage_options)
         with self._lock:
             self.stats.version_queries += 1
             self.stats.requests += f.requests

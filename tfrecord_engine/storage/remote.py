@@ -6,9 +6,10 @@ protocol is not ``file``/``local`` is a URL: ``memory://``, ``http(s)://``, ``s3
 (read through ``mmap``). fsspec is an optional extra (``remote``: ``pip install -e
 '.[remote]'`` in a clone) imported on the first URL only; without it a URL raises
 :class:`~tfrecord_engine.errors.MissingDependencyError` naming the extra. Credentials
-and options come from fsspec's own configuration (``fsspec.config.conf``, the
-``FSSPEC_<PROTOCOL>_<OPTION>`` environment variables) and the backend's usual sources
-(``AWS_*``, ``GOOGLE_APPLICATION_CREDENTIALS`` ...).
+and options come from the call's ``storage_options`` (see
+:mod:`~tfrecord_engine.storage.options`), then fsspec's own configuration
+(``fsspec.config.conf``, the ``FSSPEC_<PROTOCOL>_<OPTION>`` environment variables) and
+the backend's usual sources (``AWS_*``, ``GOOGLE_APPLICATION_CREDENTIALS`` ...).
 
 The I/O plans, every request counted in :attr:`RemoteFile.requests`:
 
@@ -60,6 +61,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from ..errors import MissingDependencyError, ReadOnlyStorageError, install_hint
+from .options import StorageOptions, StorageOptionsArg, as_kwargs, normalize_storage_options
 from .readahead import DEFAULT_BLOCK_SIZE, ReadAheadStream
 from .remote_fsspec import FsspecRanges
 from .remote_http import HttpRanges, is_http_filesystem
@@ -151,13 +153,16 @@ def _fsspec(url: str) -> ModuleType:
         ) from exc
 
 
-def filesystem(url: str) -> tuple[Any, str]:
+def filesystem(url: str, storage_options: StorageOptionsArg = None) -> tuple[Any, str]:
     """Returns fsspec's filesystem for ``url`` and the path within it.
+
+    ``storage_options`` go to the filesystem's constructor (``url_to_fs(url, **options)``,
+    as pandas passes them); keys they leave out come from fsspec's configuration.
 
     Raises:
         MissingDependencyError: fsspec is not installed.
     """
-    fs, path = _fsspec(url).core.url_to_fs(url)
+    fs, path = _fsspec(url).core.url_to_fs(url, **as_kwargs(storage_options))
     return fs, str(path)
 
 
@@ -167,24 +172,24 @@ def check_writable(url: str) -> None:
         raise ReadOnlyStorageError(f"{url}: {protocol(url)} URLs are read-only")
 
 
-def write_bytes(url: str, data: bytes) -> None:
+def write_bytes(url: str, data: bytes, storage_options: StorageOptionsArg = None) -> None:
     """Stores ``data`` at ``url`` in one put (an object appears whole or not at all).
 
     Raises:
         ReadOnlyStorageError: an HTTP(S) URL.
     """
     check_writable(url)
-    fs, path = filesystem(url)
+    fs, path = filesystem(url, storage_options)
     fs.pipe_file(path, data)
 
 
-def glob(pattern: str) -> list[str]:
+def glob(pattern: str, storage_options: StorageOptionsArg = None) -> list[str]:
     """Expands a URL pattern to sorted URLs, without hidden names (as ``glob.glob``).
 
     A pattern like ``train-*`` must not pick up a writer's hidden ``.name.tmp-*``
     objects, which ``fnmatch``-style matching would.
     """
-    fs, path = filesystem(pattern)
+    fs, path = filesystem(pattern, storage_options)
     found = [fs.unstrip_protocol(p) for p in fs.glob(path)]
     return sorted(u for u in found if not u.rstrip("/").rsplit("/", 1)[-1].startswith("."))
 
@@ -214,6 +219,8 @@ class RemoteFile:
         identity: the version the caller expects (e.g. the one its index was validated
             against); default: the first one seen.
         size: the size the caller expects; default: asked on first use.
+        storage_options: fsspec keyword arguments for the URL's filesystem (see
+            :mod:`~tfrecord_engine.storage.options`); never shown in a ``repr``.
 
     Attributes:
         requests: data requests sent so far, retries included (size queries are not
@@ -236,9 +243,11 @@ class RemoteFile:
         retry: RetryPolicy | None = None,
         identity: RemoteIdentity | None = None,
         size: int | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         self.url = url
-        self.fs, self.fs_path = filesystem(url)
+        self.storage_options: StorageOptions | None = normalize_storage_options(storage_options)
+        self.fs, self.fs_path = filesystem(url, self.storage_options)
         self.retry = default_retry_policy() if retry is None else retry
         self.pin = VersionPin(url, identity, size)
         # The jitter's own generator, seeded from the OS: never the global one, and not

@@ -34,6 +34,7 @@ from typing import Any, BinaryIO, cast
 from ..errors import InvalidArgumentError
 from . import remote
 from .fileops import FileOps
+from .options import StorageOptionsArg, normalize_storage_options
 
 __all__ = ["RemoteFileOps"]
 
@@ -41,17 +42,22 @@ __all__ = ["RemoteFileOps"]
 class RemoteFileOps(FileOps):
     """:class:`~tfrecord_engine.storage.fileops.FileOps` on fsspec URLs (paths are full URLs).
 
+    Args:
+        url: the file to write (its temporary object lives next to it).
+        storage_options: fsspec keyword arguments for the URL's filesystem.
+
     Raises:
         ReadOnlyStorageError: ``url`` is an HTTP(S) URL.
         MissingDependencyError: fsspec is not installed.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, storage_options: StorageOptionsArg = None) -> None:
         remote.check_writable(url)
-        self.fs: Any = remote.filesystem(url)[0]
+        self.storage_options = normalize_storage_options(storage_options)
+        self.fs: Any = remote.filesystem(url, self.storage_options)[0]
 
     def _path(self, url: str) -> str:
-        return str(remote.filesystem(url)[1])
+        return str(remote.filesystem(url, self.storage_options)[1])
 
     def open_new(self, path: str, buffering: int = -1) -> BinaryIO:
         """Creates the (temporary) object ``path`` for writing."""

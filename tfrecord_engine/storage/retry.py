@@ -147,6 +147,13 @@ def is_transient(exc: BaseException) -> bool:
             return False
         if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ClientConnectionError):
             return True
+    botocore = sys.modules.get("botocore.exceptions")  # s3fs's client, where it is in use
+    # A refused or dropped connection to an S3 endpoint (EndpointConnectionError,
+    # ConnectionClosedError ...): botocore's own classes, none of them an OSError.
+    if botocore is not None and isinstance(
+        exc, botocore.ConnectionError | botocore.HTTPClientError
+    ):
+        return True
     # aiohttp's ClientResponseError has .status, gcsfs's HttpError .code.
     for attr in ("status", "code"):
         status = getattr(exc, attr, None)

@@ -48,6 +48,7 @@ from ..records.recovery import DamageReport
 from ..storage import remote
 from ..storage.filekind import require_regular
 from ..storage.fileops import FileOps, naming_final
+from ..storage.options import StorageOptionsArg
 from ..storage.remote_fileops import RemoteFileOps
 from .append import torn_tail_offset
 from .publish import PendingIndex, index_in_place, temp_path_for
@@ -198,6 +199,10 @@ class TFRecordWriter:
             the operating system without forcing it to disk, as TensorFlow's writer
             does: faster for scratch data; an atomic writer still publishes only a
             complete file (the rename), but a power loss may lose it.
+        storage_options: for a URL, fsspec keyword arguments for its filesystem
+            (``{"endpoint_url": ..., "key": ..., "secret": ...}`` for ``s3://``; see
+            :mod:`tfrecord_engine.storage.options`); they win over fsspec's global
+            configuration and are never shown. Local paths ignore them.
 
     ``close()`` is idempotent; ``write``/``flush`` after ``close`` raise
     :class:`WriterClosedError` (TensorFlow 2.21's writer raises
@@ -233,6 +238,7 @@ class TFRecordWriter:
         index_flush_every: int = DEFAULT_FLUSH_EVERY,
         durable: bool = True,
         index_columns: ColumnsArg | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         self._kind, self._zlib = resolve_writer_options(compression, options, compression_type)
         self._columns = normalize_columns(index_columns)
@@ -249,7 +255,7 @@ class TFRecordWriter:
         if _ops is None and remote.is_url(self.path):
             if append:
                 raise InvalidArgumentError(f"{self.path}: appending to a URL is not supported")
-            _ops = RemoteFileOps(self.path)
+            _ops = RemoteFileOps(self.path, storage_options)
         elif append:
             # Appending first reads the file's tail (torn records are cut): a pipe has none.
             require_regular(self.path, "appending")
@@ -264,7 +270,14 @@ class TFRecordWriter:
         self._append = append
         # Appends keep earlier records the recorder never saw: those rebuild on close.
         self._index = (
-            IndexRecorder(self.path, self._kind, index_flush_every, self._placement, self._columns)
+            IndexRecorder(
+                self.path,
+                self._kind,
+                index_flush_every,
+                self._placement,
+                self._columns,
+                storage_options=storage_options,
+            )
             if index and not append
             else None
         )

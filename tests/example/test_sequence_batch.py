@@ -1,0 +1,124 @@
+"""The batch SequenceExample decoder (example.seqbatch) against the exact per-record path."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+
+import tfrecord_engine.example as tfe
+from tfrecord_engine import kernels
+from tfrecord_engine.errors import TFRecordError
+from tfrecord_engine.example.seqbatch import SequenceDecoder
+from tfrecord_engine.example.seqexact import parse_records
+from tfrecord_engine.testing.examples import serialize_sequence_example
+from tfrecord_engine.testing.sequences import SequenceBatch, sequence_batches
+
+
+def _assert_same(ours: Any, exact: Any, what: str) -> None:
+    if isinstance(exact, dict):
+        assert set(ours) == set(exact), what
+        for key in exact:
+            _assert_same(ours[key], exact[key], f"{what}[{key}]")
+    elif isinstance(exact, tuple):
+        assert type(ours) is type(exact), what
+        assert len(ours) == len(exact), what
+        for i, (a, b) in enumerate(zip(ours, exact, strict=True)):
+            _assert_same(a, b, f"{what}.{i}")
+    elif isinstance(exact, np.ndarray):
+        assert isinstance(ours, np.ndarray), what
+        assert ours.shape == exact.shape, what
+        assert ours.dtype == exact.dtype, what
+        assert ours.tolist() == exact.tolist(), what
+    else:
+        assert ours == exact, what
+
+
+def _outcome(fn: Callable[[], Any]) -> tuple[bool, Any]:
+    try:
+        return True, fn()
+    except TFRecordError as exc:
+        return False, exc
+
+
+def _exact(case: SequenceBatch) -> Any:
+    return parse_records(case.records, case.context_features, case.sequence_features, False)
+
+
+@settings(max_examples=200)
+@given(sequence_batches(max_batch=12))
+def test_fast_path_equals_exact_path(case: SequenceBatch) -> None:
+    assert kernels.wait()
+    decoder = SequenceDecoder(case.context_features, case.sequence_features)
+    _assert_same(decoder.decode_records(case.records), _exact(case), "out")
+    assert decoder.stats.exact_batches == 0
+
+
+@settings(max_examples=200)
+@given(sequence_batches(faults=True))
+def test_faults_go_to_the_exact_path(case: SequenceBatch) -> None:
+    decoder = SequenceDecoder(case.context_features, case.sequence_features)
+    exact_ok, exact = _outcome(lambda: _exact(case))
+    ok, ours = _outcome(lambda: decoder.decode_records(case.records))
+    assert ok == exact_ok, (ours, exact)
+    if ok:
+        _assert_same(ours, exact, "out")
+    else:
+        assert type(ours) is type(exact)
+        assert str(ours) == str(exact)
+
+
+def test_off_canonical_records_go_to_the_exact_path() -> None:
+    spec = {"c": tfe.VarLenFeature("int64")}
+    empty_context = serialize_sequence_example([("c", None)], [("s", [("int64", [1])])])
+    unpacked = serialize_sequence_example([], [("s", [("int64", [1, 2])])], packed=False)
+    for record in (empty_context, unpacked):
+        decoder = SequenceDecoder(spec, {"s": tfe.VarLenFeature("int64")})
+        _assert_same(
+            decoder.decode_records([record]),
+            parse_records([record], spec, decoder.sequence, False),
+            "out",
+        )
+        assert decoder.stats.exact_batches == 1
+
+
+def test_without_kernels_the_exact_path_serves() -> None:
+    data = [
+        tfe.encode_sequence_example({"id": 1}, {"f": [[1.0, 2.0], [3.0, 4.0]]}),
+        tfe.encode_sequence_example({"id": 2}, {"f": [[5.0, 6.0]]}),
+    ]
+    decoder = SequenceDecoder(
+        {"id": tfe.FixedLenFeature([], "int64")},
+        {"f": tfe.FixedLenSequenceFeature([2], "float32")},
+    )
+    with kernels.switched(False):
+        slow = decoder.decode_records(data)
+    assert decoder.stats.exact_batches == 1
+    fast = decoder.decode_records(data)
+    assert decoder.stats.exact_batches == 1
+    _assert_same(fast, slow, "out")
+    ctx, lists, lengths = fast
+    assert ctx["id"].tolist() == [1, 2]
+    assert lists["f"].tolist() == [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [0.0, 0.0]]]
+    assert lengths["f"].tolist() == [2, 1]
+
+
+def test_parse_sequence_example_takes_the_batch_decoder() -> None:
+    data = [tfe.encode_sequence_example({}, {"t": [[1, 2], [3]]})] * 3
+    ctx, lists, lengths = tfe.parse_sequence_example(data, None, {"t": tfe.VarLenFeature("int64")})
+    assert ctx == {}
+    assert lengths == {}
+    assert lists["t"].dense_shape.tolist() == [3, 2, 2]
+    assert lists["t"].values.tolist() == [1, 2, 3] * 3
+
+
+def test_decoder_pickles_as_its_specs() -> None:
+    decoder = SequenceDecoder(None, {"s": tfe.VarLenFeature("string")})
+    decoder.decode_records([tfe.encode_sequence_example({}, {"s": [[b"a"]]})])
+    copy = pickle.loads(pickle.dumps(decoder))
+    assert copy.sequence == decoder.sequence
+    assert copy.context == decoder.context
+    assert copy.stats.records == 0

@@ -1,0 +1,528 @@
+"""Epochs of a dataset: the batches of one epoch's shard, prepared ahead.
+
+:class:`RecordBatchIterator` is what ``RecordDataset.batches`` returns (and a mix's
+``batches``): the sampler's batches (:mod:`.sampler`), grouped into chunks of about
+:data:`DEFAULT_CHUNK_RECORDS` records (in file order of at most :data:`CHUNK_BYTES`),
+each chunk prepared by :func:`~.prepare.prepare_chunk` on the consumer's thread, a
+read-ahead thread (:mod:`.pipeline`) or decode worker processes (:mod:`.procpool`,
+whose pools a dataset keeps between epochs: :func:`take_pool`, :func:`return_pool`).
+A shuffled epoch over local files may first read them whole into memory
+(:func:`files_to_hold`, :mod:`.held`). The functions here decide an epoch's settings
+from ``batches``' arguments (:func:`take_epoch`, :func:`check_epoch`,
+:func:`chunk_records`); the dataset's own methods stay the entry points.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import copy
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal, Protocol, cast
+
+import numpy as np
+
+from ..errors import DataLossError, InvalidArgumentError, WorkerError
+from ..index.damage import reporter
+from ..records.recovery import DamageCallback
+from .compressed_source import CompressedFileRecords
+from .fetcher_source import FetcherRecords
+from .local_source import LocalFileRecords
+from .located import LocatingSource, locate
+from .padding import Padded, pad_batch
+from .pipeline import ReadAhead
+from .prepare import MASK_KEY, ChunkSource, Ready, prepare_chunk
+from .procpool import DecodePool, PoolSource, PoolStream
+from .sampler import IndexBatch, IndexBatchIterator, Shuffle
+
+__all__ = [
+    "CHUNK_BYTES",
+    "DEFAULT_CHUNK_RECORDS",
+    "IN_MEMORY_LIMIT",
+    "EpochSource",
+    "RecordBatchIterator",
+    "check_epoch",
+    "chunk_records",
+    "files_to_hold",
+    "in_file_order",
+    "return_pool",
+    "start_epoch",
+    "take_epoch",
+    "take_pool",
+]
+
+#: Records read, checked and decoded together ahead of the consumer.
+DEFAULT_CHUNK_RECORDS = 4096
+#: In file order, chunks of big records are cut to about this many bytes (at least one
+#: batch): a chunk is read, CRC-checked and decoded while it is still in the CPU's
+#: cache, into a buffer the allocator reuses (a fresh mapping of tens of MB pays a page
+#: fault every 4 KB). 4,096 wide records of 21 KB were 88 MB.
+CHUNK_BYTES = 8 << 20
+
+
+def _in_memory_limit() -> int:
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not on every platform
+        return 1 << 30
+    return min(1 << 30, max(physical, 0) // 8)
+
+
+#: The most bytes of files that a shuffled epoch reads whole into memory by default
+#: (``batches(..., in_memory=None)``): 1 GiB, or an eighth of the machine's memory.
+IN_MEMORY_LIMIT: int = _in_memory_limit()
+#: Guards every dataset's decode pools (epochs may start on several threads). Reentrant:
+#: the collector may hand back an abandoned epoch's pool (PoolStream.__del__) inside it.
+_POOLS_LOCK = threading.RLock()
+
+FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
+
+
+class EpochSource(ChunkSource, LocatingSource, PoolSource, Protocol):
+    """What an epoch needs of its dataset (a ``RecordDataset``, or a mix's sources):
+    its reads and decoder, its damage reports, its output format and its pools."""
+
+    @property
+    def verify(self) -> bool:
+        """Whether records' data CRCs are checked."""
+
+    @property
+    def on_damage_report(self) -> DamageCallback | None:
+        """Where damage reports go (``None``: warnings)."""
+
+    def _take_pool(self, workers: int, slots: int) -> DecodePool:
+        """An idle pool of this shape, or a new one."""
+
+    def _return_pool(self, pool: DecodePool) -> None:
+        """Keeps a pool for the next epoch, or stops it."""
+
+    def _out_batch(self, batch: Any) -> Any:
+        """A batch in the dataset's output format."""
+
+
+class PoolOwner(PoolSource, Protocol):
+    """A dataset that keeps its decode pools in ``_pools``."""
+
+    _pools: list[DecodePool]
+
+
+def take_epoch(
+    counts: dict[tuple[int, int], int],
+    lock: threading.Lock,
+    *,
+    epoch: int | None,
+    shuffle: Shuffle,
+    state: Mapping[str, Any] | None,
+    layout: tuple[int, int],
+) -> tuple[int, int | None]:
+    """The epoch a ``batches`` call runs, and the count before it took one (``None``
+    when the count did not move). ``counts``: the next shuffled epoch per shard layout,
+    changed under ``lock``."""
+    if epoch is not None:
+        return epoch, None
+    resumed = None if state is None else state.get("epoch")
+    if state is not None and (
+        isinstance(resumed, bool) or not isinstance(resumed, int) or resumed < 0
+    ):
+        raise InvalidArgumentError(f"cannot resume: state has epoch={resumed!r}")
+    with lock:
+        # Under the lock: threads starting epochs at once each get their own.
+        before = counts.get(layout, 0)
+        used: int = resumed if isinstance(resumed, int) else before if shuffle else 0
+        if not shuffle:
+            return used, None
+        counts[layout] = used + 1
+    return used, before
+
+
+def check_epoch(
+    readers: Sequence[FileRecords],
+    features: Mapping[str, Any] | None,
+    *,
+    random_access: bool,
+    pad_remainder: bool,
+    readahead: int,
+    workers: int,
+    strings: Literal["keep", "drop"],
+) -> frozenset[str]:
+    """Checks an epoch's arguments against the files and features; returns the keys
+    that ``strings="drop"`` leaves out of the batches.
+
+    Raises:
+        InvalidArgumentError: naming the argument (or the file) and what to do.
+    """
+    slow = [
+        (r.path, r.sequential_reason)
+        for r in readers
+        if random_access and isinstance(r, CompressedFileRecords) and r.sequential_only
+    ]
+    if slow:
+        path, why = slow[0]
+        raise InvalidArgumentError(
+            f"a shuffled epoch needs random access, but {path} can only be read "
+            f"forward: {why}. Read it with shuffle=False, or rewrite it with "
+            "`tfr convert` or TFRecordWriter(..., index=True), which saves restart "
+            "points with the data"
+        )
+    if pad_remainder and features is not None and MASK_KEY in features:
+        raise InvalidArgumentError(
+            f"pad_remainder adds a {MASK_KEY!r} entry, which is also a feature name"
+        )
+    if readahead < 0:
+        raise InvalidArgumentError(f"readahead must be >= 0, got {readahead}")
+    if workers < 0:
+        raise InvalidArgumentError(f"workers must be >= 0, got {workers}")
+    if strings not in ("keep", "drop"):
+        raise InvalidArgumentError(f"strings must be 'keep' or 'drop', got {strings!r}")
+    if strings == "keep":
+        return frozenset()
+    if features is None:
+        raise InvalidArgumentError("strings='drop' needs a dataset with features")
+    return frozenset(k for k, f in features.items() if getattr(f, "dtype", None) == "string")
+
+
+def chunk_records(shuffle: Shuffle, record_bytes: float) -> int:
+    """Records per read-ahead chunk: in file order, no more than :data:`CHUNK_BYTES`
+    of records of the mean size ``record_bytes`` (shuffled epochs keep theirs)."""
+    if shuffle:
+        return DEFAULT_CHUNK_RECORDS
+    return max(1, min(DEFAULT_CHUNK_RECORDS, int(CHUNK_BYTES // max(record_bytes, 1))))
+
+
+def files_to_hold(
+    readers: Sequence[FileRecords], shuffle: Shuffle, workers: int, in_memory: bool | None
+) -> list[LocalFileRecords]:
+    """The files a shuffled epoch reads whole into memory (see ``batches``'
+    ``in_memory``): all of them when all are local and uncompressed and, unless
+    ``in_memory=True``, they total at most :data:`IN_MEMORY_LIMIT` bytes."""
+    if not shuffle or workers > 0 or in_memory is False:
+        return []
+    if not all(isinstance(r, LocalFileRecords) for r in readers):
+        return []
+    local = cast("list[LocalFileRecords]", list(readers))
+    total = sum(r.index.data_size for r in local)
+    if in_memory is None and total > IN_MEMORY_LIMIT:
+        return []
+    return local
+
+
+def start_epoch(
+    ds: EpochSource,
+    sampler: IndexBatchIterator,
+    readers: Sequence[FileRecords],
+    *,
+    shuffle: Shuffle,
+    random_access: bool,
+    record_bytes: float,
+    pad_remainder: bool,
+    readahead: int,
+    workers: int,
+    strings: Literal["keep", "drop"],
+    in_memory: bool | None,
+    padded: Padded = False,
+    pad_value: Any = 0,
+) -> RecordBatchIterator:
+    """The iterator of one epoch of ``ds`` (files ``readers``, records of
+    ``record_bytes`` on average) over ``sampler``'s batches, its arguments checked
+    (:func:`check_epoch`; ``random_access``: a shuffled or balanced order)."""
+    drop = check_epoch(
+        readers,
+        ds.features,
+        random_access=random_access,
+        pad_remainder=pad_remainder,
+        readahead=readahead,
+        workers=workers,
+        strings=strings,
+    )
+    return RecordBatchIterator(
+        ds,
+        sampler,
+        chunk_records=chunk_records(shuffle, record_bytes),
+        readahead=readahead,
+        workers=workers,
+        drop_keys=drop,
+        hold=files_to_hold(readers, shuffle, workers, in_memory),
+        keep=IN_MEMORY_LIMIT,
+        padded=padded,
+        pad_value=pad_value,
+    )
+
+
+def in_file_order(
+    ds: EpochSource, one: Callable[[bytes, int], Any] | None, chunk: int = 1024
+) -> Iterator[Any]:
+    """Every record of ``ds`` in file order, read ``chunk`` at a time: ``one(record, i)``
+    for record ``i`` (``None``: the records themselves). Damage follows ``on_damage``:
+    ``"raise"`` raises (located), ``"stop"`` ends before the first damaged record,
+    ``"skip"`` leaves it out; both report it."""
+    n = len(ds)
+    for start in range(0, n, chunk):
+        indices = np.arange(start, min(start + chunk, n))
+        kept = indices.tolist()
+        stop = False
+        try:
+            records = ds.read_raw(indices)
+        except DataLossError as exc:
+            if ds.on_damage == "raise":
+                locate(exc, ds)
+                raise
+            salvaged, reports = ds.read_salvaged(indices)
+            stop = ds.on_damage == "stop" and bool(reports)
+            if stop:
+                salvaged = salvaged[: salvaged.index(None)]
+                del reports[1:]
+            report = reporter(ds.on_damage_report)
+            for r in reports:
+                report(r)
+            records = [r for r in salvaged if r is not None]
+            kept = [i for i, r in zip(kept, salvaged, strict=False) if r is not None]
+        if one is None:
+            yield from records
+        else:
+            # Per record, so an error surfaces at its record, after the ones before it.
+            for i, record in zip(kept, records, strict=True):
+                yield one(record, i)
+        if stop:
+            return
+
+
+# ---- decode worker processes -----------------------------------------------------------
+
+
+def take_pool(owner: PoolOwner, workers: int, slots: int) -> DecodePool:
+    """An idle pool of ``workers`` processes with ``slots`` slots, or a new one.
+
+    Pools in use stay listed in ``owner._pools`` too, so that closing the owner stops
+    them (:func:`close_pools`).
+    """
+    with _POOLS_LOCK:
+        # A forked copy of a dataset must not talk to its parent's workers.
+        owner._pools = [p for p in owner._pools if p.owner == os.getpid() and not p.broken]
+        for pool in owner._pools:
+            if not pool.in_use and pool.workers == workers and pool.slots == slots:
+                pool.in_use = True
+                return pool
+    pool = DecodePool(owner, workers, slots=slots)
+    pool.in_use = True
+    with _POOLS_LOCK:
+        owner._pools.append(pool)
+    return pool
+
+
+def return_pool(owner: PoolOwner, pool: DecodePool, *, is_open: bool) -> None:
+    """Keeps a pool for the next epoch (one per shape), or stops it: a pool that saw
+    an error or an interrupt, or still has replies unread, is never reused, nor one
+    whose owner was closed (``is_open`` false, or the pool no longer listed)."""
+    with _POOLS_LOCK:
+        pool.in_use = False
+        keep = not (
+            pool.broken
+            or pool.queued
+            or not is_open
+            or pool not in owner._pools  # (the owner was closed meanwhile)
+            or any(
+                p is not pool
+                and not p.in_use
+                and p.workers == pool.workers
+                and p.slots == pool.slots
+                for p in owner._pools
+            )
+        )
+        if not keep and pool in owner._pools:
+            owner._pools.remove(pool)
+    if not keep:
+        pool.close()
+
+
+def close_pools(owner: PoolOwner) -> None:
+    """Stops the owner's pools (those this process started)."""
+    with _POOLS_LOCK:
+        pools, owner._pools = owner._pools, []
+    for pool in pools:
+        if pool.owner == os.getpid():
+            pool.close()
+
+
+class RecordBatchIterator(Iterator[Any]):
+    """Batches of one epoch's shard; ``get_state()`` returns a small plain dict.
+
+    Batches are prepared ahead on a worker thread, a chunk of about ``chunk_records``
+    records at a time (read with one gather, CRC-checked, decoded with one lockstep
+    pass, then sliced into batches). A chunk that holds damage or a parse error is
+    redone batch by batch, so every batch before the bad one is delivered and the error
+    surfaces at the batch that holds it, exactly as without read-ahead. A batch counts
+    as delivered only when returned, so ``get_state()`` never runs ahead of the caller.
+    """
+
+    def __init__(
+        self,
+        dataset: EpochSource,
+        sampler: IndexBatchIterator,
+        *,
+        chunk_records: int = DEFAULT_CHUNK_RECORDS,
+        readahead: int = 2,
+        workers: int = 0,
+        drop_keys: frozenset[str] = frozenset(),
+        hold: Sequence[LocalFileRecords] = (),
+        keep: int = 0,
+        padded: Padded = False,
+        pad_value: Any = 0,
+    ) -> None:
+        self._dataset = dataset
+        self._drop_keys = drop_keys
+        self._padded = padded
+        self._pad_value = pad_value
+        # Files to read whole before the first chunk (a shuffled epoch; see batches'
+        # in_memory), held until the epoch ends or closes; their copies are then kept
+        # for the next epoch within ``keep`` bytes for all files (LocalFileRecords.release).
+        self._to_hold = list(hold)
+        self._keep = keep
+        self._held: list[LocalFileRecords] = []
+        self._hold_lock = threading.Lock()
+        self._closed = False
+        #: Why the epoch cannot go on (an error or interrupt that stopped its work).
+        self._stopped: str | None = None
+        self.sampler = sampler
+        self._pending: collections.deque[Ready] = collections.deque()
+        per_chunk = max(1, chunk_records // max(1, sampler.batch_size))
+        # An independent cursor over the same (deterministic) batch sequence plans the
+        # chunks; the real sampler advances only as batches are returned.
+        plan = copy.deepcopy(sampler)
+        chunks = _chunks(plan, per_chunk)
+        self._work: Iterator[list[Ready]] | None
+        if workers > 0:
+            pool = dataset._take_pool(workers, workers + max(1, readahead))
+            self._work = PoolStream(pool, chunks, dataset._return_pool)
+        elif readahead > 0:
+            self._work = ReadAhead(chunks, self._prepare, workers=1, depth=readahead)
+        else:
+            self._work = ReadAhead(chunks, self._prepare, workers=0)
+
+    def _prepare(self, batches: list[IndexBatch]) -> list[Ready]:
+        if self._to_hold:
+            self._hold()
+        return prepare_chunk(self._dataset, batches)
+
+    def _hold(self) -> None:
+        with self._hold_lock:
+            # (On the read-ahead thread: close() may have come first.)
+            while self._to_hold and not self._closed:
+                reader = self._to_hold.pop()
+                reader.hold(self._dataset.verify)
+                self._held.append(reader)
+
+    def _release(self) -> None:
+        with self._hold_lock:
+            self._closed = True
+            self._to_hold.clear()
+            held, self._held = self._held, []
+        for reader in held:
+            reader.release(self._keep)
+
+    def __iter__(self) -> RecordBatchIterator:
+        return self
+
+    def start(self) -> RecordBatchIterator:
+        """Starts preparing batches now (on the read-ahead thread or the worker processes)
+        instead of at the first ``next``, e.g. while the caller sets up the next epoch's
+        loop. Without ``readahead`` or ``workers`` there is nothing to start. Returns
+        ``self``.
+        """
+        if self._work is not None:
+            cast("ReadAhead[Any, Any] | PoolStream", self._work).start()
+        return self
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __next__(self) -> Any:
+        while True:
+            if not self._pending:
+                if self._work is None:
+                    if self._stopped is not None:
+                        raise WorkerError(self._stopped)
+                    raise StopIteration
+                try:
+                    self._pending.extend(next(self._work))
+                except StopIteration:
+                    self._work = None
+                    self._release()
+                    raise
+                except BaseException as exc:
+                    self._stop(exc)
+                    raise
+            ready = self._pending[0]
+            if ready.damage:
+                report = reporter(self._dataset.on_damage_report)
+                for d in ready.damage:
+                    report(d)
+            if ready.error is not None:
+                # Not delivered: the state stays at this batch, so a resume retries it
+                # (and reports its damage again). Named here, for every path: the
+                # batch's indices give a parse error its file, record and offset.
+                locate(ready.error, self._dataset, ready.batch.indices)
+                raise ready.error
+            if ready.stop:
+                # "stop": the epoch ends before this batch; the state stays there.
+                self.close()
+                raise StopIteration
+            output = ready.output
+            if output is not None:
+                if self._drop_keys:
+                    output = {k: v for k, v in output.items() if k not in self._drop_keys}
+                if self._padded is not False:
+                    # (Before the commit: a record over its padded size raises with the
+                    # state still at this batch.)
+                    output = pad_batch(
+                        output, self._padded, self._pad_value, indices=ready.batch.indices
+                    )
+            self._pending.popleft()
+            self.sampler.commit(ready.batch)
+            if output is not None:
+                return self._dataset._out_batch(output)
+
+    def _stop(self, exc: BaseException) -> None:
+        """Ends the epoch after ``exc`` (an interrupt too) stopped its read-ahead or its
+        workers: the chunk being prepared is lost, so going on would skip batches."""
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        self._stopped = (
+            f"this epoch was stopped by {what} (while preparing its batches); going on "
+            "would skip batches: resume it exactly with ds.batches(..., "
+            "state=it.get_state()), or start a new epoch"
+        )
+        self.close()
+
+    def close(self) -> None:
+        """Stops the read-ahead (also done when the epoch ends)."""
+        work, self._work = self._work, None
+        try:
+            if work is not None:
+                cast("ReadAhead[Any, Any] | PoolStream", work).close()
+        finally:
+            # (Also when an interrupt stops the close: the held copies are let go.)
+            self._pending.clear()
+            self._release()
+
+    def __del__(self) -> None:
+        # An epoch abandoned without close(): its hold on its files' copies ends (they
+        # are kept for the next epoch as at its end; the registry's lock is reentrant,
+        # as the collector may run this inside a registry call).
+        with contextlib.suppress(AttributeError):
+            self._release()
+
+    def get_state(self) -> dict[str, Any]:
+        """State after the last batch returned; pass it to ``batches(..., state=...)``."""
+        return self.sampler.get_state()
+
+
+def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatch]]:
+    chunk: list[IndexBatch] = []
+    for batch in plan:
+        chunk.append(batch)
+        if len(chunk) == per_chunk:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -1,0 +1,147 @@
+"""Records as spans of one buffer, and the checks every read path makes of them.
+
+:class:`Spans` ``(buf, starts, ends)`` is what a read hands to the decoder: record ``j``
+is ``buf[starts[j]:ends[j]]``, its 4-byte masked data CRC right after it (every reader
+copies the footers along), so checking a batch is one compiled CRC pass over the buffer
+(:func:`check_spans`) and decoding it needs no ``bytes`` object per record. Paths that
+do hold ``bytes`` (a record on its own, remote reads) check them with
+:func:`verify_batch`. Both raise for the first bad record (:func:`bad_spans` and
+:func:`bad_records` say which), naming its file, record index and offset; :func:`stale`
+and :func:`short` are the errors of a file that no longer matches its index.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import crc32c as _crc32c
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import StaleIndexError
+from ..index.sidecar import Index
+from ..records import framing
+from ..records.framing import crc_spans
+
+__all__ = [
+    "U8",
+    "IntArray",
+    "Spans",
+    "bad_records",
+    "bad_spans",
+    "check_spans",
+    "crc_spans",
+    "short",
+    "stale",
+    "stored_crcs",
+    "verify_batch",
+]
+
+IntArray = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
+_F = framing.FOOTER_SIZE
+_FOOTER_AT = np.arange(_F, dtype=np.int64)
+
+
+class Spans(NamedTuple):
+    """Records as half-open spans ``[starts[j], ends[j])`` of ``buf`` (``uint8``), each
+    followed by its stored data CRC (``buf[ends[j]:ends[j] + 4]``). The buffer is read
+    for the call and is the caller's to keep."""
+
+    buf: U8
+    starts: IntArray
+    ends: IntArray
+
+    @classmethod
+    def empty(cls) -> Spans:
+        """No records."""
+        return cls(np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def records(self) -> list[bytes]:
+        """Each record as ``bytes`` (for the exact, record-by-record paths)."""
+        mv = self.buf.data
+        return [
+            mv[a:b].tobytes() for a, b in zip(self.starts.tolist(), self.ends.tolist(), strict=True)
+        ]
+
+
+def stored_crcs(buf: U8, ends: IntArray) -> npt.NDArray[np.uint32]:
+    """The masked data CRCs stored in ``buf`` after the records ending at ``ends``."""
+    stored: npt.NDArray[np.uint32] = buf[ends[:, None] + _FOOTER_AT].view("<u4").reshape(-1)
+    return stored
+
+
+def bad_spans(spans: Spans) -> npt.NDArray[np.intp]:
+    """The positions of the records of ``spans`` whose data do not match their CRC."""
+    buf, starts, ends = spans
+    return np.flatnonzero(crc_spans(buf, starts, ends) != stored_crcs(buf, ends))
+
+
+def bad_records(records: list[bytes], stored: npt.NDArray[np.uint32]) -> npt.NDArray[np.intp]:
+    """The positions of the ``records`` whose data do not match their ``stored`` CRC."""
+    crcs = np.fromiter(map(_crc32c.crc32c, records), dtype=np.uint32, count=len(records))
+    return np.flatnonzero(framing.mask_crc_array(crcs) != stored)
+
+
+def check_spans(
+    spans: Spans,
+    *,
+    path: str | list[str],
+    local: IntArray,
+    offsets: npt.NDArray[np.uint64],
+) -> None:
+    """Raises :class:`CorruptedRecordError` for the first record of ``spans`` whose CRC
+    mismatches: record ``j`` is record ``local[j]`` of file ``path`` (or ``path[j]``) at
+    byte ``offsets[j]``."""
+    bad = bad_spans(spans)
+    if len(bad):
+        j = int(bad[0])
+        buf, starts, ends = spans
+        framing.check_data(
+            buf[int(starts[j]) : int(ends[j])].tobytes(),
+            int(stored_crcs(buf, ends[j : j + 1])[0]),
+            path=path if isinstance(path, str) else path[j],
+            record_index=int(local[j]),
+            offset=int(offsets[j]),
+        )
+
+
+def verify_batch(
+    records: list[bytes],
+    stored: npt.NDArray[np.uint32],
+    *,
+    path: str,
+    local: IntArray,
+    offsets: npt.NDArray[np.uint64],
+) -> None:
+    """Raises :class:`CorruptedRecordError` for the first record whose CRC mismatches."""
+    bad = bad_records(records, stored)
+    if len(bad):
+        j = int(bad[0])
+        framing.check_data(
+            records[j],
+            int(stored[j]),
+            path=path,
+            record_index=int(local[j]),
+            offset=int(offsets[j]),
+        )
+
+
+_WHY = " (changed while in use? cut or rewritten by another job)"
+
+
+def stale(index: Index, local: IntArray | None, detail: str, why: str = _WHY) -> StaleIndexError:
+    """The error for a file that no longer matches its index, at the record asked for."""
+    first = int(local[0]) if local is not None and len(local) else 0
+    offset = int(index.offsets[first]) if first < len(index) else index.data_size
+    return StaleIndexError(f"{index.data_path}: record {first} at offset {offset}: {detail}{why}")
+
+
+def short(index: Index, local: IntArray, got: int, want: int, at: int) -> StaleIndexError:
+    """The error for a read that got ``got`` of ``want`` bytes at ``at`` (a file cut)."""
+    return stale(
+        index,
+        local,
+        f"read {got} of {want} bytes at offset {at}: the file is shorter than the "
+        f"{index.data_size} bytes it had when indexed",
+    )

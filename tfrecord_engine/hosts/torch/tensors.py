@@ -1,0 +1,135 @@
+"""Batches as tensors (:func:`to_torch`) and moved onto a device, CUDA copies
+prefetched on a side stream (:func:`prefetch_to_device`).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from ...errors import InvalidArgumentError
+
+__all__ = ["prefetch_to_device", "to_torch"]
+
+
+def to_torch(batch: Any) -> Any:
+    """A batch from :meth:`RecordDataset.batches` with its numeric arrays as tensors.
+
+    Numeric numpy arrays become tensors (sharing memory where the array is writable);
+    string (object) arrays become lists of ``bytes`` (nested for more dimensions);
+    dicts, lists and named tuples (``SparseValue``, ``RaggedValue``, ``PaddedBatch``)
+    are converted item by item; ``bytes`` and everything else stay as they are.
+
+    >>> import numpy as np
+    >>> to_torch({"x": np.arange(3), "s": np.array([b"a", b"b"], dtype=object)})
+    {'x': tensor([0, 1, 2]), 's': [b'a', b'b']}
+    """
+    if isinstance(batch, np.ndarray):
+        if batch.dtype == object:
+            return batch.tolist()
+        if not batch.flags.writeable:
+            batch = batch.copy()  # torch refuses to share read-only memory
+        return torch.from_numpy(batch)
+    if isinstance(batch, Mapping):
+        return {k: to_torch(v) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_torch(v) for v in batch))
+    if isinstance(batch, list):
+        return [to_torch(v) for v in batch]
+    return batch
+
+
+class _Moved(NamedTuple):
+    batch: Any
+    ready: Any  # a torch.cuda.Event, None off CUDA
+
+
+def _move(batch: Any, device: torch.device, *, non_blocking: bool) -> Any:
+    if isinstance(batch, torch.Tensor):
+        if non_blocking and not batch.is_pinned():
+            batch = batch.pin_memory()  # an asynchronous copy needs page-locked memory
+        return batch.to(device, non_blocking=non_blocking)
+    if isinstance(batch, Mapping):
+        return {k: _move(v, device, non_blocking=non_blocking) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(_move(v, device, non_blocking=non_blocking) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        moved = [_move(v, device, non_blocking=non_blocking) for v in batch]
+        try:
+            return type(batch)(moved)
+        except TypeError:  # a subclass whose constructor takes other arguments
+            return moved if isinstance(batch, list) else tuple(moved)
+    return batch
+
+
+def _record_stream(batch: Any, stream: Any) -> None:
+    """Tells the caching allocator that ``stream`` uses the CUDA tensors of ``batch``."""
+    if isinstance(batch, torch.Tensor):
+        if batch.is_cuda:
+            batch.record_stream(stream)
+    elif isinstance(batch, Mapping):
+        for v in batch.values():
+            _record_stream(v, stream)
+    elif isinstance(batch, (list, tuple)):
+        for v in batch:
+            _record_stream(v, stream)
+
+
+def prefetch_to_device(
+    batches: Iterable[Any], device: str | torch.device, *, depth: int = 2
+) -> Iterator[Any]:
+    """Yields ``batches`` with every tensor moved to ``device`` (``bytes`` stay on the host).
+
+    On a CUDA device the next ``depth`` batches are copied ahead on a side stream from
+    page-locked memory (``DataLoader(..., pin_memory=True)`` pins them in the loader's
+    thread; otherwise they are pinned here), so the copies overlap the training step;
+    each batch is handed over only after its copy finished. Other devices (``"cpu"``)
+    get a plain ``.to(device)``.
+
+    >>> import torch
+    >>> [b["x"].device.type for b in prefetch_to_device([{"x": torch.zeros(2)}], "cpu")]
+    ['cpu']
+    """
+    if depth < 1:
+        raise InvalidArgumentError(f"depth must be >= 1, got {depth}")
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        for batch in batches:
+            yield _move(batch, dev, non_blocking=False)
+        return
+    if not torch.cuda.is_available():  # pragma: no cover - CI has no GPU
+        raise InvalidArgumentError(f"device {dev} requested, but CUDA is not available")
+    yield from _cuda_prefetch(iter(batches), dev, depth)  # pragma: no cover
+
+
+def _cuda_prefetch(
+    source: Iterator[Any], dev: torch.device, depth: int
+) -> Iterator[Any]:  # pragma: no cover - needs a GPU (run on one by hand, see the docs)
+    side = torch.cuda.Stream(device=dev)  # type: ignore[no-untyped-call]
+    ahead: collections.deque[_Moved] = collections.deque()
+
+    def load() -> bool:
+        try:
+            batch = next(source)
+        except StopIteration:
+            return False
+        with torch.cuda.stream(side):
+            moved = _move(batch, dev, non_blocking=True)
+            ready = torch.cuda.Event()  # type: ignore[no-untyped-call]
+            ready.record(side)
+        ahead.append(_Moved(moved, ready))
+        return True
+
+    while len(ahead) < depth and load():
+        pass
+    while ahead:
+        moved, ready = ahead.popleft()
+        consumer = torch.cuda.current_stream(dev)
+        consumer.wait_event(ready)
+        _record_stream(moved, consumer)
+        load()
+        yield moved
