@@ -25,6 +25,7 @@ MODULES = [
     "benchmarks.bench_frameworks",
     "benchmarks.bench_scale",
     "benchmarks.bench_arrow",
+    "benchmarks.bench_shapes",
 ]
 
 

@@ -1,0 +1,122 @@
+"""The record-shape matrix (``benchmarks.bench_shapes``): its data, its baseline, its rows."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfrecord_engine as tfe
+from benchmarks import bench_shapes, shapes
+from benchmarks.bench_shapes import Row
+from benchmarks.shape_baselines import ProtobufDataset
+from tests.optional import require
+
+RECORDS = 96
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The benchmark data in a folder of this test's own (here and in child processes)."""
+    monkeypatch.setattr(shapes, "DATA_DIR", tmp_path)
+    monkeypatch.setenv("TFE_BENCH_DATA", str(tmp_path))
+    return tmp_path
+
+
+def test_files_differ_in_counts_orders_and_sizes(data_dir: Path) -> None:
+    paths = shapes.write_shape(shapes.SHAPES["detection"], 400)
+    counts = [len(tfe.RecordDataset(p)) for p in paths]
+    assert sum(counts) == 400
+    assert len(set(counts)) > 1
+    # The first record of each file has its file's order: the files differ in it.
+    firsts = {tuple(shapes.example_key_order(next(tfe.read_records(p)))) for p in paths}
+    assert len(firsts) > 1
+    assert shapes.check_orders(paths) > len(paths)  # records of their own order too
+    mean_sizes = [np.mean([len(r) for r in tfe.read_records(p)]) for p in paths]
+    assert max(mean_sizes) > 1.1 * min(mean_sizes)
+
+
+@pytest.mark.parametrize("name", [n for n, s in shapes.SHAPES.items() if not s.is_sequence])
+def test_protobuf_baseline_reads_what_the_engine_reads(data_dir: Path, name: str) -> None:
+    """The anchor decodes the same values (else its speed would mean nothing)."""
+    shape = shapes.SHAPES[name]
+    paths = shapes.write_shape(shape, RECORDS)
+    ours = tfe.RecordDataset(paths, features=shape.features)
+    base = ProtobufDataset(paths, shape)
+    for i in (0, len(base) // 2, len(base) - 1):
+        mine, theirs = ours[i], base[i]
+        for key, got in mine.items():
+            value = np.asarray(got.values) if isinstance(got, tfe.RaggedValue) else got
+            expected = theirs[key]
+            if isinstance(value, bytes | list):
+                assert value == expected, (name, i, key)
+            else:
+                np.testing.assert_array_equal(
+                    np.asarray(value).reshape(-1), np.asarray(expected).reshape(-1)
+                )
+
+
+def test_sequence_baseline_reads_what_the_engine_reads(data_dir: Path) -> None:
+    shape = shapes.SHAPES["sequence"]
+    paths = shapes.write_shape(shape, RECORDS)
+    raw = tfe.RecordDataset(paths)
+    base = ProtobufDataset(paths, shape)
+    ctx, lists = tfe.parse_single_sequence_example(raw[5], shape.features, shape.sequence_features)
+    assert int(ctx["label"]) == int(base[5]["label"])
+    np.testing.assert_array_equal(lists["frames"], base[5]["frames"])
+    assert 5 <= len(base[5]["frames"]) <= 60
+
+
+def _row(shape: str, access: str, ratio: float, target: float | None) -> Row:
+    return Row(shape, access, "k", "o", "a", 10.0, 5.0, ratio, ratio, 1.0, 1.0, target)
+
+
+def test_matrix_marks_misses_and_missing_cells() -> None:
+    rows = [
+        _row("image", "parsed", 3.5, 3.0),
+        _row("detection", "parsed", 2.0, 2.5),
+        _row("image", "bridge", 1.6, 1.5),
+    ]
+    text = bench_shapes.matrix(rows, ["image", "detection"])
+    lines = text.splitlines()
+    assert lines[2] == "| parsed | - | 3.50 / 3.50 | 2.00 / 2.00 ✗ |"
+    assert lines[3] == "| bridge | - | 1.60 / 1.60 | n/a |"
+
+
+def _check_rows(rows: list[Row]) -> None:
+    assert rows
+    for r in rows:
+        for value in (r.ours_rps, r.anchor_rps, r.ratio, r.ratio_median):
+            assert math.isfinite(value), r
+            assert value > 0, r
+        assert min(r.ours_peak_mb, r.anchor_peak_mb) >= 0, r
+
+
+def test_rows_without_tensorflow_give_a_number_each(data_dir: Path) -> None:
+    """The random-access and PyTorch rows of one shape, in their child process."""
+    require("torch")
+    shapes.write_shape(shapes.SHAPES["tokens"], RECORDS)
+    rows = bench_shapes.run_shape(shapes.SHAPES["tokens"], "torch", RECORDS, quick=True)
+    _check_rows(rows)
+    accesses = {r.access for r in rows}
+    assert len(accesses) == len(rows) == 8
+    assert any("workers=2" in a for a in accesses)
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_quick_matrix_gives_every_row_a_number(data_dir: Path) -> None:
+    """The whole quick matrix (every shape, both child processes): about two minutes."""
+    require("torch")
+    if os.environ.get("TFE_REQUIRE_TF") != "1":
+        pytest.importorskip("tensorflow")
+    text, rows = bench_shapes.run(quick=True)
+    _check_rows(rows)
+    per_shape = {name: [r for r in rows if r.shape == name] for name in shapes.SHAPES}
+    for name, got in per_shape.items():
+        # 7 TF rows + 1 bridge (Example shapes only) + 8 without TensorFlow.
+        assert len(got) == 15 + (name != "sequence"), name
+    assert "n/a" in text  # the SequenceExample bridge cell
