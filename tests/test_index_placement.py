@@ -19,7 +19,7 @@ import sys
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine.index import sidecar
+from tfrecord_engine.index import opening, sidecar
 from tfrecord_engine.index.placement import (
     CACHE_ENV,
     cache_dir,
@@ -316,7 +316,7 @@ def test_loading_a_current_index_does_not_list_the_cache(
         listed.append(path)
         return real(path)
 
-    monkeypatch.setattr(sidecar, "cache_entries", counted)
+    monkeypatch.setattr(opening, "cache_entries", counted)
     assert len(tfe.Index.load(hidden)) == 5
     assert len(tfe.Index.load(cached)) == 6
     assert listed == []

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
-import tfrecord_engine.index.sidecar as index_module
+from tfrecord_engine.index import building
 from tfrecord_engine.index.placement import cache_index_path
 from tfrecord_engine.index.scan import fingerprint
 from tfrecord_engine.index.sidecar import (
@@ -69,7 +69,7 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the file scans ``Index.build`` runs from now on, in order."""
     calls: list[str] = []
     for name in _SCANS:
-        monkeypatch.setattr(index_module, name, _counted(name, getattr(index_module, name), calls))
+        monkeypatch.setattr(building, name, _counted(name, getattr(building, name), calls))
     return calls
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .data.balance import Balance, BalancedSampler
 from .data.collate import PaddedValue, collate
 from .data.dataset import PaddedBatch, RecordDataset
+from .data.explain import DecodePath, explain_decode
 from .data.infer import UninferredFeatureWarning, infer_features, infer_sequence_features
 from .data.mixing import sample_from_datasets
 from .data.sampler import BlockShuffle, merge_states
@@ -82,6 +83,7 @@ __all__ = [
     "DamageReport",
     "DamageWarning",
     "DataLossError",
+    "DecodePath",
     "ExampleParseError",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
@@ -129,6 +131,7 @@ __all__ = [
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
+    "explain_decode",
     "infer_features",
     "infer_sequence_features",
     "merge_states",

@@ -33,6 +33,7 @@ from ..kernels.words import read_rows, read_words
 __all__ = [
     "EntryTable",
     "bytes_values",
+    "gather_spans",
     "packed_floats",
     "packed_span",
     "packed_varints",
@@ -280,7 +281,7 @@ def _match_keys(b: _Buf, kstart: I64, klen: I64, keys: list[bytes]) -> I64:
     return key_id
 
 
-def _gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[U8, I64]:
+def gather_spans(buf: U8, starts: I64, ends: I64) -> tuple[U8, I64]:
     """Concatenates ``buf[starts[i]:ends[i]]`` for all i; returns (bytes, lengths).
 
     Equal-length spans (fixed-size features: the common case) are copied row by row
@@ -400,7 +401,7 @@ def _varint_spans(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, Bool]:
     """:func:`varint_runs` over the runs' bytes gathered into one array."""
     m = p_start.shape[0]
     ok = np.ones(m, np.bool_)
-    raw, lengths = _gather_spans(buf, p_start, p_end)
+    raw, lengths = gather_spans(buf, p_start, p_end)
     if raw.size == 0:
         return np.zeros(0, np.int64), np.zeros(m, np.int64), ok
     term = raw < 0x80
@@ -413,7 +414,7 @@ def _varint_spans(buf: U8, p_start: I64, p_end: I64) -> tuple[I64, I64, Bool]:
     if torn.any():
         ok &= ~torn
         p_end = np.where(torn, p_start, p_end)
-        raw, lengths = _gather_spans(buf, p_start, p_end)
+        raw, lengths = gather_spans(buf, p_start, p_end)
         term = raw < 0x80
         if raw.size == 0:
             return np.zeros(0, np.int64), np.zeros(m, np.int64), ok
@@ -482,7 +483,7 @@ def packed_floats(buf: U8, starts: I64, ends: I64) -> tuple[npt.NDArray[np.float
     ok |= empty
     p_start = np.where(empty | ~ok, starts, p_start)
     p_end = np.where(empty | ~ok, starts, p_end)
-    raw, lengths = _gather_spans(buf, p_start, p_end)
+    raw, lengths = gather_spans(buf, p_start, p_end)
     return raw.view("<f4").astype(np.float32, copy=False), lengths // 4, ok
 
 

@@ -8,83 +8,48 @@ the index was built (:attr:`Index.data_verified`): 1 (a header walk) serves
 ``on_damage="raise"`` only, 2 (with a damage list) and 3 (clean) every policy they
 answer (see :meth:`Index.for_policy`).
 
-Member starts are found when an index is built by reading the file (:meth:`Index.build`,
-and the index built on a first read): each member of a bgzip (BGZF) file, of ``cat a.gz
-b.gz`` or of a file appended to with ``gzip.open(p, "ab")`` is a restart point that
-costs 16 bytes of index and nothing to keep in memory.
-
-A stale index (data file appended, truncated or replaced) is caught when it is opened
-(:meth:`Index.validate`): the size, the sampled fingerprint and (local files) the
-content check of :mod:`.identity` (every byte of a file up to 4 MiB, sampled records or
-windows of a larger one) must match and, for uncompressed files, the last record must end exactly at
-the end of the file. An index is stamped with the identity of the bytes it was built
-from, read through the descriptor that read them.
+This module holds the :class:`Index` class and its promises; the work is done in
+:mod:`.building` (scanning a file into an index, with its GZIP member starts as restart
+points), :mod:`.checking` (is an index still true of its file: :meth:`Index.validate`;
+the arrays it is made of) and :mod:`.opening` (finding, loading, building and saving the
+index of a path: :meth:`Index.load`, :meth:`Index.open`, :meth:`Index.save`).
 
 Records span ``[offset, offset + HEADER_SIZE + length + FOOTER_SIZE)``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
-from ..errors import (
-    DataLossError,
-    IndexFormatError,
-    InvalidArgumentError,
-    ReadOnlyStorageError,
-    StaleIndexError,
-)
+from ..errors import InvalidArgumentError
 from ..records import framing
 from ..records.compression import Compression, normalize_compression
-from ..records.detect import HEAD_SIZE, CompressionArg, detect, noted, requested
+from ..records.detect import CompressionArg
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
 from ..storage import remote
-from ..storage.filekind import require_regular
-from ..storage.fileops import naming_final
 from ..storage.options import StorageOptionsArg, normalize_storage_options
 from ..storage.remote_identity import RemoteIdentity
-from . import identity as ident
-from .columns import ColumnsArg, IndexColumn, normalize_columns, read_columns
-from .damage import reporter, tolerant_scan
+from . import checking
+from .building import add_columns, build_fields
+from .columns import ColumnsArg, IndexColumn, normalize_columns
+from .damage import reporter
 from .format import (
     CONTENT_CHECK_VERSION_OFFSET,
     DAMAGE_FORMAT_VERSION,
     FORMAT_VERSION,
-    MEMBER_BIT,
     MEMBER_STARTS_VERSION_OFFSET,
     VERIFIED_FORMAT_VERSION,
     Fields,
     decode,
     encode,
 )
-from .identity import ContentCheck, DataBytes, opened
-from .placement import (
-    INDEX_SUFFIX,
-    IndexPlacement,
-    cache_entries,
-    cache_identity,
-    cache_index_path,
-    index_candidates,
-    index_path_for,
-    normalize_placement,
-    prune_cache,
-)
-from .scan import (
-    FileStat,
-    as_u64,
-    file_stat,
-    fingerprint_of,
-    fingerprint_ranges,
-    refuse_larger,
-    walk_headers,
-    walk_stream,
-)
+from .identity import ContentCheck
+from .opening import load_index, open_index, save_index
+from .placement import INDEX_SUFFIX, index_path_for
+from .scan import FileStat, as_u64
 from .text import parse_text, text_of
 
 __all__ = [
@@ -98,49 +63,7 @@ __all__ = [
     "index_path_for",
 ]
 
-#: Times :meth:`Index.build` reads a file that keeps changing under it before it gives up.
-_BUILD_TRIES = 3
-
-U64Array = npt.NDArray[np.uint64]
 PathLike = str | os.PathLike[str]
-
-
-@contextlib.contextmanager
-def _noting_errors(head: bytes, kind: Compression, *, auto: bool) -> Iterator[None]:
-    """Adds what the first bytes look like to a failure at the first record (see
-    :func:`~tfrecord_engine.records.detect.noted`)."""
-    try:
-        yield
-    except DataLossError as exc:
-        better = noted(exc, head, kind, auto=auto)
-        if better is None:
-            raise
-        raise better from exc
-
-
-def _useful_members(
-    members: Sequence[tuple[int, int]], offsets: U64Array, lengths: U64Array
-) -> U64Array:
-    """The member starts worth keeping as restart points: those before the end of the
-    last record (a trailing empty member, as bgzip's end-of-file block, starts none),
-    the last of several at one decompressed offset (empty members in between)."""
-    table = np.array(members, dtype=np.uint64).reshape(-1, 2)
-    if len(offsets) == 0 or len(table) == 0:
-        return np.zeros((0, 2), dtype=np.uint64)
-    end = offsets[-1] + lengths[-1] + np.uint64(framing.FRAME_OVERHEAD)
-    table = as_u64(table[table[:, 1] < end])
-    if len(table) == 0:
-        return table
-    last = np.append(table[1:, 1] != table[:-1, 1], True)
-    return as_u64(table[last])
-
-
-def _names(path: str, stat: FileStat) -> bool:
-    """Whether ``path`` still names the file of ``stat``, unchanged."""
-    try:
-        return file_stat(os.stat(path)) == stat
-    except OSError:
-        return False
 
 
 class Index:
@@ -251,32 +174,11 @@ class Index:
         #: local file, not opened yet, or a backend that names no version.
         self.remote_identity: RemoteIdentity | None = None
         self.compression = normalize_compression(compression)
-        self.restarts = as_u64(np.zeros((0, 2)) if restarts is None else restarts).reshape(-1, 2)
-        m = len(self.restarts)
-        self.member_starts = np.ascontiguousarray(
-            np.zeros(m, dtype=np.bool_) if member_starts is None else member_starts,
-            dtype=np.bool_,
-        ).reshape(-1)
-        if len(self.member_starts) != m:
-            raise InvalidArgumentError(
-                f"member_starts must have one flag per restart point ({m}), got "
-                f"{len(self.member_starts)}"
-            )
-        if m and bool(np.any(self.restarts[:, 0] >= MEMBER_BIT)):
-            raise InvalidArgumentError("a restart point's compressed offset must be < 2**63")
-        if self.offsets.shape != self.lengths.shape or self.offsets.ndim != 1:
-            raise InvalidArgumentError(
-                f"offsets and lengths must be 1-D arrays of one length, got "
-                f"{self.offsets.shape} and {self.lengths.shape}"
-            )
+        self.restarts, self.member_starts = checking.restart_table(restarts, member_starts)
+        checking.require_records(self.offsets, self.lengths, columns)
         #: The index columns (name -> :class:`~.columns.IndexColumn`): scalar features
         #: of every record, kept in the index (see :meth:`with_columns`).
         self.columns = {c.name: c for c in columns}
-        if any(len(c) != len(self.offsets) for c in columns) or len(self.columns) != len(columns):
-            raise InvalidArgumentError(
-                f"index columns must be uniquely named, one value per record "
-                f"({len(self.offsets)}), got {[(c.name, len(c)) for c in columns]}"
-            )
 
     def __len__(self) -> int:
         return int(self.offsets.shape[0])
@@ -382,108 +284,17 @@ class Index:
             True
         """
         path = remote.local_path(os.fspath(path))
-        want = requested(compression)
-        policy = normalize_policy(on_damage)
-        spec = normalize_columns(columns)
-        if not remote.is_url(path):
-            require_regular(path, "indexing")
-        for attempt in range(1, _BUILD_TRIES + 1):
-            damage: list[DamageReport] = []
-            members: list[tuple[int, int]] = []
-            found_columns: tuple[IndexColumn, ...] = ()
-            with opened(path, storage_options) as data:
-                offsets, lengths, kind, by_path = cls._scan(
-                    data, want, policy, max_record_bytes, members=members, damage=damage
-                )
-                if spec:
-                    found_columns, again = read_columns(
-                        data,
-                        kind,
-                        offsets,
-                        lengths,
-                        spec,
-                        policy=policy,
-                        max_record_bytes=max_record_bytes,
-                    )
-                    by_path = by_path or again
-                # A scan that opened the path again read the file it names: the one
-                # read here, or the identity below would describe other bytes.
-                same = not by_path or data.stat is None or _names(path, data.stat)
-                found = (
-                    ident.identify(data, kind is Compression.NONE, offsets, lengths)
-                    if same
-                    else None
-                )
-            if found is not None:
-                break
-            if attempt == _BUILD_TRIES:
-                raise StaleIndexError(
-                    f"{path}: the file changed while it was being indexed, {attempt} times "
-                    "in a row: index it once it is complete (e.g. `tfr index` after its "
-                    "writer closed it)"
-                )
-        assert found is not None  # (the loop ends at a break or a raise)
-        restarts = _useful_members(members, offsets, lengths)
-        idx = cls(
+        fields = build_fields(
             path,
-            offsets,
-            lengths,
-            data_size=found.size,
-            fingerprint=found.fingerprint,
-            compression=kind,
-            restarts=restarts,
-            member_starts=np.ones(len(restarts), dtype=np.bool_),
-            damage=damage,
-            damage_policy=policy,
-            # (Reading the columns checked every data CRC.)
-            data_verified=policy != "raise" or bool(spec),
-            content=found.content,
-            columns=found_columns,
+            compression,
+            on_damage=on_damage,
+            max_record_bytes=max_record_bytes,
+            columns=columns,
             storage_options=storage_options,
         )
+        idx = cls._of(path, fields, storage_options)
         idx.report_damage(on_damage_report)
         return idx
-
-    @staticmethod
-    def _scan(
-        data: DataBytes,
-        want: Compression | None,
-        policy: DamagePolicy,
-        max_record_bytes: int | None,
-        *,
-        members: list[tuple[int, int]],
-        damage: list[DamageReport],
-    ) -> tuple[U64Array, U64Array, Compression, bool]:
-        """:meth:`build`'s scan of ``data``: ``(offsets, lengths, compression, whether
-        the scan opened the path again)``; damage goes to ``damage``."""
-        path = data.path
-        size = data.size
-        head = data.ranges([(0, min(size, HEAD_SIZE))])[0] if size else b""
-        kind = detect(head, path) if want is None else want
-        with _noting_errors(head, kind, auto=want is None):
-            if policy != "raise":
-                offsets, lengths, found = tolerant_scan(
-                    path,
-                    kind,
-                    policy,
-                    max_record_bytes,
-                    members,
-                    auto=want is None,
-                    storage_options=data.storage_options,
-                )
-                damage += found
-            elif kind is Compression.NONE and data.stat is not None:
-                offsets, lengths = walk_headers(data.buf, path)
-                if max_record_bytes is not None:
-                    refuse_larger(data.buf, offsets, lengths, path, max_record_bytes)
-                return offsets, lengths, kind, False
-            else:
-                # A URL is read once in large blocks: hopping from header to header
-                # would cost a request per record.
-                offsets, lengths = walk_stream(
-                    path, kind, max_record_bytes, members, data.storage_options
-                )
-        return offsets, lengths, kind, True
 
     def report_damage(self, on_damage_report: DamageCallback | None = None) -> None:
         """Passes each of :attr:`damage` to ``on_damage_report`` (default: warnings)."""
@@ -509,27 +320,7 @@ class Index:
             return self
         if policy == "raise" or self.damage_policy == "stop":
             return None
-        first = self.damage[0]
-        n = first.record_index
-        # Exactly what a "stop" reader reports: the rest of a plain file, or an unknown
-        # amount of a stream.
-        rest = self.data_size - first.offset if self.compression is Compression.NONE else None
-        return Index(
-            self.data_path,
-            self.offsets[:n],
-            self.lengths[:n],
-            data_size=self.data_size,
-            fingerprint=self.fingerprint,
-            compression=self.compression,
-            restarts=self.restarts,
-            member_starts=self.member_starts,
-            damage=[DamageReport(first.path, n, first.offset, rest, first.reason)],
-            damage_policy="stop",
-            data_verified=self.data_verified,
-            content=self.content,
-            columns=[c.head(n) for c in self.columns.values()],
-            storage_options=self.storage_options,
-        )
+        return Index._of(self.data_path, checking.stopped(self._fields()), self.storage_options)
 
     # ---- persistence -------------------------------------------------------------------
 
@@ -585,12 +376,7 @@ class Index:
         """
         spec = normalize_columns(columns)
         self.validate()
-        with opened(self.data_path, self.storage_options) as data:
-            added, _ = read_columns(
-                data, self.compression, self.offsets, self.lengths, spec, policy=self.damage_policy
-            )
-        kept = [c for name, c in self.columns.items() if name not in {n for n, _ in spec}]
-        fields = self._fields()._replace(columns=(*kept, *added), data_verified=True)
+        fields = add_columns(self._fields(), self.data_path, spec, self.storage_options)
         idx = Index._of(self.data_path, fields, self.storage_options)
         idx.file_stat = self.file_stat
         idx.remote_identity = self.remote_identity
@@ -638,36 +424,14 @@ class Index:
         Raises:
             ReadOnlyStorageError: an HTTP(S) URL.
         """
-        where = normalize_placement(placement)
-        if index_path is not None:
-            target = os.fspath(index_path)
-        elif where == "cache":
-            target = cache_index_path(
-                self.data_path, cache_identity(self.data_path, self.storage_options)
-            )
-        else:
-            target = index_path_for(self.data_path, where)
-        if remote.is_url(target):
-            options = self.storage_options if storage_options is None else storage_options
-            remote.write_bytes(target, self.to_bytes(), options)
-            return target
-        folder = os.path.dirname(target)
-        if folder:
-            os.makedirs(folder, exist_ok=True)
-        tmp = f"{target}.tmp-{os.getpid()}-{threading.get_ident()}"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(self.to_bytes())
-            os.replace(tmp, target)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-            if isinstance(exc, OSError):
-                raise naming_final(exc, tmp, target) from None
-            raise
-        if index_path is None and where == "cache":
-            prune_cache(target, self.data_path)
-        return target
+        return save_index(
+            self.data_path,
+            self.storage_options,
+            self.to_bytes,
+            index_path=index_path,
+            placement=placement,
+            storage_options=storage_options,
+        )
 
     @classmethod
     def from_bytes(
@@ -724,81 +488,14 @@ class Index:
             StaleIndexError: the data file changed since it was indexed.
             InvalidArgumentError: ``data_path`` is a pipe, FIFO or device.
         """
-        policy = normalize_policy(on_damage)
-        data_path = remote.local_path(os.fspath(data_path))
-        if not remote.is_url(data_path):
-            # Checked first: validating would open the data file, and a FIFO's open blocks.
-            require_regular(data_path, "loading an index")
-        if index_path is not None:
-            return cls._load_from(
-                data_path, os.fspath(index_path), policy, on_damage_report, None, storage_options
-            )
-        identity = cache_identity(data_path, storage_options)
-        entry = cache_index_path(data_path, identity)
-
-        # An entry saved for another state of the file (touched, appended, replaced) is
-        # still tried: validation then tells a stale one (raised as such) from one whose
-        # content did not change.
-        # They are listed only when the usual places fail: listing the cache folder costs
-        # as much as the whole load once it holds many entries.
-        def candidates() -> Iterator[str]:
-            yield from index_candidates(data_path)
-            yield entry
-            yield from (e for e in cache_entries(data_path) if e != entry)
-
-        sources: list[str] = []
-        first: IndexFormatError | None = None
-        for source in candidates():
-            sources.append(source)
-            try:
-                return cls._load_from(
-                    data_path, source, policy, on_damage_report, identity, storage_options
-                )
-            except FileNotFoundError:
-                continue
-            except IndexFormatError as exc:
-                # A stale or unsuitable index at one place does not hide a good one at
-                # the next (e.g. a cache entry built after the old sidecar went stale).
-                first = first or exc
-        if first is not None:
-            raise first
-        raise FileNotFoundError(f"{data_path}: no index at {', '.join(sources)}")
-
-    @classmethod
-    def _load_from(  # noqa: PLR0917 - load()'s context, two call sites
-        cls,
-        data_path: str,
-        source: str,
-        policy: DamagePolicy,
-        on_damage_report: DamageCallback | None,
-        identity: tuple[int, int] | None,
-        storage_options: StorageOptionsArg = None,
-    ) -> Index:
-        if remote.is_url(source):
-            blob = remote.RemoteFile(source, storage_options=storage_options).read_all()
-        else:
-            with open(source, "rb") as f:
-                blob = f.read()
-        idx = cls.from_bytes(blob, data_path, source=source, storage_options=storage_options)
-        # A URL's cache identity is its size and fingerprint: no need to ask twice.
-        idx.validate(identity if remote.is_url(data_path) else None)
-        served = idx.for_policy(policy)
-        if served is None and not idx.damage:
-            raise IndexFormatError(
-                f"{source}: the index of {data_path} was built without checking data CRCs "
-                f'(from the record headers only, e.g. by an on_damage="raise" open) and '
-                f"cannot serve on_damage={policy!r}"
-            )
-        if served is None:
-            first = idx.damage[0]
-            raise IndexFormatError(
-                f"{source}: the index lists {len(idx.damage)} damaged region(s) of "
-                f"{data_path} (first: record {first.record_index} at offset "
-                f"{first.offset}: {first.reason}); it was built with "
-                f"on_damage={idx.damage_policy!r} and cannot serve on_damage={policy!r}"
-            )
-        served.report_damage(on_damage_report)
-        return served
+        return load_index(
+            cls,
+            data_path,
+            index_path,
+            on_damage=on_damage,
+            on_damage_report=on_damage_report,
+            storage_options=storage_options,
+        )
 
     @classmethod
     def open(
@@ -865,48 +562,16 @@ class Index:
             >>> [(r.record_index, r.offset, r.bytes_skipped) for r in reports]
             [(2, 37, 9), (2, 37, 9)]
         """
-        want = requested(compression)
-        policy = normalize_policy(on_damage)
-        where: IndexPlacement | None = (
-            ("cache" if save else None) if isinstance(save, bool) else normalize_placement(save)
-        )
-        try:
-            idx = cls.load(
-                data_path,
-                on_damage=policy,
-                on_damage_report=on_damage_report,
-                storage_options=storage_options,
-            )
-        except (FileNotFoundError, IndexFormatError):
-            if not rebuild:
-                raise
-        else:
-            if want is not None and idx.compression is not want:
-                raise InvalidArgumentError(
-                    f"{os.fspath(data_path)}: its index says compression "
-                    f"{idx.compression.value!r}, the caller says {want.value!r} (pass "
-                    "compression='auto' to take the file's own)"
-                )
-            return idx
-        idx = cls.build(
+        return open_index(
+            cls,
             data_path,
             compression,
-            on_damage=policy,
+            on_damage=on_damage,
             on_damage_report=on_damage_report,
+            rebuild=rebuild,
+            save=save,
             storage_options=storage_options,
         )
-        if where is not None:
-            # The index file is a cache; the in-memory index is complete without it.
-            # Remote stores are less forgiving to hide errors from: only "read-only" is
-            # skipped. The cache itself is always local.
-            skip: tuple[type[BaseException], ...] = (
-                (ReadOnlyStorageError, PermissionError, NotImplementedError)
-                if remote.is_url(idx.data_path) and where != "cache"
-                else (OSError,)
-            )
-            with contextlib.suppress(*skip):
-                idx.save(placement=where)
-        return idx
 
     def validate(self, identity: tuple[int, int] | None = None) -> None:
         """Checks that the data file is still the one this index describes.
@@ -927,79 +592,7 @@ class Index:
         Raises:
             StaleIndexError: size, fingerprint, content or record layout do not match.
         """
-        with opened(self.data_path, self.storage_options) as data:
-            stat = data.stat
-            key = None if stat is None else self._check_key(stat)
-            if key is not None and ident.checked_before(key):
-                self.file_stat = stat
-                return
-            started = ident.clock()
-            self._check(data, identity)
-        self.file_stat = stat
-        if key is not None and stat is not None:
-            ident.remember_checked(key, stat, started)
-
-    def _check_key(self, stat: FileStat) -> Hashable:
-        """What a remembered check of this index against the file of ``stat`` is
-        filed under: everything :meth:`validate` compares."""
-        end = max([self.stream_size, *(d.offset + (d.bytes_skipped or 0) for d in self.damage)])
-        return (
-            stat,
-            self.data_path,
-            self.compression,
-            self.data_size,
-            self.fingerprint,
-            self.content,
-            len(self),
-            end,
-        )
-
-    def _check(self, data: DataBytes, identity: tuple[int, int] | None) -> None:
-        """:meth:`validate`'s comparisons, reading ``data``."""
-        size = data.size if identity is None else identity[0]
-        if size != self.data_size:
-            raise StaleIndexError(
-                f"{self.data_path}: index is stale: the file has {size} bytes, the "
-                f"index was built for {self.data_size} (appended or truncated?)"
-            )
-        fp = identity[1] if identity is not None else None
-        if fp is None:
-            fp = fingerprint_of(size, data.ranges(fingerprint_ranges(size)))
-        if fp != self.fingerprint:
-            raise StaleIndexError(
-                f"{self.data_path}: index is stale: the file's content fingerprint "
-                "changed (replaced?)"
-            )
-        # Records, and the damaged regions between and after them, cover the file.
-        end = max([self.stream_size, *(d.offset + (d.bytes_skipped or 0) for d in self.damage)])
-        plain = self.compression is Compression.NONE
-        if plain and end != size:
-            raise StaleIndexError(
-                f"{self.data_path}: index is foreign: its records end at byte "
-                f"{end}, the file has {size} bytes"
-            )
-        if data.stat is None:
-            # A URL: stores replace objects whole, and a changed object is caught while
-            # in use (RemoteChangedError); reading it all, or hundreds of ranges, on
-            # every open would cost more than the open itself.
-            return
-        check = self.content
-        if check is not None:
-            crc = ident.content_crc(data, check.kind, check.samples, self.offsets, self.lengths)
-            if crc != check.crc:
-                what = "every byte" if check.kind == ident.KIND_FULL else "sampled bytes"
-                raise StaleIndexError(
-                    f"{self.data_path}: index is stale: the file has the indexed size "
-                    f"and fingerprint but its content check ({what}) fails: the file "
-                    "was replaced or rewritten since it was indexed; index it again "
-                    "(Index.open and datasets do so)"
-                )
-        elif plain and not ident.header_samples_match(data, self.offsets, self.lengths):
-            raise StaleIndexError(
-                f"{self.data_path}: index is stale: the record headers at sampled "
-                "indexed offsets do not announce the indexed lengths (the file was "
-                "replaced by one of the same size and fingerprint?); index it again"
-            )
+        self.file_stat = checking.validate(self, identity)
 
     # ---- DALI / tfrecord text indexes --------------------------------------------------
 

@@ -362,6 +362,9 @@ def _compile() -> dict[str, Any] | None:
     from . import _sequence  # noqa: PLC0415 - SequenceExample loops (each None if it failed)
 
     kernels.update(_sequence.load(compiled.CompileErrors))
+    from . import _examples  # noqa: PLC0415 - the walk of Examples (each None if it failed)
+
+    kernels.update(_examples.load(compiled.CompileErrors))
     return kernels
 
 

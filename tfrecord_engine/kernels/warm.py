@@ -61,6 +61,7 @@ def _key() -> str:
 
     source = Path(_compiled().__file__).read_bytes()
     source += Path(_compiled().__file__).with_name("_sequence.py").read_bytes()
+    source += Path(_compiled().__file__).with_name("_examples.py").read_bytes()
     parts = [
         numba.__version__,
         llvmlite.__version__,
