@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tfrecord_engine as tfe
 from tfrecord_engine.errors import ExampleParseError, TFRecordError
 from tfrecord_engine.example import (
     FixedLenFeature,
@@ -161,3 +162,16 @@ def test_parse_example_uses_the_lockstep_path_for_large_batches() -> None:
     assert str(fast.value) == str(exact.value)
     recs[5] = encode_example({"x": 5})
     assert batch.parse_example(recs, feats)["x"].tolist() == list(range(len(recs)))
+
+
+def test_an_error_of_a_batch_the_dense_plan_hands_on_is_raised_alone() -> None:
+    # One exception per failure: the exact path's error used to carry the internal
+    # delegation as its __context__ ("During handling of ... another exception").
+    records = [tfe.encode_example({"a": [1]}), tfe.encode_example({"b": [1]})]
+    dec = BatchDecoder({"a": tfe.FixedLenFeature([], "int64")})
+    buf = np.frombuffer(b"".join(records), np.uint8)
+    starts = np.array([0, len(records[0])], np.int64)
+    ends = starts + np.array([len(r) for r in records], np.int64)
+    with pytest.raises(ExampleParseError) as info:
+        dec.decode(buf, starts, ends)
+    assert info.value.__context__ is None

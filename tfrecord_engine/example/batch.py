@@ -216,9 +216,14 @@ class BatchDecoder:
         """
         if self._dense_plan is not False:
             self.stats.records += int(starts.shape[0])
+            delegated = False
             try:
                 out = self._decode_dense(buf, starts, ends)
             except _Delegate:
+                delegated = True
+            if delegated:
+                # (Outside the handler: an error of the exact path is raised alone, not
+                # chained to the _Delegate that sent the batch there.)
                 self._exact_batch()
                 return self.decode_exact(_records_of(buf, starts, ends, records))
             if out is not None:
