@@ -76,6 +76,7 @@ from .hosts.arrow.reader import (  # noqa: E402
 from .hosts.arrow.writer import DEFAULT_WRITE_BATCH, open_batches, write_batches  # noqa: E402
 from .hosts.splits import expand_paths  # noqa: E402
 from .records.recovery import DamageCallback  # noqa: E402
+from .storage.options import StorageOptionsArg  # noqa: E402
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -96,8 +97,10 @@ def _dataset(
     compression: object,
     on_damage: str,
     on_damage_report: DamageCallback | None,
+    storage_options: StorageOptionsArg = None,
 ) -> tuple[RecordDataset, Any]:
-    """A raw dataset over the files, and the features of a dataset given as source."""
+    """A raw dataset over the files, and the features of a dataset given as source
+    (whose own storage options the raw one keeps)."""
     if isinstance(source, RecordDataset):
         if source.features is None:
             return source, None
@@ -107,13 +110,15 @@ def _dataset(
             verify=source.verify,
             on_damage=source.on_damage,
             on_damage_report=source.on_damage_report,
+            storage_options=source.storage_options,
         )
         return raw, source.features
     ds = RecordDataset(
-        expand_paths(source),  # folders too: their visible files
+        expand_paths(source, storage_options),  # folders too: their visible files
         compression=compression,  # type: ignore[arg-type]
         on_damage=on_damage,  # type: ignore[arg-type]
         on_damage_report=on_damage_report,
+        storage_options=storage_options,
     )
     return ds, None
 
@@ -138,6 +143,7 @@ def batches(
     on_damage: str = "raise",
     on_damage_report: DamageCallback | None = None,
     record_column: str = RAW_COLUMN,
+    storage_options: StorageOptionsArg = None,
 ) -> ArrowBatches:
     """One epoch as Arrow record batches, with ``get_state()`` to resume it.
 
@@ -160,7 +166,7 @@ def batches(
     """
     size = check_batch_size(batch_size)
     kind = record_type_of(record_type)
-    ds, own = _dataset(paths_or_globs, compression, on_damage, on_damage_report)
+    ds, own = _dataset(paths_or_globs, compression, on_damage, on_damage_report, storage_options)
     if features is None and own is not None:
         features = own
     decoder = make_decoder(
@@ -209,6 +215,7 @@ def reader(
     on_damage: str = "raise",
     on_damage_report: DamageCallback | None = None,
     record_column: str = RAW_COLUMN,
+    storage_options: StorageOptionsArg = None,
 ) -> pa.RecordBatchReader:
     """TFRecord files (or a ``RecordDataset``'s epoch) as a ``pyarrow.RecordBatchReader``.
 
@@ -237,6 +244,9 @@ def reader(
         on_damage: ``"raise"``, ``"stop"`` or ``"skip"`` (docs/reliability.md).
         on_damage_report: receives each :class:`~tfrecord_engine.DamageReport`.
         record_column: the name of the raw records' column.
+        storage_options: for URLs, fsspec keyword arguments for their filesystem (see
+            :mod:`tfrecord_engine.storage.options`; a ``RecordDataset`` given keeps its
+            own).
 
     Raises:
         ExampleParseError: a record breaks the specs or the schema; the error names the
@@ -275,6 +285,7 @@ def reader(
         on_damage=on_damage,
         on_damage_report=on_damage_report,
         record_column=record_column,
+        storage_options=storage_options,
     ).reader()
 
 
@@ -301,6 +312,7 @@ def infer_schema(
     sample: int = DEFAULT_SAMPLE,
     record_type: str | None = None,
     compression: object = "auto",
+    storage_options: StorageOptionsArg = None,
 ) -> pa.Schema:
     """The Arrow schema inferred from the first ``sample`` records (in file order).
 
@@ -324,7 +336,7 @@ def infer_schema(
     kind = record_type_of(record_type)
     if kind == "ByteArray":
         return pa.schema([pa.field(RAW_COLUMN, pa.binary(), nullable=False)])
-    ds, _ = _dataset(paths_or_globs, compression, "raise", None)
+    ds, _ = _dataset(paths_or_globs, compression, "raise", None, storage_options)
     if sample < 1:
         raise InvalidArgumentError(f"sample must be >= 1, got {sample}")
     head = ds.read_raw(np.arange(min(sample, len(ds)), dtype=np.int64))
@@ -344,6 +356,7 @@ def write(
     columns: Sequence[str] | None = None,
     record_type: str | None = None,
     batch_size: int = DEFAULT_WRITE_BATCH,
+    storage_options: StorageOptionsArg = None,
 ) -> list[str]:
     """Writes rows as sharded, indexed TFRecord files; returns their paths.
 
@@ -373,6 +386,8 @@ def write(
             columns context features) or ``"ByteArray"`` (one binary column whose values
             are the records).
         batch_size: rows encoded together (memory: about that many encoded rows).
+        storage_options: for a URL prefix, fsspec keyword arguments for its filesystem
+            (see :mod:`tfrecord_engine.storage.options`).
 
     Raises:
         InvalidArgumentError: a type an Example cannot hold exactly, a null inside a
@@ -395,5 +410,6 @@ def write(
         compression=compression,
         index=index,
         record_type=kind,
+        storage_options=storage_options,
     )
     return written.paths

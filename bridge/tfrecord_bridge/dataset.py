@@ -91,7 +91,10 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     ``shuffle=False``.
 
     Args:
-        ds: a :class:`~tfrecord_engine.RecordDataset` built with ``features=``, or a mix
+        ds: a :class:`~tfrecord_engine.RecordDataset` built with ``features=`` (or
+            ``context_features=``/``sequence_features=``: elements are then
+            ``parse_sequence_example``'s outputs as one dict, each
+            ``FixedLenSequenceFeature``'s step counts under ``"<name>_lengths"``), or a mix
             of them (``tfe.sample_from_datasets``: ``shuffle`` permutes each dataset's
             records, the proportions stay exact).
         batch_size: records per batch (per replica under ``tf.distribute``).

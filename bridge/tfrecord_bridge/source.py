@@ -94,7 +94,8 @@ class EpochBatches:
     ) -> None:
         if dataset.features is None:
             raise InvalidArgumentError(
-                "to_tf_dataset needs a RecordDataset built with features=... (parsed batches)"
+                "to_tf_dataset needs a RecordDataset built with features=... (or, for "
+                "SequenceExamples, context_features=/sequence_features=): parsed batches"
             )
         if first_epoch < 0:
             raise InvalidArgumentError(f"epoch must be >= 0, got {first_epoch}")

@@ -19,6 +19,7 @@ import numpy as np
 
 import tfrecord_engine as tfe
 from tfrecord_engine.example import specs as S
+from tfrecord_engine.example.seqspecs import SequenceFeatures, flat_batch
 
 __all__ = ["element_spec", "tf_decode_raw", "tf_feature_spec"]
 
@@ -109,7 +110,12 @@ def element_spec(tf: TF, features: Mapping[str, Any], batch_size: int | None) ->
     """TensorFlow's own element spec for ``parse_example`` of batches of ``batch_size``.
 
     ``batch_size=None`` leaves the batch dimension unknown (a partial last batch).
+    The specs of a SequenceExample dataset (a ``SequenceFeatures``) are traced through
+    ``tf.io.parse_sequence_example``, its three outputs flattened as the engine's
+    batches are (``"<name>_lengths"`` for the step counts).
     """
+    if isinstance(features, SequenceFeatures):
+        return _sequence_element_spec(tf, features, batch_size)
     tf_specs = {k: tf_feature_spec(tf, v) for k, v in features.items()}
 
     def parse(serialized: Any) -> dict[str, Any]:
@@ -118,6 +124,31 @@ def element_spec(tf: TF, features: Mapping[str, Any], batch_size: int | None) ->
             if isinstance(spec, S.RawFeature):
                 out[key] = tf_decode_raw(tf, spec, out[key])
         return out
+
+    return _traced(tf, parse, batch_size)
+
+
+def _sequence_element_spec(
+    tf: TF, features: SequenceFeatures, batch_size: int | None
+) -> dict[str, Any]:
+    context = {k: tf_feature_spec(tf, v) for k, v in features.context.items()}
+    sequence = {k: tf_feature_spec(tf, v) for k, v in features.sequence.items()}
+
+    def parse(serialized: Any) -> dict[str, Any]:
+        ctx, lists, lengths = tf.io.parse_sequence_example(
+            serialized, context or None, sequence or None
+        )
+        ctx = dict(ctx)
+        for key, spec in features.context.items():
+            if isinstance(spec, S.RawFeature):
+                ctx[key] = tf_decode_raw(tf, spec, ctx[key])
+        return flat_batch(features, ctx, lists, lengths)
+
+    return _traced(tf, parse, batch_size)
+
+
+def _traced(tf: TF, parse: Any, batch_size: int | None) -> dict[str, Any]:
+    """The type spec of every output of ``parse`` on a string vector of ``batch_size``."""
 
     traced = tf.function(parse, autograph=False)
     outputs = traced.get_concrete_function(tf.TensorSpec([batch_size], tf.string))

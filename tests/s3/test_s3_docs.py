@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from ..snippets import run, section
 from .conftest import S3, S3Explicit
 
@@ -25,9 +23,6 @@ def test_the_cache_example_runs_against_the_store(s3: S3, tmp_path: Path) -> Non
     assert run(code, tmp_path) == ["20 [0, 1, 2]"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="RecordDataset(storage_options=) lands after the data/ split (R1)"
-)
 def test_the_storage_options_example_runs_without_global_configuration(
     s3_explicit: S3Explicit, tmp_path: Path
 ) -> None:

@@ -157,11 +157,6 @@ def test_tfr_storage_option_flags(s3_explicit: S3Explicit) -> None:
     assert s3.endpoint.secret not in failed.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="globs and indexed reads go through RecordDataset / expand_paths (data/), "
-    "which take storage_options once the data/ split (R1) lands",
-)
 def test_tfr_storage_option_flags_with_globs_and_indexed_reads(s3_explicit: S3Explicit) -> None:
     s3, flags = s3_explicit, _flags(s3_explicit)
     _labelled(s3)

@@ -206,7 +206,7 @@ def expand_inputs(
             continue
         try:
             # The core's expansion, so that remote globs work wherever the core has them.
-            found = _expand(arg)
+            found = _expand(arg, settings().storage_options)
         except FileNotFoundError as exc:
             raise BadInput(f"no file matches {arg!r}") from exc
         for path in found:

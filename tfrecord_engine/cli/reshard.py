@@ -56,6 +56,7 @@ def _shuffled(
         compression=kind,
         cache_dir=settings().cache_dir,
         cache_limit=settings().cache_limit,
+        storage_options=settings().storage_options,
     )
     try:
         yield from ds.batches(_CHUNK, shuffle=True, seed=seed)

@@ -71,6 +71,7 @@ def _read_indexed(path: str, kind: CompressionArg, a: int, b: int) -> Iterator[L
         compression=kind,
         cache_dir=settings().cache_dir,
         cache_limit=settings().cache_limit,
+        storage_options=settings().storage_options,
     )
     try:
         for c in range(a, b, _CHUNK):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -23,6 +24,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError, ParseError, TFRecordError
 from ..index.placement import normalize_placement
 from ..index.sidecar import Index
@@ -30,6 +32,7 @@ from ..records.compression import Compression
 from ..records.detect import AUTO, CompressionArg, reading_compression, requested
 from ..records.reader import normalize_limit
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, normalize_policy
+from ..storage.options import StorageOptions, StorageOptionsArg, normalize_storage_options
 from ..storage.remote import DEFAULT_MAX_GAP
 from . import views
 from .arguments import (
@@ -40,6 +43,7 @@ from .arguments import (
     refuse_record_key,
 )
 from .balance import Balance, BalancedOrder, as_balance, balanced_positions
+from .collate import collate as tfe_collate
 from .collate import teach_default_collate
 from .epochs import (
     DEFAULT_CHUNK_RECORDS,
@@ -53,13 +57,16 @@ from .epochs import (
     take_epoch,
     take_pool,
 )
+from .explain import DecodePath, explain_decode
 from .files import DatasetFiles, FileRecords, open_indexes, open_records
+from .held_shared import SharedCopies
 from .located import locate
 from .output import SampleOutput, check_transform, sample_output
 from .padding import Padded, check_padded
 from .prepare import MASK_KEY, PaddedBatch
 from .procpool import DecodePool, WorkerInit
 from .remote_cache import DatasetCache
+from .sample_batches import sample_epoch
 from .sampler import IndexBatchIterator, Shuffle
 from .samples import sample_of, samples_of
 from .single import SingleDecoder
@@ -109,9 +116,29 @@ def _example_batch() -> Any:
     return module
 
 
-def _expand(paths_or_globs: FileArg | Sequence[FileArg]) -> list[str]:
+def _sequences() -> Any:
+    # SequenceExample datasets (see .sequences), imported when one is made.
+    module = _MODULES.get("sequences")
+    if module is None:
+        module = _MODULES["sequences"] = importlib.import_module(".sequences", __package__)
+    return module
+
+
+_SEQSPECS = __name__.rsplit(".", 2)[0] + ".example.seqspecs"
+
+
+def _is_sequence(features: object) -> bool:
+    """Whether ``features`` are a SequenceExample dataset's specs (a ``SequenceFeatures``:
+    none exists before its module is imported, here or by unpickling)."""
+    module = sys.modules.get(_SEQSPECS)
+    return module is not None and isinstance(features, module.SequenceFeatures)
+
+
+def _expand(
+    paths_or_globs: FileArg | Sequence[FileArg], storage_options: StorageOptionsArg = None
+) -> list[str]:
     """The files of paths and globs (see :func:`.arguments.expand_paths`; the CLI's too)."""
-    return expand_paths(paths_or_globs)
+    return expand_paths(paths_or_globs, storage_options)
 
 
 class RecordDataset(ViewMethods):
@@ -129,12 +156,20 @@ class RecordDataset(ViewMethods):
             is refused here (:mod:`.arguments`).
         features: a feature spec mapping (as for ``tfe.parse_example``; ``tf.io``'s own
             spec objects work too): records are then returned parsed; ``None`` returns
-            raw ``bytes``.
+            raw ``bytes``. For files of SequenceExamples pass ``context_features``
+            and ``sequence_features`` instead.
         compression: the files' compression: ``"auto"`` (default: each file's own,
             recognised from its bytes, see :mod:`tfrecord_engine.records.detect`), or
             ``None``/``""``, ``"GZIP"``, ``"ZLIB"`` for all of them (an index that says
             otherwise is refused); TensorFlow's ``TFRecordCompressionType`` ints and
             options objects are accepted too.
+        context_features, sequence_features: the specs of a file of SequenceExamples
+            (as for ``tfe.parse_sequence_example``; ``tf.io``'s spec objects work too;
+            either may be left out, and a ``FixedLenSequenceFeature`` needs no
+            ``allow_missing``): every record is then returned parsed as one flat dict,
+            the context and sequence features by name, each ``FixedLenSequenceFeature``'s
+            step counts under ``"<name>_lengths"`` (see ``docs/sequence-examples.md``).
+            Not together with ``features``.
         verify: check every record's data CRC (in bulk per batch).
         max_gap: for uncompressed files given as fsspec URLs (``s3://``, ``http://``
             ...): records of one batch at most this many bytes apart are fetched in
@@ -176,6 +211,13 @@ class RecordDataset(ViewMethods):
         cache_limit: the most bytes the cache folder holds (least recently used copies
             not in use are removed to make room; an object that does not fit is read
             from the store); ``None``: no limit but the disk.
+        storage_options: for URLs, fsspec keyword arguments for their filesystem
+            (``s3fs.S3FileSystem``'s ``key``, ``secret``, ``endpoint_url`` ...; see
+            :mod:`tfrecord_engine.storage.options`): used for globs, indexes, reads and
+            the cache, kept by every index, and pickled with the dataset, so decode
+            workers and ``DataLoader`` workers reach the same store. Keys given win over
+            fsspec's global configuration; nothing is written to it. Never shown in a
+            ``repr``. Local paths ignore them.
 
     ``with tfe.RecordDataset(...) as ds:`` closes it (:meth:`close`) when the block ends.
 
@@ -198,6 +240,8 @@ class RecordDataset(ViewMethods):
         features: Mapping[str, Any] | None = None,
         compression: CompressionArg = "auto",
         *,
+        context_features: Mapping[str, Any] | None = None,
+        sequence_features: Mapping[str, Any] | None = None,
         verify: bool = True,
         max_gap: int | None = DEFAULT_MAX_GAP,
         on_damage: DamagePolicy = "raise",
@@ -208,10 +252,13 @@ class RecordDataset(ViewMethods):
         transform: Callable[[Any], Any] | None = None,
         cache_dir: PathArg | None = None,
         cache_limit: int | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         if max_gap is not None and max_gap < 0:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
-        self.paths = expand_paths(paths_or_globs)
+        #: The URLs' fsspec keyword arguments (``None``: fsspec's configuration only).
+        self.storage_options: StorageOptions | None = normalize_storage_options(storage_options)
+        self.paths = expand_paths(paths_or_globs, self.storage_options)
         check_local_files(self.paths)  # a missing file or a folder fails here, not at first use
         self.max_gap = max_gap
         if features is not None and not isinstance(features, Mapping):
@@ -222,7 +269,11 @@ class RecordDataset(ViewMethods):
                 "as in tf.data.TFRecordDataset"
             )
         # tf.io spec objects become ours once, here (duck typing, no TensorFlow import).
-        self.features = None if features is None else _example().specs.as_feature_specs(features)
+        self.features: Mapping[str, Any] | None = None
+        if features is not None or context_features is not None or sequence_features is not None:
+            self.features = _sequences().dataset_features(
+                features, context_features, sequence_features
+            )
         want = requested(reading_compression(compression, compression_type))
         #: ``"auto"`` (each file's own, from its index or its bytes) or a Compression.
         self.compression: Compression | str = AUTO if want is None else want
@@ -247,7 +298,7 @@ class RecordDataset(ViewMethods):
         #: The transform and output format (``None``: samples and batches as decoded).
         self._output: SampleOutput | None = sample_output(check_transform(transform), "numpy")
         #: The node-local copies of remote files (``None``: read from the store).
-        self._cache = DatasetCache.create(cache_dir, cache_limit)
+        self._cache = DatasetCache.create(cache_dir, cache_limit, self.storage_options)
 
     # ---- lazy opening and pickling -----------------------------------------------------
 
@@ -264,6 +315,7 @@ class RecordDataset(ViewMethods):
                     save=self.save_index,
                     max_record_bytes=self.max_record_bytes,
                     cache=self._cache,
+                    storage_options=self.storage_options,
                 )
             except DataLossError as exc:
                 locate(exc, self)  # what to do: on_damage="skip", `tfr repair`
@@ -384,6 +436,7 @@ class RecordDataset(ViewMethods):
             "format": self.format,
             "view": self._view,
             "cache": None if self._cache is None else self._cache.state(),
+            "storage_options": self.storage_options,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -406,6 +459,7 @@ class RecordDataset(ViewMethods):
         self._output = sample_output(state.get("transform"), state.get("format", "numpy"))
         self._view = state.get("view")
         self._cache = DatasetCache.from_state(state.get("cache"))
+        self.storage_options = state.get("storage_options")
 
     def worker_init(self) -> WorkerInit:
         """What a decode worker needs to open this dataset (see :class:`DecodePool`)."""
@@ -507,14 +561,18 @@ class RecordDataset(ViewMethods):
 
     @property
     def decoder(self) -> Any:
-        """The :class:`~tfrecord_engine.example.batch.BatchDecoder` of ``features``.
+        """The :class:`~tfrecord_engine.example.batch.BatchDecoder` of ``features``
+        (of SequenceExamples: a :class:`~.sequences.SequenceBatchDecoder`).
 
         Its ``stats`` count the records decoded and how many took the exact path.
         """
         if self.features is None:
             raise InvalidArgumentError("this dataset has no features to decode")
         if self._decoder is None:
-            self._decoder = _example_batch().BatchDecoder(self.features)
+            if _is_sequence(self.features):
+                self._decoder = _sequences().SequenceBatchDecoder(self.features)
+            else:
+                self._decoder = _example_batch().BatchDecoder(self.features)
         return self._decoder
 
     def _parse(self, records: list[bytes]) -> dict[str, Any]:
@@ -544,8 +602,8 @@ class RecordDataset(ViewMethods):
         (the columnar ``ds[list]``); else for any spec the per-record decoder plans
         (the samples of ``__getitems__``).
         """
-        if isinstance(key, np.ndarray) and key.ndim != 1:
-            return None
+        if (isinstance(key, np.ndarray) and key.ndim != 1) or _is_sequence(self.features):
+            return None  # (SequenceExamples: always the batch decoder)
         single = self._single_decoder()
         if not 0 < len(key) <= SMALL_BATCH or not (single.scalars if scalars else single.enabled):
             return None
@@ -558,6 +616,8 @@ class RecordDataset(ViewMethods):
         return files.read_few(key, self.verify)
 
     def _sample(self, record: bytes) -> dict[str, Any]:
+        if _is_sequence(self.features):
+            return _sequences().sequence_sample(self.features, record)  # type: ignore[no-any-return]
         single = self._single_decoder()
         out = single.sample(record)
         if out is not None:
@@ -579,6 +639,8 @@ class RecordDataset(ViewMethods):
         buf, starts, ends = spans
         decoder = self.decoder
         columns = decoder.columns(buf, starts, ends)
+        if _is_sequence(self.features):
+            return decoder.samples(columns)  # type: ignore[no-any-return]
         if columns is None:
             # The batch holds an error: the exact path raises it (index within the batch).
             if records is None:
@@ -644,6 +706,8 @@ class RecordDataset(ViewMethods):
         (no record is read), else from one read of the feature (see
         :func:`.views.column_by_name`).
         """
+        if _is_sequence(self.features):
+            return _sequences().sequence_column(self, key)
         return views.column_by_name(self, key)
 
     def _with_view(self, view: views.Selection) -> RecordDataset:
@@ -690,7 +754,7 @@ class RecordDataset(ViewMethods):
         try:
             if self.features is None:
                 return self._out_many(self.read_raw(idx), idx)
-            few = self._few(idx, scalars=False)
+            few = None if self._walk_beats_single(len(idx)) else self._few(idx, scalars=False)
             if few is not None:
                 single = self._single_decoder()
                 samples = single.samples(few) if single.scalars else single.sample_list(few)
@@ -701,6 +765,23 @@ class RecordDataset(ViewMethods):
         except (ParseError, DataLossError) as exc:
             locate(exc, self, idx)
             raise
+
+    def explain_decode(self, batch_size: int = 256) -> DecodePath:
+        """Which decode path this dataset's batches of ``batch_size`` take and why, with
+        what its decoder did so far (see :func:`tfrecord_engine.explain_decode`)."""
+        return explain_decode(self, batch_size=batch_size)
+
+    def _walk_beats_single(self, n: int) -> bool:
+        """Whether ``n`` samples of a spec that is not all scalars are cheaper cut from
+        one batch decode (the compiled walk, once the kernels are loaded) than decoded
+        record by record: from ``WALK_MIN_RECORDS`` records on (2-4x on images,
+        detection boxes, tokens, mixed records at 64; equal on ragged ones)."""
+        return (
+            n >= _example_batch().WALK_MIN_RECORDS
+            and not self._single_decoder().scalars
+            and not _is_sequence(self.features)
+            and kernels.ready()
+        )
 
     def _getitems(self, indices: Sequence[int] | IntArray) -> list[Any]:
         """Grain's batched read hook: the same list of records as :meth:`__getitems__`."""
@@ -791,8 +872,10 @@ class RecordDataset(ViewMethods):
                 or modification time, or a change less than 3 s before the read): the
                 copies kept for all datasets of the process stay within
                 :data:`IN_MEMORY_LIMIT` bytes, the least recently used dropped first;
-                :meth:`close` drops this dataset's (docs/reliability.md). Output is the
-                same either way.
+                :meth:`close` drops this dataset's (docs/reliability.md). In PyTorch
+                ``DataLoader`` workers (``tfrecord_engine.torch``) the copy is one per
+                machine, shared by the workers, and the limit counts for the machine
+                (docs/workers.md). Output is the same either way.
             balance: an index column name (or a :class:`~tfrecord_engine.Balance`):
                 class-balanced epochs, each class of the column drawn equally often
                 (by default as many records of each as the smallest class has, a new
@@ -917,6 +1000,66 @@ class RecordDataset(ViewMethods):
             in_memory=in_memory,
             padded=padded,
             pad_value=pad_value,
+        )
+
+    def epoch(
+        self,
+        sampler: IndexBatchIterator,
+        shuffle: Shuffle = False,
+        *,
+        readahead: int = 2,
+        workers: int = 0,
+        strings: Literal["keep", "drop"] = "keep",
+        in_memory: bool | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        collate: Callable[[list[Any]], Any] | None = None,
+        share: SharedCopies | None = None,
+    ) -> RecordBatchIterator:
+        """One epoch over batches that a host planned itself (e.g. one ``DataLoader``
+        worker's share of a rank's batches): read, held in memory, chunked and
+        checked exactly as :meth:`batches` does (the same arguments mean the same).
+
+        Args:
+            sampler: the epoch's batches (an ``IndexBatchIterator``; its state is the
+                iterator's ``get_state()``).
+            shuffle: the sampler's order (decides chunk sizes and ``in_memory``).
+            transform, collate: batches made as a map-style loader makes them: each
+                record's sample (as ``__getitems__`` gives it) through ``transform``,
+                then ``collate`` (default :func:`tfrecord_engine.collate`); not with
+                ``workers``.
+            share: the loader's :class:`~tfrecord_engine.data.held_shared.SharedCopies`
+                (in its worker processes): the in-memory copies are then one per
+                machine, shared by the processes, within ``IN_MEMORY_LIMIT`` for the
+                machine (docs/workers.md).
+        """
+        if transform is None and collate is None:
+            return start_epoch(
+                self,
+                sampler,
+                self._open(),
+                shuffle=shuffle,
+                random_access=bool(shuffle),
+                record_bytes=self._opened().record_bytes,
+                pad_remainder=False,  # (the sampler's; its mask key was checked by batches)
+                readahead=readahead,
+                workers=workers,
+                strings=strings,
+                in_memory=in_memory,
+                share=share,
+            )
+        if workers:
+            raise InvalidArgumentError("transform= and collate= run in this process: workers=0")
+        return sample_epoch(
+            self,
+            sampler,
+            self._open(),
+            shuffle=shuffle,
+            readahead=readahead,
+            strings=strings,
+            in_memory=in_memory,
+            transform=transform,
+            collate=tfe_collate if collate is None else collate,
+            share=share,
         )
 
     def _chunk_records(self, shuffle: Shuffle) -> int:

@@ -29,6 +29,7 @@ from ..index.damage import reporter
 from ..records.recovery import DamageCallback
 from .compressed_source import CompressedFileRecords
 from .fetcher_source import FetcherRecords
+from .held_shared import SharedCopies
 from .local_source import LocalFileRecords
 from .located import LocatingSource, locate
 from .padding import Padded, pad_batch
@@ -223,10 +224,14 @@ def start_epoch(
     in_memory: bool | None,
     padded: Padded = False,
     pad_value: Any = 0,
+    share: SharedCopies | None = None,
 ) -> RecordBatchIterator:
     """The iterator of one epoch of ``ds`` (files ``readers``, records of
     ``record_bytes`` on average) over ``sampler``'s batches, its arguments checked
-    (:func:`check_epoch`; ``random_access``: a shuffled or balanced order)."""
+    (:func:`check_epoch`; ``random_access``: a shuffled or balanced order).
+    ``share``: the files held are the copies shared by a loader's processes
+    (:mod:`.held_shared`), within :data:`IN_MEMORY_LIMIT` for the machine unless
+    ``in_memory=True``."""
     drop = check_epoch(
         readers,
         ds.features,
@@ -247,6 +252,8 @@ def start_epoch(
         keep=IN_MEMORY_LIMIT,
         padded=padded,
         pad_value=pad_value,
+        share=share,
+        share_budget=None if in_memory else IN_MEMORY_LIMIT,
     )
 
 
@@ -369,6 +376,8 @@ class RecordBatchIterator(Iterator[Any]):
         keep: int = 0,
         padded: Padded = False,
         pad_value: Any = 0,
+        share: SharedCopies | None = None,
+        share_budget: int | None = None,
     ) -> None:
         self._dataset = dataset
         self._drop_keys = drop_keys
@@ -379,6 +388,9 @@ class RecordBatchIterator(Iterator[Any]):
         # for the next epoch within ``keep`` bytes for all files (LocalFileRecords.release).
         self._to_hold = list(hold)
         self._keep = keep
+        # (A loader's worker: the copies are its processes' shared ones, .held_shared.)
+        self._share = share
+        self._share_budget = share_budget
         self._held: list[LocalFileRecords] = []
         self._hold_lock = threading.Lock()
         self._closed = False
@@ -410,7 +422,7 @@ class RecordBatchIterator(Iterator[Any]):
             # (On the read-ahead thread: close() may have come first.)
             while self._to_hold and not self._closed:
                 reader = self._to_hold.pop()
-                reader.hold(self._dataset.verify)
+                reader.hold(self._dataset.verify, self._share, self._share_budget)
                 self._held.append(reader)
 
     def _release(self) -> None:

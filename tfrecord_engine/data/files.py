@@ -28,6 +28,7 @@ from ..records import framing
 from ..records.compression import Compression
 from ..records.recovery import DamageCallback, DamagePolicy, DamageReport
 from ..storage import remote
+from ..storage.options import StorageOptionsArg
 from ..storage.remote import DEFAULT_MAX_GAP
 from ..storage.sequential import SequentialRanges
 from ..storage.sequential import link as link_sequential
@@ -48,9 +49,15 @@ def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> File
 
     ``max_gap`` applies to uncompressed remote files: records of a batch at most that
     many bytes apart are fetched in one request (``None``: one request per record).
+    A URL is read with the index's own ``storage_options`` (so a decode worker, which
+    gets its parent's indexes, reaches the same store).
     """
     if remote.is_url(index.data_path):
-        f = remote.RemoteFile(index.data_path, identity=index.remote_identity)
+        f = remote.RemoteFile(
+            index.data_path,
+            identity=index.remote_identity,
+            storage_options=index.storage_options,
+        )
         if index.remote_identity is None:
             # Pin the object's version now, right after its index was checked, in the
             # process that checked it: every later answer, here and in decode workers
@@ -91,15 +98,22 @@ def open_indexes(
     save: Any,
     max_record_bytes: int | None,
     cache: DatasetCache | None,
+    storage_options: StorageOptionsArg = None,
 ) -> list[Index]:
     """Every file's index (loaded, or built and saved: :meth:`Index.open`); with a
     ``cache``, cached URLs' indexes name their local copies. A file with records over
     ``max_record_bytes`` is indexed again under ``on_damage`` (a sidecar built without
-    the limit still holds them)."""
+    the limit still holds them). URLs are reached with ``storage_options``, which every
+    index keeps (:attr:`Index.storage_options`)."""
 
     def open_index(path: str) -> Index:
         return Index.open(
-            path, compression, on_damage=on_damage, on_damage_report=on_damage_report, save=save
+            path,
+            compression,
+            on_damage=on_damage,
+            on_damage_report=on_damage_report,
+            save=save,
+            storage_options=storage_options,
         )
 
     opened: Callable[[str], Index] = open_index
@@ -123,6 +137,7 @@ def open_indexes(
             on_damage=on_damage,
             on_damage_report=on_damage_report,
             max_record_bytes=limit,
+            storage_options=idx.storage_options,
         )
         for idx in indexes
     ]

@@ -229,9 +229,12 @@ def anonymous(size: int) -> mmap.mmap:
     return memory
 
 
-def read_whole(reader: Holder, verify: bool) -> Held:
+def read_whole(reader: Holder, verify: bool, into: mmap.mmap | None = None) -> Held:
     """The whole file, read :data:`_HOLD_STEP` bytes at a time into huge pages, with
     each record's CRC checked (``verify``) as soon as its piece is in.
+
+    ``into``: a writable map of at least the file's size to read it into (a shared
+    copy, :mod:`.held_shared`) instead of new private memory.
 
     Two threads share the pieces (this one and a helper, where the machine has more
     than one core): the copy and the check both run without the GIL, so the hold
@@ -242,8 +245,8 @@ def read_whole(reader: Holder, verify: bool) -> Held:
     ok = np.zeros(count, np.bool_) if verify else None
     if size == 0:
         return Held(b"", np.zeros(0, np.uint8), ok, verify, [])
-    data = anonymous(size)
-    buf = np.frombuffer(data, np.uint8)
+    data = anonymous(size) if into is None else into
+    buf = np.frombuffer(data, np.uint8, size)
     pieces = list(range(0, size, _HOLD_STEP))
     footer_end = reader._end + _F
     # Records in file order (as indexes are): each piece checks the records that lie

@@ -17,6 +17,7 @@ from ..records import framing
 from ..storage import descriptors, safecopy
 from . import held as _held
 from .held import BIG_RECORD, Held, read_held, read_whole, unkeep
+from .held_shared import NO_COPY, SharedCopies, shared_copy
 from .localfile import MappedFile
 from .spans import U8, IntArray, Spans, check_spans, short, verify_batch
 
@@ -66,7 +67,9 @@ class LocalFileRecords(MappedFile):
         self._start_at = memoryview(self._start.data).cast("B").cast("q")
         self._end_at = memoryview(self._end.data).cast("B").cast("q")
 
-    def hold(self, verify: bool = True) -> None:
+    def hold(
+        self, verify: bool = True, share: SharedCopies | None = None, budget: int | None = None
+    ) -> None:
         """Reads the whole file into memory (sequentially) for the reads that follow,
         until as many :meth:`release` calls; a file already held is not read again, nor
         one whose copy was kept (``release(keep=...)``) if the file is unchanged since
@@ -83,6 +86,12 @@ class LocalFileRecords(MappedFile):
         the copy then deliver records found intact without computing it again, and
         check the others themselves (raising for a damaged one exactly as without
         the copy). Nothing is raised here for damage: only reads of a damaged record do.
+
+        With ``share`` (a loader's worker processes), the copy is the one shared by
+        its processes on this machine (:mod:`.held_shared`), filled by the first that
+        needs it; ``budget`` bytes for all shared copies of the machine (``None``: no
+        limit). Where the budget leaves no room the file is not copied (reads go to
+        the file); where no segment can be made, the copy is private as without it.
         """
         with self._lock:
             self._holders += 1
@@ -98,7 +107,10 @@ class LocalFileRecords(MappedFile):
                         self._held = kept.data
                 return
         try:
-            copy = self._read_all(verify)
+            got = None if share is None else shared_copy(self, verify, share, budget)
+            if got is NO_COPY:
+                return  # held without a copy: reads go to the file
+            copy = got if isinstance(got, Held) else self._read_all(verify)
         except BaseException:
             with self._lock:
                 self._holders -= 1

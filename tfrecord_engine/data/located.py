@@ -171,7 +171,8 @@ def parse_hint(exc: ParseError, features: Mapping[str, Any] | None, path: str) -
     if isinstance(exc, MalformedExampleError):
         return (
             "The record is not a valid tf.train.Example (a SequenceExample file needs its "
-            "own specs; features=None reads the raw bytes): " + schema
+            "own specs: context_features= and sequence_features=; features=None reads the "
+            "raw bytes): " + schema
         )
     if key is None:
         return schema

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
 from .dataset import IN_MEMORY_LIMIT, MASK_KEY, RecordBatchIterator, RecordDataset
+from .held_shared import SharedCopies
 from .interleave import Schedule, integer_weights, schedule
 from .leaves import LeafSource, check_alike
 from .sampler import BlockShuffle, IndexBatch, IndexBatchIterator, Shuffle, epoch_order
@@ -402,13 +403,41 @@ class MixedDataset:
             pad_remainder=pad_remainder,
             state=state,
         )
-        source = self.leaf_source()
-        source.check_epoch(shuffle)
         features = self.features
         if pad_remainder and features is not None and MASK_KEY in features:
             raise InvalidArgumentError(
                 f"pad_remainder adds a {MASK_KEY!r} entry, which is also a feature name"
             )
+        out = self.epoch(
+            sampler,
+            shuffle,
+            readahead=readahead,
+            workers=workers,
+            strings=strings,
+            in_memory=in_memory,
+        )
+        if epoch is None and shuffle:
+            with self._lock:
+                self._next_epoch[layout] = used + 1
+        return out
+
+    def epoch(
+        self,
+        sampler: MappedBatches,
+        shuffle: Shuffle = False,
+        *,
+        readahead: int = 2,
+        workers: int = 0,
+        strings: Literal["keep", "drop"] = "keep",
+        in_memory: bool | None = None,
+        share: SharedCopies | None = None,
+    ) -> RecordBatchIterator:
+        """One epoch over batches a host planned itself (a sampler from :meth:`mapped`
+        or :meth:`index_batches`), read, held and chunked as :meth:`batches` does;
+        ``share``: as for ``RecordDataset.epoch``."""
+        source = self.leaf_source()
+        source.check_epoch(shuffle)
+        features = self.features
         if readahead < 0 or workers < 0:
             raise InvalidArgumentError(
                 f"readahead and workers must be >= 0, got {readahead}, {workers}"
@@ -422,7 +451,7 @@ class MixedDataset:
             for k, f in (features or {}).items()
             if strings == "drop" and getattr(f, "dtype", None) == "string"
         )
-        out = RecordBatchIterator(
+        return RecordBatchIterator(
             self._reader(),
             sampler,
             chunk_records=source.chunk_records(shuffle),
@@ -431,11 +460,9 @@ class MixedDataset:
             drop_keys=drop,
             hold=source.to_hold(shuffle, workers, in_memory),
             keep=IN_MEMORY_LIMIT,
+            share=share,
+            share_budget=None if in_memory else IN_MEMORY_LIMIT,
         )
-        if epoch is None and shuffle:
-            with self._lock:
-                self._next_epoch[layout] = used + 1
-        return out
 
     def _epoch_of(
         self,

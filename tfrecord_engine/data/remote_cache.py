@@ -15,6 +15,9 @@ a cache.
 
 Errors and damage reports of a cached shard name its local copy, whose file name starts
 with the object's own name.
+
+The dataset's ``storage_options`` reach the store for every request made here (version
+queries, fills, the store's sidecars); they pickle with the dataset's cache state.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ..records.detect import requested
 from ..records.recovery import DamageCallback, DamagePolicy
 from ..storage import remote
 from ..storage.cache import CachedCopy, Claim, ShardCache, version_of
+from ..storage.options import StorageOptions, StorageOptionsArg, normalize_storage_options
 from ..storage.remote import RemoteFile
 from ..storage.remote_identity import RemoteIdentity
 
@@ -50,6 +54,8 @@ class DatasetCache:
         limit: its size limit in bytes (``None``: none but the disk).
         versions: URL -> ``(size, identity)`` already seen (a parent dataset's, handed
             to its workers): such objects are not asked for again.
+        storage_options: fsspec keyword arguments for the URLs' store (see
+            :mod:`tfrecord_engine.storage.options`).
     """
 
     def __init__(
@@ -57,17 +63,22 @@ class DatasetCache:
         directory: str | os.PathLike[str],
         limit: int | None,
         versions: dict[str, Version] | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         if limit is not None and limit < 0:
             raise InvalidArgumentError(f"cache_limit must be >= 0 or None, got {limit}")
         self.directory = os.fspath(directory)
         self.limit = limit
         self.versions: dict[str, Version] = dict(versions or {})
+        self.storage_options: StorageOptions | None = normalize_storage_options(storage_options)
         self._cache: ShardCache | None = None
 
     @classmethod
     def create(
-        cls, directory: str | os.PathLike[str] | None, limit: int | None
+        cls,
+        directory: str | os.PathLike[str] | None,
+        limit: int | None,
+        storage_options: StorageOptionsArg = None,
     ) -> DatasetCache | None:
         """The dataset's cache, or ``None`` without ``directory``.
 
@@ -78,7 +89,7 @@ class DatasetCache:
             if limit is not None:
                 raise InvalidArgumentError("cache_limit needs a cache_dir")
             return None
-        return cls(directory, limit)
+        return cls(directory, limit, storage_options=storage_options)
 
     @property
     def cache(self) -> ShardCache:
@@ -88,12 +99,18 @@ class DatasetCache:
         return self._cache
 
     def state(self) -> dict[str, Any]:
-        """What a pickled copy needs: the folder, the limit, the versions seen."""
+        """What a pickled copy needs: the folder, the limit, the versions seen, the
+        storage options."""
         versions = {
             url: (size, ident.etag, ident.last_modified)
             for url, (size, ident) in self.versions.items()
         }
-        return {"directory": self.directory, "limit": self.limit, "versions": versions}
+        return {
+            "directory": self.directory,
+            "limit": self.limit,
+            "versions": versions,
+            "storage_options": self.storage_options,
+        }
 
     @classmethod
     def from_state(cls, state: dict[str, Any] | None) -> DatasetCache | None:
@@ -104,7 +121,12 @@ class DatasetCache:
             url: (int(size), RemoteIdentity(etag, modified))
             for url, (size, etag, modified) in state["versions"].items()
         }
-        return cls(state["directory"], state["limit"], versions)
+        return cls(
+            state["directory"],
+            state["limit"],
+            versions,
+            storage_options=state.get("storage_options"),
+        )
 
     def close(self) -> None:
         """Unpins this dataset's copies (they stay cached; others may evict them now)."""
@@ -116,10 +138,15 @@ class DatasetCache:
         """The copies of ``urls``: versions asked together, room claimed in file order
         (a cache too small for all keeps the first files), fills run together."""
         cache = self.cache
+        options = self.storage_options
         unknown = [u for u in urls if u not in self.versions]
         cache.stats.version_queries += len(unknown)
+
+        def version(url: str) -> tuple[int, RemoteIdentity | None]:
+            return version_of(url, options)
+
         with ThreadPoolExecutor(FILLS_AT_ONCE * 2, thread_name_prefix="tfe-cache") as pool:
-            for url, (size, ident) in zip(unknown, pool.map(version_of, unknown), strict=True):
+            for url, (size, ident) in zip(unknown, pool.map(version, unknown), strict=True):
                 if ident is not None:
                     self.versions[url] = (size, ident)
         claims: dict[str, Claim] = {}
@@ -129,7 +156,7 @@ class DatasetCache:
                 claims[url] = (
                     Claim(None)
                     if known is None
-                    else cache.claim(url, size=known[0], identity=known[1])
+                    else cache.claim(url, size=known[0], identity=known[1], storage_options=options)
                 )
             with ThreadPoolExecutor(FILLS_AT_ONCE, thread_name_prefix="tfe-cache") as pool:
                 futures = {url: pool.submit(self._finish, c) for url, c in claims.items()}
@@ -147,7 +174,7 @@ class DatasetCache:
             return copy
         for source in index_candidates(copy.url):
             try:
-                blob = RemoteFile(source).read_all()
+                blob = RemoteFile(source, storage_options=copy.storage_options).read_all()
             except (FileNotFoundError, PermissionError):
                 continue  # none there (or not ours to read): the next place, else a build
             self.cache.store_index(copy, blob)
@@ -218,7 +245,11 @@ class DatasetCache:
         for source in index_candidates(copy.url)[1:]:  # the first was tried by _finish
             try:
                 idx = Index.load(
-                    copy.data_path, source, on_damage=on_damage, on_damage_report=report
+                    copy.data_path,
+                    source,
+                    on_damage=on_damage,
+                    on_damage_report=report,
+                    storage_options=copy.storage_options,  # (for the store's sidecar)
                 )
             except (FileNotFoundError, IndexFormatError):
                 continue  # none there, or one that does not serve: look further

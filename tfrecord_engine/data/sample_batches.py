@@ -11,19 +11,35 @@ batch decode, cut into samples), each sample through ``transform``, then ``colla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from ..errors import DataLossError, InvalidArgumentError, TFRecordError
-from .dataset import RecordBatchIterator, RecordDataset
+from .epochs import (
+    IN_MEMORY_LIMIT,
+    EpochSource,
+    FileRecords,
+    RecordBatchIterator,
+    check_epoch,
+    files_to_hold,
+)
+from .held_shared import SharedCopies
 from .prepare import MASK_KEY, Ready
-from .sampler import IndexBatch, IndexBatchIterator
+from .sampler import IndexBatch, IndexBatchIterator, Shuffle
+from .spans import IntArray
 
-__all__ = ["SampleBatchIterator", "epoch_batches"]
+__all__ = ["SampleBatchIterator", "sample_epoch"]
 
 Transform = Callable[[Any], Any]
+
+
+class SampleSource(EpochSource, Protocol):
+    """An epoch's dataset that also gives its records as samples (a ``RecordDataset``)."""
+
+    def __getitems__(self, indices: Sequence[int] | IntArray) -> list[Any]:
+        """The records at ``indices``, one sample each."""
 
 
 class SampleBatchIterator(RecordBatchIterator):
@@ -42,25 +58,29 @@ class SampleBatchIterator(RecordBatchIterator):
     batch (other batch types cannot carry it: an error says so).
     """
 
-    _dataset: RecordDataset  # (its __getitems__ besides what every epoch needs)
+    _dataset: SampleSource  # (its __getitems__ besides what every epoch needs)
 
     def __init__(
         self,
-        dataset: RecordDataset,
+        dataset: SampleSource,
         sampler: IndexBatchIterator,
         *,
         transform: Transform | None,
         collate: Callable[[list[Any]], Any],
         readahead: int = 2,
         drop_keys: frozenset[str] = frozenset(),
+        **hold: Any,
     ) -> None:
         self._transform = transform
         self._collate = collate
         self._sample_drop = drop_keys
-        # One batch per chunk: the decode is the batch's own (__getitems__).
-        super().__init__(dataset, sampler, chunk_records=1, readahead=readahead)
+        # One batch per chunk: the decode is the batch's own (__getitems__). ``hold``:
+        # the files read whole first, as RecordBatchIterator's (hold, keep, share...).
+        super().__init__(dataset, sampler, chunk_records=1, readahead=readahead, **hold)
 
     def _prepare(self, batches: list[IndexBatch]) -> list[Ready]:
+        if self._to_hold:
+            self._hold()
         return [self._prepare_one(b) for b in batches]
 
     def _prepare_one(self, batch: IndexBatch) -> Ready:
@@ -123,30 +143,39 @@ def _no_mask(out: object) -> InvalidArgumentError:
     )
 
 
-def epoch_batches(
-    dataset: RecordDataset,
+def sample_epoch(
+    dataset: SampleSource,
     sampler: IndexBatchIterator,
+    readers: Sequence[FileRecords],
     *,
+    shuffle: Shuffle,
+    readahead: int,
+    strings: Literal["keep", "drop"],
+    in_memory: bool | None,
     transform: Transform | None,
     collate: Callable[[list[Any]], Any],
-    readahead: int,
-    drop_keys: frozenset[str],
-) -> RecordBatchIterator:
-    """The batches of an epoch: columnar (no ``transform``), or collated samples."""
-    if transform is None:
-        return RecordBatchIterator(dataset, sampler, readahead=readahead, drop_keys=drop_keys)
-    if not hasattr(dataset, "__getitems__"):
-        # (a mix of datasets reads through a source of its own, which has no samples)
-        raise InvalidArgumentError(
-            "a per-sample transform= needs a RecordDataset (its samples come from "
-            "__getitems__), not a mix of datasets: transform the mix's whole batches "
-            "with batch_transform= instead"
-        )
+    share: SharedCopies | None,
+) -> SampleBatchIterator:
+    """An epoch of collated samples (``RecordDataset.epoch`` with ``transform`` or
+    ``collate``): its arguments checked and its files held as ``batches`` does."""
+    drop = check_epoch(
+        readers,
+        dataset.features,
+        random_access=bool(shuffle),
+        pad_remainder=False,
+        readahead=readahead,
+        workers=0,
+        strings=strings,
+    )
     return SampleBatchIterator(
         dataset,
         sampler,
         transform=transform,
         collate=collate,
         readahead=readahead,
-        drop_keys=drop_keys,
+        drop_keys=drop,
+        hold=files_to_hold(readers, shuffle, 0, in_memory),
+        keep=IN_MEMORY_LIMIT,
+        share=share,
+        share_budget=None if in_memory else IN_MEMORY_LIMIT,
     )

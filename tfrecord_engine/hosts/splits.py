@@ -29,6 +29,7 @@ from ..records import framing
 from ..records.compression import Compression, normalize_compression
 from ..records.recovery import DamageCallback, DamageReport
 from ..storage import remote
+from ..storage.options import StorageOptionsArg
 
 __all__ = [
     "BLOCK_BYTES",
@@ -59,12 +60,15 @@ def _is_data_name(name: str) -> bool:
     return not name.startswith((".", "_")) and not name.endswith(INDEX_SUFFIX)
 
 
-def expand_paths(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
+def expand_paths(
+    paths_or_globs: PathArg | Sequence[PathArg], storage_options: StorageOptionsArg = None
+) -> list[str]:
     """The data files named by paths, globs and folders, in the order given.
 
     A glob expands sorted; a folder stands for the files directly in it, sorted. Hidden
     names (``.x``, ``_x``, e.g. a writer's temporaries) and sidecar indexes are left out
-    of both. A plain path is kept as it is (a missing one fails when it is opened).
+    of both. A plain path is kept as it is (a missing one fails when it is opened). URL
+    globs are listed with ``storage_options`` (see :mod:`tfrecord_engine.storage.options`).
 
     Raises:
         FileNotFoundError: a glob or folder matches no data file.
@@ -75,7 +79,7 @@ def expand_paths(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     for item in items:
         p = remote.local_path(os.fspath(item))
         if _glob.has_magic(p):
-            found = remote.glob(p) if remote.is_url(p) else _glob.glob(p)
+            found = remote.glob(p, storage_options) if remote.is_url(p) else _glob.glob(p)
             files = sorted(
                 q for q in found if _is_data_name(os.path.basename(q)) and not os.path.isdir(q)
             )
@@ -98,15 +102,15 @@ def expand_paths(paths_or_globs: PathArg | Sequence[PathArg]) -> list[str]:
     return out
 
 
-def _head(path: str, size: int) -> bytes:
+def _head(path: str, size: int, storage_options: StorageOptionsArg = None) -> bytes:
     if remote.is_url(path):
-        url = remote.RemoteFile(path)
+        url = remote.RemoteFile(path, storage_options=storage_options)
         return url.fetch(0, min(size, url.size))
     with open(path, "rb") as f:
         return f.read(size)
 
 
-def sniff_compression(path: str) -> Compression:
+def sniff_compression(path: str, storage_options: StorageOptionsArg = None) -> Compression:
     """The compression of a file, recognised from its first bytes.
 
     An uncompressed TFRecord file starts with a record header whose length CRC matches
@@ -114,7 +118,7 @@ def sniff_compression(path: str) -> Compression:
     is a multiple of 31. Anything else is taken as uncompressed, and its reader then
     reports the damage it finds.
     """
-    head = _head(path, _HEADER.size)
+    head = _head(path, _HEADER.size, storage_options)
     if len(head) == _HEADER.size:
         _, masked = _HEADER.unpack(head)
         if framing.mask_crc(framing.crc32c(head[:8])) == masked:
@@ -126,9 +130,11 @@ def sniff_compression(path: str) -> Compression:
     return Compression.NONE
 
 
-def compression_of(path: str, compression: CompressionArg) -> Compression:
+def compression_of(
+    path: str, compression: CompressionArg, storage_options: StorageOptionsArg = None
+) -> Compression:
     if isinstance(compression, str) and compression.lower() == "auto":
-        return sniff_compression(path)
+        return sniff_compression(path, storage_options)
     return normalize_compression(compression)
 
 
@@ -150,17 +156,25 @@ def open_indexes(
     on_damage: ReadPolicy = "raise",
     on_damage_report: DamageCallback | None = None,
     threads: int = 8,
+    storage_options: StorageOptionsArg = None,
 ) -> list[Index]:
     """Opens (loads, or builds and saves) the index of every file, a few at a time.
 
     Damage found while indexing under ``"skip"`` goes to ``on_damage_report`` (default: a
-    :class:`~tfrecord_engine.DamageWarning`), in file order.
+    :class:`~tfrecord_engine.DamageWarning`), in file order. URLs are reached with
+    ``storage_options``, which every index keeps (and read tasks get with it).
     """
 
     def one(path: str) -> tuple[Index, list[DamageReport]]:
         reports: list[DamageReport] = []
-        kind = compression_of(path, compression)
-        idx = Index.open(path, kind, on_damage=on_damage, on_damage_report=reports.append)
+        kind = compression_of(path, compression, storage_options)
+        idx = Index.open(
+            path,
+            kind,
+            on_damage=on_damage,
+            on_damage_report=reports.append,
+            storage_options=storage_options,
+        )
         return idx, reports
 
     with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(paths)))) as pool:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from ..index.placement import index_path_for
 from ..storage import remote
+from ..storage.options import StorageOptions, StorageOptionsArg, normalize_storage_options
 
 __all__ = ["Staging", "fsync_dir"]
 
@@ -39,15 +40,21 @@ def fsync_dir(path: str) -> None:
 class Staging:
     """The staging folder of one write into ``folder`` (see the module).
 
-    It pickles (a distributed job's tasks write into the same one); nothing is created
-    until :meth:`create`.
+    It pickles (a distributed job's tasks write into the same one, with its storage
+    options); nothing is created until :meth:`create`.
 
     Attributes:
         folder: the destination folder (absolute, or a URL).
         path: the staging folder inside it.
+        storage_options: for a URL, fsspec keyword arguments for its filesystem (see
+            :mod:`tfrecord_engine.storage.options`): every move, listing and removal
+            here, and the shards' writers, use them.
     """
 
-    def __init__(self, folder: str, token: str | None = None) -> None:
+    def __init__(
+        self, folder: str, token: str | None = None, storage_options: StorageOptionsArg = None
+    ) -> None:
+        self.storage_options: StorageOptions | None = normalize_storage_options(storage_options)
         self.url = remote.is_url(folder)
         if self.url:
             remote.check_writable(folder)
@@ -67,7 +74,7 @@ class Staging:
     def create(self) -> None:
         """Creates the destination and staging folders (a no-op on object stores)."""
         if self.url:
-            fs, inner = remote.filesystem(self.path)
+            fs, inner = remote.filesystem(self.path, self.storage_options)
             fs.makedirs(inner, exist_ok=True)
         else:
             os.makedirs(self.path, exist_ok=True)
@@ -75,7 +82,7 @@ class Staging:
     def exists(self, path: str) -> bool:
         """Whether ``path`` exists (a file, a link or a folder)."""
         if self.url:
-            fs, inner = remote.filesystem(path)
+            fs, inner = remote.filesystem(path, self.storage_options)
             return bool(fs.exists(inner))
         return os.path.lexists(path)
 
@@ -83,7 +90,7 @@ class Staging:
         """Removes a published shard and its index (a missing one is fine)."""
         for p in (path, index_path_for(path)):
             if self.url:
-                fs, inner = remote.filesystem(p)
+                fs, inner = remote.filesystem(p, self.storage_options)
                 with contextlib.suppress(FileNotFoundError):
                     fs.rm(inner)
             else:
@@ -92,8 +99,8 @@ class Staging:
 
     def _move(self, src: str, dst: str) -> None:
         if self.url:
-            fs, inner = remote.filesystem(src)
-            fs.mv(inner, remote.filesystem(dst)[1])
+            fs, inner = remote.filesystem(src, self.storage_options)
+            fs.mv(inner, remote.filesystem(dst, self.storage_options)[1])
         else:
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.replace(src, dst)
@@ -120,7 +127,7 @@ class Staging:
     def abort(self) -> None:
         """Removes the staging folder and everything in it."""
         if self.url:
-            fs, inner = remote.filesystem(self.path)
+            fs, inner = remote.filesystem(self.path, self.storage_options)
             with contextlib.suppress(FileNotFoundError):
                 fs.rm(inner, recursive=True)
         else:

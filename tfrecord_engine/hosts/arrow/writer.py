@@ -24,6 +24,7 @@ import pyarrow.dataset as pads
 from ...errors import InvalidArgumentError
 from ...example.batch import join_records
 from ...records.compression import Compression, normalize_compression
+from ...storage.options import StorageOptionsArg
 from ...writing.writer import TFRecordWriter
 from ..staging import Staging
 from .decode import RAW_COLUMN
@@ -217,8 +218,10 @@ def write_batches(
     compression: object = None,
     index: bool = True,
     record_type: str = "Example",
+    storage_options: StorageOptionsArg = None,
 ) -> Written:
-    """Writes the rows as shards named after ``file_path_prefix`` (see the module)."""
+    """Writes the rows as shards named after ``file_path_prefix`` (see the module); a
+    URL prefix is reached with ``storage_options`` (fsspec keyword arguments)."""
     check_schema(batches.schema, record_type)
     kind = normalize_compression(compression)  # type: ignore[arg-type]
     sizes = _plan(batches.rows, num_shards, records_per_shard)
@@ -227,7 +230,7 @@ def write_batches(
         raise InvalidArgumentError(
             f"file_path_prefix must end in a visible file name prefix, got {file_path_prefix!r}"
         )
-    staging = Staging(folder or ".")
+    staging = Staging(folder or ".", storage_options=storage_options)
     staging.create()
     staged: list[str] = []
     counts: list[int] = []
@@ -245,7 +248,12 @@ def write_batches(
     def close() -> None:
         nonlocal writer, in_shard
         if writer is None:
-            writer = TFRecordWriter(staging.staged(f"{len(staged):06d}"), kind, index=index)
+            writer = TFRecordWriter(
+                staging.staged(f"{len(staged):06d}"),
+                kind,
+                index=index,
+                storage_options=staging.storage_options,
+            )
         writer.close()
         staged.append(f"{len(staged):06d}")
         counts.append(in_shard)
@@ -266,7 +274,12 @@ def write_batches(
                     close()
                     continue
                 if writer is None:
-                    writer = TFRecordWriter(staging.staged(f"{len(staged):06d}"), kind, index=index)
+                    writer = TFRecordWriter(
+                        staging.staged(f"{len(staged):06d}"),
+                        kind,
+                        index=index,
+                        storage_options=staging.storage_options,
+                    )
                 writer.write_many(records[done : done + take])
                 done += take
                 in_shard += take

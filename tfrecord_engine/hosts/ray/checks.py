@@ -14,6 +14,7 @@ from ...index.sidecar import Index
 from ...records.compression import Compression
 from ...records.reader import read_records
 from ...records.recovery import DamageReport
+from ...storage.options import StorageOptionsArg
 from ..splits import (
     CompressionArg,
     PathArg,
@@ -49,11 +50,19 @@ class FileCheck:
         return not self.damage
 
 
-def _check_file(path: str, compression: CompressionArg) -> FileCheck:
-    kind = compression_of(path, compression)
+def _check_file(
+    path: str, compression: CompressionArg, storage_options: StorageOptionsArg = None
+) -> FileCheck:
+    kind = compression_of(path, compression, storage_options)
     reports: list[DamageReport] = []
     n = 0
-    for _ in read_records(path, kind, on_damage="skip", on_damage_report=reports.append):
+    for _ in read_records(
+        path,
+        kind,
+        on_damage="skip",
+        on_damage_report=reports.append,
+        storage_options=storage_options,
+    ):
         n += 1
     return FileCheck(path, kind, n, tuple(reports))
 
@@ -63,27 +72,40 @@ def verify(
     compression: CompressionArg = "auto",
     *,
     num_cpus: float = 1,
+    storage_options: StorageOptionsArg = None,
 ) -> list[FileCheck]:
     """Reads every record of every file in Ray tasks (one per file), every CRC checked.
 
-    Damage is data here, not an error: each file's :class:`FileCheck` lists it.
+    Damage is data here, not an error: each file's :class:`FileCheck` lists it. URLs
+    are reached with ``storage_options`` (fsspec keyword arguments, handed to the
+    tasks).
 
     Returns:
         one report per file, in file order.
     """
-    paths = expand_paths(paths_or_globs)
+    paths = expand_paths(paths_or_globs, storage_options)
     check: Any = ray.remote(num_cpus=num_cpus)(_check_file)
-    got: list[FileCheck] = ray.get([check.remote(p, compression) for p in paths])
+    got: list[FileCheck] = ray.get([check.remote(p, compression, storage_options) for p in paths])
     return got
 
 
-def _index_file(path: str, compression: CompressionArg, on_damage: ReadPolicy) -> FileCheck:
-    kind = compression_of(path, compression)
+def _index_file(
+    path: str,
+    compression: CompressionArg,
+    on_damage: ReadPolicy,
+    storage_options: StorageOptionsArg = None,
+) -> FileCheck:
+    kind = compression_of(path, compression, storage_options)
     reports: list[DamageReport] = []
     # Saved in the hidden .tfeidx/ folder beside the data, where every node (and the
     # driver's read_tfrecords) finds it; not in the worker's own user cache.
     idx = Index.open(
-        path, kind, on_damage=on_damage, on_damage_report=reports.append, save="hidden"
+        path,
+        kind,
+        on_damage=on_damage,
+        on_damage_report=reports.append,
+        save="hidden",
+        storage_options=storage_options,
     )
     return FileCheck(path, kind, len(idx), tuple(reports))
 
@@ -94,6 +116,7 @@ def build_indexes(
     *,
     on_damage: str = "raise",
     num_cpus: float = 1,
+    storage_options: StorageOptionsArg = None,
 ) -> list[FileCheck]:
     """Opens every file's index in Ray tasks (one per file), building and saving each
     missing or stale sidecar there.
@@ -108,18 +131,26 @@ def build_indexes(
         the damage indexing found.
     """
     policy = check_policy(on_damage)
-    paths = expand_paths(paths_or_globs)
+    paths = expand_paths(paths_or_globs, storage_options)
     task: Any = ray.remote(num_cpus=num_cpus)(_index_file)
-    got: list[FileCheck] = ray.get([task.remote(p, compression, policy) for p in paths])
+    got: list[FileCheck] = ray.get(
+        [task.remote(p, compression, policy, storage_options) for p in paths]
+    )
     return got
 
 
 def count(
     paths_or_globs: PathArg | Sequence[PathArg],
     compression: CompressionArg = "auto",
+    *,
+    storage_options: StorageOptionsArg = None,
 ) -> int:
     """The number of records of the files, from their indexes (built when missing).
 
-    A fresh sidecar index answers without reading any data.
+    A fresh sidecar index answers without reading any data. URLs are reached with
+    ``storage_options``.
     """
-    return sum(len(idx) for idx in open_indexes(expand_paths(paths_or_globs), compression))
+    paths = expand_paths(paths_or_globs, storage_options)
+    return sum(
+        len(idx) for idx in open_indexes(paths, compression, storage_options=storage_options)
+    )

@@ -25,6 +25,7 @@ from ...errors import DataLossError, InvalidArgumentError
 from ...index.damage import reporter
 from ...records import framing
 from ...records.recovery import DamageCallback, DamageReport
+from ...storage.options import StorageOptionsArg
 from ..arrow import records_to_table
 from ..splits import (
     CompressionArg,
@@ -122,6 +123,10 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
             reported there.
         records_per_block: at most this many rows per block (default 4,096; blocks also
             stay under about 64 MiB of record bytes).
+        storage_options: for URLs, fsspec keyword arguments for their filesystem (see
+            :mod:`tfrecord_engine.storage.options`): used for globs and indexes on the
+            driver, and kept by each index, so read tasks in Ray's workers reach the
+            same store (nothing needs to be set in their environment).
 
     Attributes:
         paths: the data files, in order.
@@ -138,6 +143,7 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
         on_damage: str = "raise",
         on_damage_report: DamageCallback | None = None,
         records_per_block: int | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         super().__init__()
         if records_per_block is not None and (
@@ -149,7 +155,7 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
         if features is not None and not features:
             raise InvalidArgumentError("features must name at least one feature, or be None")
         policy = check_policy(on_damage)
-        self.paths = expand_paths(paths_or_globs)
+        self.paths = expand_paths(paths_or_globs, storage_options)
         self.damage: list[DamageReport] = []
         user = reporter(on_damage_report)
 
@@ -158,7 +164,11 @@ class TFRecordDatasource(Datasource):  # type: ignore[misc]  # Ray's class is un
             user(report)
 
         self.indexes = open_indexes(
-            self.paths, compression, on_damage=policy, on_damage_report=note
+            self.paths,
+            compression,
+            on_damage=policy,
+            on_damage_report=note,
+            storage_options=storage_options,
         )
         self._refs: dict[int, Any] = {}
         self._projection_map: dict[str, str] | None = None  # Ray's projection pushdown
@@ -245,6 +255,7 @@ def read_tfrecords(
     override_num_blocks: int | None = None,
     concurrency: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
+    storage_options: StorageOptionsArg = None,
 ) -> Dataset:
     """Reads TFRecord files into a :class:`ray.data.Dataset`, every CRC checked.
 
@@ -274,6 +285,7 @@ def read_tfrecords(
         on_damage=on_damage,
         on_damage_report=on_damage_report,
         records_per_block=records_per_block,
+        storage_options=storage_options,
     )
     dataset: Dataset = ray.data.read_datasource(
         source,

@@ -22,6 +22,7 @@ from ...example.encode import encode_example
 from ...index.sidecar import index_path_for
 from ...records.compression import Compression, normalize_compression
 from ...storage import remote
+from ...storage.options import StorageOptions, StorageOptionsArg, normalize_storage_options
 from ...writing.writer import TFRecordWriter
 from ..splits import CompressionArg, PathArg
 
@@ -82,6 +83,9 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
         file_prefix: shard names are ``<prefix>-<i:05d>-of-<n:05d><suffix>``.
         suffix: ``.tfrecord`` by default (``.tfrecord.gz`` for GZIP,
             ``.tfrecord.zz`` for ZLIB).
+        storage_options: for a URL, fsspec keyword arguments for its filesystem (see
+            :mod:`tfrecord_engine.storage.options`): the sink pickles them to its write
+            tasks, whose writers use them, as do the driver's moves.
 
     Attributes:
         paths: the published shards, in order (after the write).
@@ -96,7 +100,9 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
         num_rows_per_file: int | None = None,
         file_prefix: str = "part",
         suffix: str | None = None,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
+        self.storage_options: StorageOptions | None = normalize_storage_options(storage_options)
         where = os.fspath(path)
         self._url = remote.is_url(where)
         if self._url:
@@ -138,7 +144,7 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
 
     def _exists(self, path: str) -> bool:
         if self._url:
-            fs, inner = remote.filesystem(path)
+            fs, inner = remote.filesystem(path, self.storage_options)
             return bool(fs.exists(inner))
         return os.path.lexists(path)
 
@@ -146,15 +152,15 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
         """Renames a local file, or moves an object on the store (``fs.mv``: a server-side
         copy and a delete on S3/GCS/Azure, the object appearing whole)."""
         if self._url:
-            fs, inner = remote.filesystem(src)
-            fs.mv(inner, remote.filesystem(dst)[1])
+            fs, inner = remote.filesystem(src, self.storage_options)
+            fs.mv(inner, remote.filesystem(dst, self.storage_options)[1])
         else:
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.replace(src, dst)
 
     def _remove_staging(self) -> None:
         if self._url:
-            fs, inner = remote.filesystem(self.staging)
+            fs, inner = remote.filesystem(self.staging, self.storage_options)
             with contextlib.suppress(FileNotFoundError):  # nothing was staged
                 fs.rm(inner, recursive=True)
         else:
@@ -165,7 +171,7 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
         folders need not exist, asks fsspec to make them (a no-op on object stores)."""
         del schema
         if self._url:
-            fs, inner = remote.filesystem(self.staging)
+            fs, inner = remote.filesystem(self.staging, self.storage_options)
             fs.makedirs(inner, exist_ok=True)
         else:
             os.makedirs(self.staging, exist_ok=True)
@@ -195,7 +201,10 @@ class TFRecordDatasink(Datasink):  # type: ignore[misc]  # Ray's class is untype
                     if writer is None:
                         name = f"{task:06d}-{len(staged):06d}.tfrecord"
                         writer = TFRecordWriter(
-                            self._join(self.staging, name), self.compression, index=self.index
+                            self._join(self.staging, name),
+                            self.compression,
+                            index=self.index,
+                            storage_options=self.storage_options,
                         )
                         in_file = 0
                     room = len(records) if limit is None else limit - in_file
@@ -272,6 +281,7 @@ def write_tfrecords(
     file_prefix: str = "part",
     concurrency: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
+    storage_options: StorageOptionsArg = None,
 ) -> list[str]:
     """Writes a dataset as TFRecord shards (with indexes) into the folder ``path``.
 
@@ -289,6 +299,7 @@ def write_tfrecords(
         index=index,
         num_rows_per_file=num_rows_per_file,
         file_prefix=file_prefix,
+        storage_options=storage_options,
     )
     ds.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args or {})
     return list(sink.paths)

@@ -15,9 +15,9 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from ...data.collate import collate
 from ...data.dataset import RecordBatchIterator, RecordDataset
+from ...data.held_shared import SharedCopies
 from ...data.mixing import MixedDataset
 from ...data.output import check_transform
-from ...data.sample_batches import epoch_batches
 from ...data.sampler import IndexBatch, IndexBatchIterator, Shuffle
 from ...errors import InvalidArgumentError
 from .sampler import distributed
@@ -87,7 +87,8 @@ class RecordIterableDataset(IterableDataset[Any]):
     :meth:`RecordDataset.batches` mean the same here.
 
     Args:
-        dataset: the records (built with ``features=`` for parsed batches), or a mix
+        dataset: the records (built with ``features=``, or ``context_features=``/
+            ``sequence_features=``, for parsed batches), or a mix
             of datasets (``tfe.sample_from_datasets``: ``shuffle`` then permutes each
             dataset's records, the mix stays exact).
         batch_size, shuffle, seed, drop_remainder: as for ``batches``.
@@ -100,6 +101,10 @@ class RecordIterableDataset(IterableDataset[Any]):
             ``torch.distributed`` process group, else ``0`` and ``1``.
         readahead: chunks prepared ahead on a thread in each worker (as for ``batches``).
         strings: ``"keep"`` or ``"drop"`` the string features (as for ``batches``).
+        in_memory: as for ``batches``: a shuffled epoch reads uncompressed local files
+            whole into memory first (by default when they total at most
+            ``IN_MEMORY_LIMIT``). Under ``num_workers=N`` the copy is one per machine,
+            shared by the workers (docs/workers.md), not one per worker.
         device: iterating in the main process (``num_workers=0``, or a plain ``for``
             loop), move every batch there; a CUDA device gets the next ``prefetch``
             batches copied ahead on a side stream (see :func:`prefetch_to_device`). With
@@ -142,6 +147,7 @@ class RecordIterableDataset(IterableDataset[Any]):
         world_size: int | None = None,
         readahead: int = 2,
         strings: Literal["keep", "drop"] = "keep",
+        in_memory: bool | None = None,
         device: str | torch.device | None = None,
         prefetch: int = 2,
         transform: Callable[[Any], Any] | None = None,
@@ -167,6 +173,10 @@ class RecordIterableDataset(IterableDataset[Any]):
         self.pad_remainder = pad_remainder
         self.readahead = readahead
         self.strings = strings
+        self.in_memory = in_memory
+        # The owner of the in-memory copies that this loader's workers share (one per
+        # machine; removed when this dataset is collected or the process exits).
+        self._copies = SharedCopies()
         self.device = None if device is None else torch.device(device)
         self.prefetch = prefetch
         # Checks every argument as batches() does, and counts this rank's batches.
@@ -184,11 +194,6 @@ class RecordIterableDataset(IterableDataset[Any]):
         )
         self._len = len(probe)
         probe.close()
-        self._drop_keys = frozenset(
-            k
-            for k, f in (dataset.features or {}).items()
-            if strings == "drop" and getattr(f, "dtype", None) == "string"
-        )
         # Shared memory: set_epoch in the main process reaches every worker, and
         # non-persistent workers (new copies each epoch) see the epochs run before.
         self._epochs = torch.zeros(_MAIN + 1 + MAX_WORKERS, dtype=torch.int64).share_memory_()  # type: ignore[no-untyped-call]
@@ -272,19 +277,38 @@ class RecordIterableDataset(IterableDataset[Any]):
             phase=place.worker or 0,
         )
         # An earlier iteration still running (zip(it, it)) keeps going: it closes itself
-        # when exhausted or dropped. The state follows the newest one.
+        # when exhausted or dropped. The state follows the newest one. Every epoch runs
+        # through the dataset's own entry point (chunk sizes and in-memory copies as
+        # batches() chooses them); in DataLoader workers the copies are shared.
+        share = None if place.worker is None else self._copies
+        current: RecordBatchIterator
         if isinstance(self.dataset, MixedDataset):
-            reader, sampler = self.dataset.mapped(sampler, self.shuffle, self.seed, epoch)
+            if self.transform is not None:
+                raise InvalidArgumentError(
+                    "a per-sample transform= needs a RecordDataset (its samples come from "
+                    "__getitems__), not a mix of datasets: transform the mix's whole "
+                    "batches with batch_transform= instead"
+                )
+            _, mapped = self.dataset.mapped(sampler, self.shuffle, self.seed, epoch)
+            current = self.dataset.epoch(
+                mapped,
+                self.shuffle,
+                readahead=self.readahead,
+                strings=self.strings,
+                in_memory=self.in_memory,
+                share=share,
+            )
         else:
-            reader = self.dataset
-        current = epoch_batches(
-            reader,
-            sampler,
-            transform=self.transform,
-            collate=self.collate_fn,
-            readahead=self.readahead,
-            drop_keys=self._drop_keys,
-        )
+            current = self.dataset.epoch(
+                sampler,
+                self.shuffle,
+                readahead=self.readahead,
+                strings=self.strings,
+                in_memory=self.in_memory,
+                transform=self.transform,
+                collate=None if self.transform is None else self.collate_fn,
+                share=share,
+            )
         self._current = current
         self._current_epoch = epoch
         batches = self._run(current)
