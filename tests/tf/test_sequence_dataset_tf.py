@@ -132,7 +132,9 @@ def _assert_sample(
         elif isinstance(mine, (VarLenArray, VarLenList)):  # a flat RaggedFeature
             assert_same_value(tf, _as_array(mine), value, key)
         elif isinstance(mine, (bytes, list)):  # strings of a FixedLenFeature
-            assert_array_same(np.asarray(mine, dtype=object), value.numpy().astype(object), key)
+            assert_array_same(
+                np.asarray(mine, dtype=object), np.asarray(value.numpy(), object), key
+            )
         else:
             assert_same_value(tf, np.asarray(mine), value, key)
     for key, value in lists.items():

@@ -18,6 +18,7 @@ from ..example.infer_records import add_records
 from ..example.specs import FeatureSpec
 from ..records.detect import CompressionArg
 from ..records.reader import read_records
+from ..storage.options import StorageOptions, StorageOptionsArg, normalize_storage_options
 from .arguments import expand_paths
 
 __all__ = ["UninferredFeatureWarning", "infer_features", "infer_sequence_features"]
@@ -31,7 +32,11 @@ class UninferredFeatureWarning(UserWarning):
 
 
 def infer_features(
-    paths_or_globs: Any, sample: int | None = 1000, *, compression: CompressionArg = "auto"
+    paths_or_globs: Any,
+    sample: int | None = 1000,
+    *,
+    compression: CompressionArg = "auto",
+    storage_options: StorageOptionsArg = None,
 ) -> dict[str, FeatureSpec]:
     """The feature spec of ``tf.train.Example`` records, as ``tfr schema`` infers it.
 
@@ -45,6 +50,8 @@ def infer_features(
         paths_or_globs: a path or glob, or a sequence of them (as for ``RecordDataset``).
         sample: infer from the first ``sample`` records in file order (``None``: all).
         compression: the files' compression (``"auto"``: from their bytes).
+        storage_options: for URLs, fsspec keyword arguments for their filesystem (globs
+            listed and records read with them; see docs/remote.md).
 
     Returns:
         key -> spec, sorted by key. Keys no spec parses (conflicting types, only empty
@@ -66,7 +73,7 @@ def infer_features(
         >>> features["tags"], features["y"].shape
         (VarLenFeature(dtype='int64'), ())
     """
-    stats = _stats(paths_or_globs, sample, compression)
+    stats = _stats(paths_or_globs, sample, compression, storage_options)
     if stats.sequence:
         raise InvalidArgumentError(
             "these records are SequenceExamples (they hold feature lists): use "
@@ -77,7 +84,11 @@ def infer_features(
 
 
 def infer_sequence_features(
-    paths_or_globs: Any, sample: int | None = 1000, *, compression: CompressionArg = "auto"
+    paths_or_globs: Any,
+    sample: int | None = 1000,
+    *,
+    compression: CompressionArg = "auto",
+    storage_options: StorageOptionsArg = None,
 ) -> tuple[dict[str, FeatureSpec], dict[str, FeatureSpec]]:
     """``(context_features, sequence_features)`` of ``tf.train.SequenceExample`` records,
     for ``parse_sequence_example``; arguments and rules as :func:`infer_features`.
@@ -91,26 +102,36 @@ def infer_sequence_features(
         >>> context["id"].dtype, type(sequence["x"]).__name__, sequence["x"].shape
         ('int64', 'FixedLenSequenceFeature', ())
     """
-    stats = _stats(paths_or_globs, sample, compression)
+    stats = _stats(paths_or_globs, sample, compression, storage_options)
     return _specs(stats, sequence=False), _specs(stats, sequence=True)
 
 
-def _stats(paths_or_globs: Any, sample: int | None, compression: CompressionArg) -> SchemaStats:
+def _stats(
+    paths_or_globs: Any,
+    sample: int | None,
+    compression: CompressionArg,
+    storage_options: StorageOptionsArg,
+) -> SchemaStats:
     if sample is not None and (
         isinstance(sample, bool) or not isinstance(sample, int) or sample < 1
     ):
         raise InvalidArgumentError(f"sample must be a positive int or None, got {sample!r}")
     stats = SchemaStats()
-    records = itertools.islice(_records(expand_paths(paths_or_globs), compression), sample)
+    options = normalize_storage_options(storage_options)
+    paths = expand_paths(paths_or_globs, options)
+    records = itertools.islice(_records(paths, compression, options), sample)
     while chunk := list(itertools.islice(records, _BATCH)):
         wheres = [f"{path}: record {i}" for path, i, _ in chunk]
         add_records(stats, [r for _, _, r in chunk], wheres, "auto")
     return stats
 
 
-def _records(paths: Sequence[str], compression: CompressionArg) -> Iterator[tuple[str, int, bytes]]:
+def _records(
+    paths: Sequence[str], compression: CompressionArg, storage_options: StorageOptions | None
+) -> Iterator[tuple[str, int, bytes]]:
     for path in paths:
-        for i, record in enumerate(read_records(path, compression)):
+        records = read_records(path, compression, storage_options=storage_options)
+        for i, record in enumerate(records):
             yield path, i, record
 
 

@@ -33,6 +33,7 @@ from ..records.compression import Compression
 from ..records.detect import CompressionArg
 from ..records.reader import read_records
 from ..records.recovery import DamageReport, normalize_policy
+from ..storage.options import StorageOptionsArg
 from ..writing.writer import TFRecordWriter
 
 __all__ = [
@@ -124,6 +125,8 @@ def _kept(
     placement: IndexPlacement,
     policy: str,
     reports: list[DamageReport],
+    *,
+    storage_options: StorageOptionsArg,
 ) -> tuple[str, Index] | None:
     """A valid index of ``path`` at the places ``placement`` covers, and where it is."""
     places = [cache_index_path(path)] if placement == "cache" else index_candidates(path)
@@ -131,7 +134,11 @@ def _kept(
         found: list[DamageReport] = []
         try:
             idx = Index.load(
-                path, place, on_damage=normalize_policy(policy), on_damage_report=found.append
+                path,
+                place,
+                on_damage=normalize_policy(policy),
+                on_damage_report=found.append,
+                storage_options=storage_options,
             )
         except (FileNotFoundError, IndexFormatError):
             continue  # none, damaged, stale or not answering the policy: the next place
@@ -148,12 +155,14 @@ def index_file(
     placement: str = DATASET_PLACEMENT,
     on_damage: str = "raise",
     force: bool = False,
+    storage_options: StorageOptionsArg = None,
 ) -> IndexSummary:
     """Makes sure ``path`` has a valid index at ``placement``; builds and saves it when not.
 
     A valid index already there (for ``"hidden"``: the hidden folder or an old sidecar
     beside the data, as ``tfr index`` keeps them) is kept unless ``force``: the writer's
-    index holds a GZIP/ZLIB file's restart points, which a rebuild cannot recover.
+    index holds a GZIP/ZLIB file's restart points, which a rebuild cannot recover. A URL
+    is read, and its index saved, with ``storage_options``.
 
     Raises:
         DataLossError: damage under ``on_damage="raise"``.
@@ -163,32 +172,53 @@ def index_file(
     if policy == "stop":
         raise InvalidArgumentError('BuildIndexes takes on_damage="raise" or "skip", not "stop"')
     reports: list[DamageReport] = []
-    found = None if force else _kept(path, kind, where, policy, reports)
+    found = (
+        None
+        if force
+        else _kept(path, kind, where, policy, reports, storage_options=storage_options)
+    )
     if found is not None:
         place, idx = found
         return IndexSummary(path, kind, len(idx), idx.data_size, place, False, tuple(reports))
-    idx = Index.build(path, kind, on_damage=policy, on_damage_report=reports.append)
+    idx = Index.build(
+        path,
+        kind,
+        on_damage=policy,
+        on_damage_report=reports.append,
+        storage_options=storage_options,
+    )
     place = idx.save(placement=where)
     return IndexSummary(path, kind, len(idx), idx.data_size, place, True, tuple(reports))
 
 
-def verify_file(path: str, kind: Compression, size: int) -> ShardReport:
+def verify_file(
+    path: str, kind: Compression, size: int, storage_options: StorageOptionsArg = None
+) -> ShardReport:
     """Reads every record of ``path`` with both CRCs checked; damage is returned, not
     raised (the reader steps over each damaged region to the next intact record)."""
     reports: list[DamageReport] = []
-    n = sum(1 for _ in read_records(path, kind, on_damage="skip", on_damage_report=reports.append))
+    records = read_records(
+        path,
+        kind,
+        on_damage="skip",
+        on_damage_report=reports.append,
+        storage_options=storage_options,
+    )
+    n = sum(1 for _ in records)
     return ShardReport(path, kind, n, size, tuple(reports))
 
 
-def count_file(path: str, kind: CompressionArg) -> FileCount:
+def count_file(
+    path: str, kind: CompressionArg, storage_options: StorageOptionsArg = None
+) -> FileCount:
     """The records of ``path``: from a fresh index (at any place, the user's cache
     included) without reading data, else by walking the record headers (no index saved:
     a count never writes)."""
     try:
-        return FileCount(path, len(Index.load(path)), True)
+        return FileCount(path, len(Index.load(path, storage_options=storage_options)), True)
     except (FileNotFoundError, IndexFormatError):
         pass  # no index, or a stale or damaged one: count from the data itself
-    return FileCount(path, len(Index.build(path, kind)), False)
+    return FileCount(path, len(Index.build(path, kind, storage_options=storage_options)), False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,6 +28,7 @@ from ...index.sidecar import Index
 from ...records import framing
 from ...records.compression import Compression
 from ...records.recovery import DamageReport, normalize_policy
+from ...storage.options import StorageOptionsArg
 
 __all__ = [
     "DEFAULT_BUNDLE_BYTES",
@@ -86,11 +87,22 @@ class FileTask:
     damage: tuple[DamageReport, ...]
 
 
-def plan_file(path: str, compression: Compression, policy: str, bundle_bytes: int) -> FileTask:
-    """Indexes ``path`` (sidecar, or built here and saved) and plans its pieces."""
+def plan_file(
+    path: str,
+    compression: Compression,
+    policy: str,
+    bundle_bytes: int,
+    storage_options: StorageOptionsArg = None,
+) -> FileTask:
+    """Indexes ``path`` (sidecar, or built here and saved) and plans its pieces; a URL
+    is reached with ``storage_options``."""
     reports: list[DamageReport] = []
     idx = Index.open(
-        path, compression, on_damage=normalize_policy(policy), on_damage_report=reports.append
+        path,
+        compression,
+        on_damage=normalize_policy(policy),
+        on_damage_report=reports.append,
+        storage_options=storage_options,
     )
     n = len(idx)
     offsets = idx.offsets.astype(np.int64)

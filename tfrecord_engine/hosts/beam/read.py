@@ -22,6 +22,7 @@ from ...example import parse_example, parse_single_example
 from ...index.sidecar import INDEX_SUFFIX
 from ...records.compression import normalize_compression
 from ...records.recovery import DamageReport, normalize_policy
+from ...storage.options import StorageOptionsArg, normalize_storage_options
 from .pieces import (
     DEFAULT_BUNDLE_BYTES,
     Claim,
@@ -30,6 +31,7 @@ from .pieces import (
     detect_compression,
     plan_file,
 )
+from .storage import Reach, reach_of
 
 __all__ = [
     "CHUNK",
@@ -78,6 +80,8 @@ class ReadOptions:
     batch_size: int | None
     with_filename: bool
     bundle_bytes: int
+    #: How URLs are reached (set when the transform is applied: see :mod:`.storage`).
+    reach: Reach = dataclasses.field(default_factory=Reach)
 
 
 class IndexFiles(beam.DoFn):  # type: ignore[misc]
@@ -93,7 +97,7 @@ class IndexFiles(beam.DoFn):  # type: ignore[misc]
             if o.compression == "auto"
             else normalize_compression(o.compression)
         )
-        yield plan_file(path, kind, o.on_damage, o.bundle_bytes)
+        yield plan_file(path, kind, o.on_damage, o.bundle_bytes, o.reach.of(path))
 
 
 def _ignore(_report: DamageReport) -> None:
@@ -119,6 +123,7 @@ class ReadPieces(beam.DoFn):  # type: ignore[misc]
                 compression=task.compression,
                 on_damage=normalize_policy(self._o.on_damage),
                 on_damage_report=_ignore,
+                storage_options=self._o.reach.of(task.path),
             )
             if len(ds) != task.count:
                 raise StaleIndexError(
@@ -211,6 +216,11 @@ class ReadTFRecords(beam.PTransform):  # type: ignore[misc]
         desired_bundle_bytes: about how many bytes of a file one initial piece covers
             (default :data:`DEFAULT_BUNDLE_BYTES`). Plain files cut at any record,
             GZIP/ZLIB files at restart points only.
+        storage_options: fsspec keyword arguments with which the workers read and index
+            URLs (see docs/remote.md). Default: for ``s3://``, the pipeline's
+            ``S3Options`` (``--s3_endpoint_url``, ``--s3_access_key_id`` ...) as s3fs's
+            arguments when any is set, else fsspec's configuration. Patterns are matched
+            by Beam's ``FileSystems``, with the pipeline's options.
 
     Example (``p`` a pipeline)::
 
@@ -226,8 +236,11 @@ class ReadTFRecords(beam.PTransform):  # type: ignore[misc]
         batch_size: int | None = None,
         with_filename: bool = False,
         desired_bundle_bytes: int | None = None,
+        *,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         super().__init__()
+        self._storage_options = normalize_storage_options(storage_options)
         patterns = (
             [pattern_or_patterns]
             if isinstance(pattern_or_patterns, (str, os.PathLike))
@@ -254,7 +267,7 @@ class ReadTFRecords(beam.PTransform):  # type: ignore[misc]
         )
 
     def expand(self, pbegin: Any) -> Any:
-        o = self._options
+        o = dataclasses.replace(self._options, reach=reach_of(self._storage_options, pbegin))
         read = (
             pbegin
             # All patterns matched in one step: the distinct files without a Distinct

@@ -16,6 +16,7 @@ from ...data.dataset import RecordDataset
 from ...errors import InvalidArgumentError, StaleIndexError
 from ...records.compression import Compression
 from ...storage import remote
+from ...storage.options import StorageOptionsArg, normalize_storage_options
 from ..fileops import (
     DEFAULT_SORT_MEMORY,
     PositionTable,
@@ -24,6 +25,7 @@ from ..fileops import (
 )
 from .pieces import DEFAULT_BUNDLE_BYTES, FileTask
 from .read import CHUNK, IndexFiles, ReadOptions, match_pattern
+from .storage import Reach, reach_of
 from .tools import check_compression
 from .write import Finalize, ShardFiles, TempShard, WriteOptions, WriteTFRecords, shard_format
 
@@ -79,7 +81,8 @@ class _Locate(beam.DoFn):  # type: ignore[misc]
     the range with their output positions (one element per chunk and shard, not per
     record: Beam's cost is per element)."""
 
-    def __init__(self) -> None:
+    def __init__(self, reach: Reach) -> None:
+        self._reach = reach
         self._table: tuple[ReshardLayout, PositionTable, dict[str, int]] | None = None
 
     def _positions(self, layout: ReshardLayout) -> tuple[PositionTable, dict[str, int]]:
@@ -96,7 +99,9 @@ class _Locate(beam.DoFn):  # type: ignore[misc]
     ) -> Iterator[tuple[int, tuple[list[int], list[bytes]]]]:
         table, starts = self._positions(layout)
         start = starts[rng.path]
-        ds = RecordDataset(rng.path, compression=rng.compression)
+        ds = RecordDataset(
+            rng.path, compression=rng.compression, storage_options=self._reach.of(rng.path)
+        )
         try:
             if len(ds) != layout.counts[layout.paths.index(rng.path)]:
                 raise StaleIndexError(
@@ -185,6 +190,9 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
         desired_bundle_bytes: about how many bytes of an input one read covers.
         sort_memory_bytes: bytes of one shard sorted in memory before spilling to local
             disk (default 256 MiB).
+        storage_options: fsspec keyword arguments with which inputs are read and shards
+            written at URLs (one store; see :class:`ReadTFRecords`: default, the
+            pipeline's ``S3Options`` for ``s3://``).
 
     The transform returns the published file names.
     """
@@ -203,8 +211,10 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
         input_compression: str | None = "auto",
         desired_bundle_bytes: int | None = None,
         sort_memory_bytes: int = DEFAULT_SORT_MEMORY,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         super().__init__()
+        self._storage_options = normalize_storage_options(storage_options)
         if sort_memory_bytes < 0:
             raise InvalidArgumentError(f"sort_memory_bytes must be >= 0, got {sort_memory_bytes}")
         self._sort_memory = sort_memory_bytes
@@ -230,13 +240,15 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
         self._seed = seed
 
     def expand(self, patterns: Any) -> Any:
-        o, shards, shuffle, seed = self._write, self._write.num_shards, self._shuffle, self._seed
+        reach = reach_of(self._storage_options, patterns)
+        o = dataclasses.replace(self._write, reach=reach)
+        shards, shuffle, seed = o.num_shards, self._shuffle, self._seed
         tasks = (
             patterns
             | "Match" >> beam.FlatMap(match_pattern)
             | "Distinct" >> beam.Distinct()
             | "Reshuffle" >> beam.Reshuffle()
-            | "Index" >> beam.ParDo(IndexFiles(self._read))
+            | "Index" >> beam.ParDo(IndexFiles(dataclasses.replace(self._read, reach=reach)))
         )
         layout = (
             tasks
@@ -248,7 +260,7 @@ class Reshard(beam.PTransform):  # type: ignore[misc]
             tasks
             | "Ranges" >> beam.FlatMap(_ranges)
             | "SpreadRanges" >> beam.Reshuffle()
-            | "Locate" >> beam.ParDo(_Locate(), beam.pvalue.AsSingleton(layout))
+            | "Locate" >> beam.ParDo(_Locate(reach), beam.pvalue.AsSingleton(layout))
             | "GroupShards" >> beam.GroupByKey()
             | "WriteShards" >> beam.ParDo(_WriteOrdered(o, self._sort_memory))
             | "CollectShards" >> beam.combiners.ToList()

@@ -21,6 +21,7 @@ from ...index.placement import normalize_placement
 from ...index.sidecar import Index
 from ...records.compression import Compression, normalize_compression
 from ...records.recovery import DamageReport, normalize_policy
+from ...storage.options import StorageOptionsArg, normalize_storage_options
 from ..fileops import (
     FileCount,
     IndexSummary,
@@ -34,6 +35,7 @@ from ..fileops import (
 )
 from .pieces import DEFAULT_BUNDLE_BYTES, detect_compression, spaced
 from .read import match_pattern
+from .storage import Reach, reach_of
 
 __all__ = [
     "FILES",
@@ -99,6 +101,8 @@ class BuildIndexes(beam.PTransform):  # type: ignore[misc]
         on_damage: ``"raise"`` (default) fails the pipeline at damage; ``"skip"`` indexes
             the intact records (every CRC checked) and lists the damage in the summary.
         force: rebuild valid indexes too.
+        storage_options: fsspec keyword arguments for URLs, as :class:`ReadTFRecords`
+            takes them (default: the pipeline's ``S3Options`` for ``s3://``).
 
     Example (``p`` a pipeline)::
 
@@ -113,8 +117,10 @@ class BuildIndexes(beam.PTransform):  # type: ignore[misc]
         placement: str = "hidden",
         on_damage: str = "raise",
         force: bool = False,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         super().__init__()
+        self._storage_options = normalize_storage_options(storage_options)
         self._patterns = _patterns_of(pattern_or_patterns, "BuildIndexes")
         check_compression(compression)
         self._placement = normalize_placement(placement)
@@ -126,16 +132,24 @@ class BuildIndexes(beam.PTransform):  # type: ignore[misc]
         self._force = force
 
     def expand(self, pbegin: Any) -> Any:
+        reach = reach_of(self._storage_options, pbegin)
         return _files(pbegin, self._patterns) | "Index" >> beam.Map(
-            _index_one, self._compression, self._placement, self._policy, self._force
+            _index_one, self._compression, self._placement, self._policy, self._force, reach
         )
 
 
-def _index_one(
-    path: str, compression: str | None, placement: str, policy: str, force: bool
+def _index_one(  # noqa: PLR0917 - beam.Map's extra arguments are positional
+    path: str, compression: str | None, placement: str, policy: str, force: bool, reach: Reach
 ) -> IndexSummary:
     kind = _kind_of(path, compression)
-    return index_file(path, kind, placement=placement, on_damage=policy, force=force)
+    return index_file(
+        path,
+        kind,
+        placement=placement,
+        on_damage=policy,
+        force=force,
+        storage_options=reach.of(path),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,15 +170,18 @@ def _size_of(path: str) -> int:
     return int(size)
 
 
-def check_pieces(path: str, compression: str | None, bundle_bytes: int) -> Iterator[_CheckPiece]:
+def check_pieces(
+    path: str, compression: str | None, bundle_bytes: int, reach: Reach | None = None
+) -> Iterator[_CheckPiece]:
     """A file to verify, cut at record boundaries about ``bundle_bytes`` apart when a
     fresh index lays out a clean uncompressed file from start to end; else whole."""
     kind = _kind_of(path, compression)
     size = _size_of(path)
     idx = None
     if kind is Compression.NONE and size > bundle_bytes:
+        options = None if reach is None else reach.of(path)
         with contextlib.suppress(FileNotFoundError, IndexFormatError):
-            idx = Index.load(path)
+            idx = Index.load(path, storage_options=options)
     if idx is None or not contiguous(idx):
         yield _CheckPiece(path, kind, size)
         return
@@ -175,10 +192,13 @@ def check_pieces(path: str, compression: str | None, bundle_bytes: int) -> Itera
         yield _CheckPiece(path, kind, size, a, int(offsets[a]), size if b == n else int(offsets[b]))
 
 
-def _check(piece: _CheckPiece) -> tuple[str, tuple[Compression, int, int, list[DamageReport]]]:
+def _check(
+    piece: _CheckPiece, reach: Reach
+) -> tuple[str, tuple[Compression, int, int, list[DamageReport]]]:
     """Verifies one piece: ``(path, (compression, size, intact records, damage))``."""
+    options = reach.of(piece.path)
     if piece.first < 0:
-        whole = verify_file(piece.path, piece.compression, piece.size)
+        whole = verify_file(piece.path, piece.compression, piece.size, options)
         return piece.path, (piece.compression, piece.size, whole.records, list(whole.damage))
     with FileSystems.open(piece.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         f.seek(piece.start)
@@ -188,7 +208,7 @@ def _check(piece: _CheckPiece) -> tuple[str, tuple[Compression, int, int, list[D
     def resync(offset: int) -> tuple[int, int]:
         # Only where a header is damaged: the next record the index lists after it.
         if not index:
-            index.append(Index.load(piece.path))
+            index.append(Index.load(piece.path, storage_options=options))
         offsets = index[0].offsets.astype(np.int64)
         k = int(np.searchsorted(offsets, offset, side="right"))
         return (k, int(offsets[k])) if k < len(offsets) else (k, piece.size)
@@ -241,6 +261,9 @@ class VerifyShards(beam.PTransform):  # type: ignore[misc]
 
         damaged = (p | VerifyShards("data/*.tfrecord")
                      | beam.Filter(lambda r: not r.ok))
+
+    ``storage_options``: fsspec keyword arguments for URLs, as :class:`ReadTFRecords`
+    takes them (default: the pipeline's ``S3Options`` for ``s3://``).
     """
 
     def __init__(
@@ -248,8 +271,11 @@ class VerifyShards(beam.PTransform):  # type: ignore[misc]
         pattern_or_patterns: str | Sequence[str],
         compression: str | None = "auto",
         desired_bundle_bytes: int | None = None,
+        *,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         super().__init__()
+        self._storage_options = normalize_storage_options(storage_options)
         self._patterns = _patterns_of(pattern_or_patterns, "VerifyShards")
         check_compression(compression)
         bundle = DEFAULT_BUNDLE_BYTES if desired_bundle_bytes is None else desired_bundle_bytes
@@ -259,14 +285,19 @@ class VerifyShards(beam.PTransform):  # type: ignore[misc]
         self._bundle = bundle
 
     def expand(self, pbegin: Any) -> Any:
+        reach = reach_of(self._storage_options, pbegin)
         return (
             _files(pbegin, self._patterns)
-            | "Plan" >> beam.FlatMap(check_pieces, self._compression, self._bundle)
+            | "Plan" >> beam.FlatMap(check_pieces, self._compression, self._bundle, reach)
             | "SpreadPieces" >> beam.Reshuffle()
-            | "Check" >> beam.Map(_check)
+            | "Check" >> beam.Map(_check, reach)
             | "ByFile" >> beam.GroupByKey()
             | "Report" >> beam.Map(_report)
         )
+
+
+def _count_one(path: str, compression: str | None, reach: Reach) -> FileCount:
+    return count_file(path, compression, reach.of(path))
 
 
 def _records_of(count: FileCount) -> int:
@@ -293,12 +324,20 @@ class CountRecords(beam.PTransform):  # type: ignore[misc]
     Example (``p`` a pipeline)::
 
         total = (p | CountRecords("data/train-*"))["total"]
+
+    ``storage_options``: fsspec keyword arguments for URLs, as :class:`ReadTFRecords`
+    takes them (default: the pipeline's ``S3Options`` for ``s3://``).
     """
 
     def __init__(
-        self, pattern_or_patterns: str | Sequence[str], compression: str | None = "auto"
+        self,
+        pattern_or_patterns: str | Sequence[str],
+        compression: str | None = "auto",
+        *,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         super().__init__()
+        self._storage_options = normalize_storage_options(storage_options)
         self._patterns = _patterns_of(pattern_or_patterns, "CountRecords")
         check_compression(compression)
         self._compression = compression
@@ -306,6 +345,9 @@ class CountRecords(beam.PTransform):  # type: ignore[misc]
     def expand(self, pbegin: Any) -> dict[str, Any]:
         # "auto" goes through: it is resolved only when a walk needs it (an index knows
         # its file's compression).
-        files = _files(pbegin, self._patterns) | "Count" >> beam.Map(count_file, self._compression)
+        reach = reach_of(self._storage_options, pbegin)
+        files = _files(pbegin, self._patterns) | "Count" >> beam.Map(
+            _count_one, self._compression, reach
+        )
         total = files | "Records" >> beam.Map(_records_of) | "Total" >> beam.CombineGlobally(sum)
         return {FILES: files, TOTAL: total}

@@ -21,7 +21,9 @@ from apache_beam.transforms.window import GlobalWindows
 from ...errors import InvalidArgumentError
 from ...index.placement import index_path_for
 from ...records.compression import Compression, normalize_compression
+from ...storage.options import StorageOptionsArg, normalize_storage_options
 from ...writing.writer import TFRecordWriter
+from .storage import Reach, reach_of
 
 __all__ = [
     "DEFAULT_SHARD_NAME_TEMPLATE",
@@ -48,6 +50,8 @@ class WriteOptions:
     index: bool
     max_records: int | None
     temp_dir: str
+    #: How URLs are written (set when the transform is applied: see :mod:`.storage`).
+    reach: Reach = dataclasses.field(default_factory=Reach)
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -92,7 +96,8 @@ class ShardFiles:
         if w is None:
             _make_dirs(o.temp_dir)
             order = f"{self._name}-{len(self._done):06d}"
-            w = TFRecordWriter(FileSystems.join(o.temp_dir, order), o.compression, index=o.index)
+            path = FileSystems.join(o.temp_dir, order)
+            w = TFRecordWriter(path, o.compression, index=o.index, storage_options=o.reach.of(path))
             self._writer = w
         try:
             w.write(record)
@@ -228,7 +233,9 @@ def publish(o: WriteOptions, shards: Sequence[TempShard]) -> list[str]:
             temp = FileSystems.join(o.temp_dir, f"empty-{i:06d}")
             if not FileSystems.exists(temp):
                 _make_dirs(o.temp_dir)
-                TFRecordWriter(temp, o.compression, index=o.index).close()
+                TFRecordWriter(
+                    temp, o.compression, index=o.index, storage_options=o.reach.of(temp)
+                ).close()
         moves = [(temp, final)]
         if o.index:
             # The index goes where the writer keeps it: the hidden .tfeidx/ folder.
@@ -282,6 +289,11 @@ class WriteTFRecords(beam.PTransform):  # type: ignore[misc]
             :class:`ReadTFRecords` splits them).
         max_records_per_shard: start a new shard after this many records (a shard key
             of ``num_shards`` may then give several files; all are numbered together).
+        storage_options: fsspec keyword arguments with which the workers write shards
+            and indexes to URLs (see docs/remote.md). Default: for ``s3://``, the
+            pipeline's ``S3Options`` as s3fs's arguments when any is set, else fsspec's
+            configuration. Folders are made and shards published (renamed) by Beam's
+            ``FileSystems``, with the pipeline's options.
 
     The transform returns the published file names (a PCollection of ``str``).
     """
@@ -295,8 +307,11 @@ class WriteTFRecords(beam.PTransform):  # type: ignore[misc]
         compression: str | None = None,
         index: bool = True,
         max_records_per_shard: int | None = None,
+        *,
+        storage_options: StorageOptionsArg = None,
     ) -> None:
         super().__init__()
+        self._storage_options = normalize_storage_options(storage_options)
         template = (
             DEFAULT_SHARD_NAME_TEMPLATE if shard_name_template is None else shard_name_template
         )
@@ -328,7 +343,7 @@ class WriteTFRecords(beam.PTransform):  # type: ignore[misc]
         )
 
     def expand(self, pcoll: Any) -> Any:
-        o = self._options
+        o = dataclasses.replace(self._options, reach=reach_of(self._storage_options, pcoll))
         if o.num_shards > 0:
             shards = (
                 pcoll
