@@ -104,6 +104,7 @@ def test_every_shipped_module_imports_or_names_its_extra() -> None:
         "tfrecord_engine.testing",
         "tfrecord_engine.kernels._numba",
         "tfrecord_engine.kernels._sequence",
+        "tfrecord_engine.kernels._examples",
         "tfrecord_bridge",
         *hosts,
     )

@@ -1,6 +1,7 @@
 """The files of a read, with the values of their Hive-style ``key=value`` folders.
 
-A path names a file, a glob or a folder. A folder is read whole: its data files, and
+A path names a file, a glob or a folder (local, or a URL listed with the read's
+``storageOptions``). A folder is read whole: its data files, and
 those in sub-folders named ``key=value`` (what ``partitionBy`` writes), whose values
 become columns. Hidden names (``.x``, ``_x``: staging folders, writers' temporaries,
 markers, the ``.tfeidx/`` indexes) are left out everywhere. A value is a long when
@@ -10,6 +11,7 @@ every folder's value for its key is an integer, else a string;
 
 from __future__ import annotations
 
+import glob as _glob
 import os
 import urllib.parse
 from collections.abc import Sequence
@@ -18,6 +20,7 @@ from typing import Final
 
 from ...errors import InvalidArgumentError
 from ...storage import remote
+from ...storage.options import StorageOptionsArg
 from ..splits import expand_paths
 
 __all__ = ["NULL_VALUE", "DataFile", "find_files", "folder_value", "partition_types"]
@@ -54,8 +57,30 @@ def _walk(root: str, prefix: tuple[tuple[str, str], ...]) -> list[DataFile]:
     return out
 
 
-def find_files(paths: Sequence[str]) -> list[DataFile]:
-    """The data files of ``paths`` in order (see the module).
+def _walk_url(url: str, storage_options: StorageOptionsArg) -> list[DataFile] | None:
+    """The data files under the URL folder ``url`` (as :func:`_walk`), or ``None`` when
+    ``url`` is no folder."""
+    fs, inner = remote.filesystem(url, storage_options)
+    inner = inner.rstrip("/")
+    if not fs.isdir(inner):
+        return None
+    found: list[tuple[tuple[str, ...], str]] = []
+    for p in fs.find(inner):
+        parts = tuple(str(p)[len(inner) + 1 :].split("/"))
+        if any(_hidden(part) for part in parts) or parts[-1].endswith(".tfeidx"):
+            continue
+        if all("=" in part for part in parts[:-1]):  # only key=value folders hold partitions
+            found.append((parts, fs.unstrip_protocol(p)))
+    out = []
+    for parts, full in sorted(found):
+        folders = (part.partition("=") for part in parts[:-1])
+        out.append(DataFile(full, tuple((k, urllib.parse.unquote(v)) for k, _, v in folders)))
+    return out
+
+
+def find_files(paths: Sequence[str], storage_options: StorageOptionsArg = None) -> list[DataFile]:
+    """The data files of ``paths`` in order (see the module); URLs are listed with
+    ``storage_options``.
 
     Raises:
         FileNotFoundError: a path, glob or folder holds no data file.
@@ -72,8 +97,15 @@ def find_files(paths: Sequence[str]) -> list[DataFile]:
             if not found:
                 raise FileNotFoundError(f"the folder {p!r} holds no data file")
             out += found
-        else:
-            out += [DataFile(f) for f in expand_paths(p)]
+            continue
+        if remote.is_url(p) and not _glob.has_magic(p):
+            walked = _walk_url(p, storage_options)
+            if walked is not None:
+                if not walked:
+                    raise FileNotFoundError(f"the folder {p!r} holds no data file")
+                out += walked
+                continue
+        out += [DataFile(f) for f in expand_paths(p, storage_options)]
     keys = {tuple(k for k, _ in f.partition) for f in out}
     if len(keys) > 1:
         raise InvalidArgumentError(

@@ -21,6 +21,10 @@ option                 meaning
 ``saveMode``           writing with ``mode("append")``: ``errorifexists`` or
                        ``ignore`` when the folder already holds data (Spark refuses
                        those modes for Python data sources)
+``storageOptions``     a JSON object of fsspec keyword arguments for URLs
+                       (``storage_options`` elsewhere in the package, also
+                       accepted as the option's name): listing, indexes, reads
+                       and writes on the driver and in the tasks use them
 =====================  ========================================================
 
 Names are case-insensitive, as Spark's. An unknown option is an error (a typo would
@@ -36,6 +40,7 @@ from typing import Final
 
 from ...errors import InvalidArgumentError
 from ...records.compression import Compression, normalize_compression
+from ...storage.options import StorageOptions, normalize_storage_options
 from ..arrow.reader import RecordType, record_type_of
 
 __all__ = ["MAX_PARTITION_BYTES", "SourceOptions", "parse_options"]
@@ -55,6 +60,8 @@ _KNOWN: Final = {
     "batchsize",
     "partitionby",
     "savemode",
+    "storageoptions",
+    "storage_options",
 }
 
 
@@ -72,6 +79,7 @@ class SourceOptions:
     batch_size: int = 4096
     partition_by: tuple[str, ...] = ()
     save_mode: str = "append"
+    storage_options: StorageOptions | None = None
 
 
 def _codec(value: str) -> Compression:
@@ -101,6 +109,27 @@ def _positive(options: Mapping[str, str], name: str, default: int) -> int:
     if value < 1:
         raise InvalidArgumentError(f"option {name!r} must be an integer >= 1, got {text!r}")
     return value
+
+
+def _storage_options(options: Mapping[str, str]) -> StorageOptions | None:
+    """The ``storageOptions`` JSON object (``storage_options`` also names it)."""
+    given = [options[k] for k in ("storageoptions", "storage_options") if k in options]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise InvalidArgumentError("give storageOptions once (storage_options is the same option)")
+    try:
+        value = json.loads(given[0])
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        # (The text is not repeated: it may hold a secret.)
+        raise InvalidArgumentError(
+            "option storageOptions must be a JSON object of fsspec keyword arguments, e.g. "
+            '.option("storageOptions", json.dumps({"key": ..., "secret": ..., '
+            '"client_kwargs": {"endpoint_url": ...}}))'
+        )
+    return normalize_storage_options(value)
 
 
 def parse_options(raw: Mapping[str, str]) -> SourceOptions:
@@ -150,4 +179,5 @@ def parse_options(raw: Mapping[str, str]) -> SourceOptions:
             c.strip() for c in options.get("partitionby", "").split(",") if c.strip()
         ),
         save_mode=save_mode,
+        storage_options=_storage_options(options),
     )

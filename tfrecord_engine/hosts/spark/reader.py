@@ -51,11 +51,12 @@ class TFRecordReader(DataSourceReader):  # type: ignore[misc]  # Spark's class i
 
     def partitions(self) -> list[TFRecordPartition]:
         """The pieces of every file, in file order (driver)."""
-        files = find_files(self.options.paths)
+        files = find_files(self.options.paths, self.options.storage_options)
         indexes = open_indexes(
             [f.path for f in files],
             "auto" if self.options.codec is None else self.options.codec,
             on_damage="skip" if self.options.on_damage == "skip" else "raise",
+            storage_options=self.options.storage_options,
         )
         total = sum(idx.stream_size for idx in indexes)
         wanted = max(
@@ -81,6 +82,7 @@ class TFRecordReader(DataSourceReader):  # type: ignore[misc]  # Spark's class i
             part.path,
             compression="auto" if self.options.codec is None else self.options.codec,
             on_damage=self.options.on_damage,  # type: ignore[arg-type]
+            storage_options=self.options.storage_options,
         )
         raw = self.options.record_type == "ByteArray"
         decoder = make_decoder(

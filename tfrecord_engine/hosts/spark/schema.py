@@ -63,7 +63,11 @@ def _sample(files: Sequence[DataFile], options: SourceOptions) -> tuple[list[byt
     """The first ``options.sample`` records, opening one file after another."""
     head: list[bytes] = []
     for f in files:
-        ds = RecordDataset(f.path, on_damage=options.on_damage)  # type: ignore[arg-type]
+        ds = RecordDataset(
+            f.path,
+            on_damage=options.on_damage,  # type: ignore[arg-type]
+            storage_options=options.storage_options,
+        )
         take = min(options.sample - len(head), len(ds))
         head += ds.read_raw(np.arange(take, dtype=np.int64))
         if len(head) >= options.sample:

@@ -40,7 +40,7 @@ class TFRecordDataSource(DataSource):  # type: ignore[misc]  # Spark's class is 
         """The schema inferred from the first records (``sampleRecords``), with the
         columns of ``key=value`` partition folders (driver)."""
         options = parse_options(self.options)
-        return infer_spark_schema(find_files(options.paths), options)
+        return infer_spark_schema(find_files(options.paths, options.storage_options), options)
 
     def reader(self, schema: StructType) -> TFRecordReader:
         """The reader of the DataFrame ``schema``."""

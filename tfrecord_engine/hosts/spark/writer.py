@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 from ...errors import InvalidArgumentError
 from ...records.compression import Compression
 from ...storage import remote
+from ...storage.options import StorageOptionsArg
 from ...writing.writer import TFRecordWriter
 from ..arrow.writer import check_schema, encode_batch, record_views
 from ..staging import Staging
@@ -48,10 +49,11 @@ class StagedShards(WriterCommitMessage):  # type: ignore[misc]  # Spark's class 
     shards: list[tuple[str, str, int]] = field(default_factory=list)
 
 
-def _data_files(folder: str) -> list[str]:
-    """The visible files under ``folder`` (what a read of it would take)."""
+def _data_files(folder: str, storage_options: StorageOptionsArg = None) -> list[str]:
+    """The visible files under ``folder`` (what a read of it would take); a URL is
+    listed with ``storage_options``."""
     if remote.is_url(folder):
-        fs, inner = remote.filesystem(folder)
+        fs, inner = remote.filesystem(folder, storage_options)
         found = fs.find(inner) if fs.exists(inner) else []
         base = folder[: len(folder) - len(inner)] if folder.endswith(inner) else ""
         return [
@@ -78,7 +80,7 @@ class TFRecordWriteJob(DataSourceArrowWriter):  # type: ignore[misc]  # Spark's 
         self.options = options
         self.overwrite = overwrite
         self.token = uuid.uuid4().hex
-        self.staging = Staging(options.paths[0], self.token)
+        self.staging = Staging(options.paths[0], self.token, options.storage_options)
         self.compression = options.codec or Compression.NONE
         names = [f.name for f in schema.fields]
         missing = [c for c in options.partition_by if c not in names]
@@ -97,7 +99,7 @@ class TFRecordWriteJob(DataSourceArrowWriter):  # type: ignore[misc]  # Spark's 
             self.skip = True  # saveMode ignore: the data there stays, nothing is written
 
     def _has_data(self) -> bool:
-        return bool(_data_files(self.staging.folder))
+        return bool(_data_files(self.staging.folder, self.staging.storage_options))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedShards:
         """A task: its rows into staged shards, one per partition folder (executor)."""
@@ -116,7 +118,12 @@ class TFRecordWriteJob(DataSourceArrowWriter):  # type: ignore[misc]  # Spark's 
                     if folder not in writers:
                         name = f"{task:05d}-{uuid.uuid4().hex[:12]}"
                         path = self.staging.staged(name)
-                        w = TFRecordWriter(path, self.compression, index=True)
+                        w = TFRecordWriter(
+                            path,
+                            self.compression,
+                            index=True,
+                            storage_options=self.staging.storage_options,
+                        )
                         writers[folder] = (w, name, [0])
                     w, _, count = writers[folder]
                     w.write_many(record_views(encode_batch(part, self.options.record_type)))
@@ -159,7 +166,7 @@ class TFRecordWriteJob(DataSourceArrowWriter):  # type: ignore[misc]  # Spark's 
             key=lambda item: (item[0], item[1][1], item[1][0]),
         )
         if self.overwrite:
-            for path in _data_files(self.staging.folder):
+            for path in _data_files(self.staging.folder, self.staging.storage_options):
                 self.staging.remove(path)
         ext = ".tfrecord" + _EXTENSIONS[self.compression]
         moves = []
