@@ -117,18 +117,14 @@ def target_of(shape: str, kind: str) -> float | None:
     return TARGETS.get(kind)
 
 
-def explain(ds: Any) -> str:
-    """The decode path the engine picks for ``ds``, where it can say (``tfe.explain_decode``)."""
-    import tfrecord_engine as tfe
-
-    fn = getattr(tfe, "explain_decode", None)
-    if fn is None or ds.features is None:
+def explain(ds: Any, batch_size: int = 256) -> str:
+    """The decode path the engine picks for ``ds``'s batches and its per-call reads
+    (``ds.explain_decode``): its tier names only, the per-feature notes left out."""
+    if ds.features is None or not hasattr(ds, "explain_decode"):
         return ""
-    try:
-        said = fn(ds)
-    except TypeError:  # an explainer of a spec rather than of a dataset
-        said = fn(ds.features)
-    return " ".join(str(said).split())
+    said = ds.explain_decode(batch_size)
+    per_call = said.per_call.split(" (", 1)[0]
+    return f"{said.tier}; per call: {per_call}"
 
 
 # ---- the child processes -----------------------------------------------------------------
