@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tests.test_batch_decoder import _outcome, assert_same
 from tfrecord_engine import kernels
-from tfrecord_engine.example import batch
+from tfrecord_engine.example import batch, lists
 from tfrecord_engine.example.batch import BatchDecoder
 from tfrecord_engine.example.parse import parse_example as parse_exact
 from tfrecord_engine.example.specs import FeatureSpec
@@ -197,13 +197,13 @@ def test_keys_of_one_kind_are_decoded_by_one_call(monkeypatch: pytest.MonkeyPatc
         rng.shuffle(keys)  # (every record its own key order)
         records.append(tfe.encode_example({k: values[k] for k in keys}))
     calls: list[int] = []
-    real = batch.lists.decode_spans
+    real = lists.decode_spans
 
     def counting(*args: Any) -> Any:
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(batch.lists, "decode_spans", counting)
+    monkeypatch.setattr(lists, "decode_spans", counting)
     dec = _compare(records, spec)
     assert dec.stats.walked_records == len(records)
     assert len(calls) == 4  # int64, float32, strings, the RawFeature
@@ -223,4 +223,5 @@ def test_a_dataset_explains_its_own_decode_path(tmp_path: Path) -> None:
     path_of = ds.explain_decode(100)
     assert path_of.tier == "template+walk"
     assert path_of.features["boxes"].startswith("VarLenFeature float32")
-    assert path_of.stats is not None and path_of.stats["records"] == 300
+    assert path_of.stats is not None
+    assert path_of.stats["records"] == 300
