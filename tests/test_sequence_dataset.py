@@ -183,3 +183,10 @@ def test_views_mixes_and_padding(path: str) -> None:
     assert isinstance(padded["w"], tfe.PaddedValue)
     assert padded["tok"].tolist()[3] == [0, 1, 2]
     assert padded["tok_lengths"].tolist() == [0, 1, 2, 3, 0, 1]
+
+
+def test_a_sequence_dataset_explains_its_own_decode_path(path: str) -> None:
+    # It used to be explained as an Example dataset (its specs are a Mapping too).
+    said = _dataset(path).explain_decode(64)
+    assert said.tier == "sequence walk"
+    assert said.features == {}

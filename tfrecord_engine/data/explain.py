@@ -23,6 +23,7 @@ compiled walk, record by record.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,7 +139,8 @@ def explain_decode(source: Any, *, batch_size: int = 256) -> DecodePath:
         features = dict(as_feature_specs(source))
     else:
         spec = getattr(source, "features", None)
-        if spec is not None and not isinstance(spec, Mapping):
+        seqspecs = sys.modules.get("tfrecord_engine.example.seqspecs")  # (none before)
+        if seqspecs is not None and isinstance(spec, seqspecs.SequenceFeatures):
             # A SequenceExample dataset's specs: one compiled walk per batch.
             return DecodePath(
                 tier="sequence walk",
