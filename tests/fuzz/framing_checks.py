@@ -28,11 +28,33 @@ from tfrecord_engine.records.recovery import DamagePolicy
 
 __all__ = ["check_one"]
 
-# A RAM-backed directory where there is one: opening files on a disk costs more than
-# checking an input.
-_DIR = tempfile.mkdtemp(prefix="tfe-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-atexit.register(shutil.rmtree, _DIR, True)
-_PATH = os.path.join(_DIR, "input.tfrecord")
+
+def _scratch() -> tuple[str, int | None]:
+    """A path to write each input to, RAM-backed where there is /dev/shm (opening files on
+    a disk costs more than checking an input). On Linux the file is unlinked at once and
+    reached through /proc/self/fd, so nothing is left behind even when the process is
+    killed; elsewhere a temporary folder removed at exit."""
+    if os.path.isdir("/dev/shm") and os.path.isdir("/proc/self/fd"):
+        fd, name = tempfile.mkstemp(prefix="tfe-fuzz-", suffix=".tfrecord", dir="/dev/shm")
+        os.unlink(name)
+        return f"/proc/self/fd/{fd}", fd
+    folder = tempfile.mkdtemp(prefix="tfe-fuzz-")
+    atexit.register(shutil.rmtree, folder, True)
+    return os.path.join(folder, "input.tfrecord"), None
+
+
+_PATH, _FD = _scratch()
+
+
+def _write_input(data: bytes) -> None:
+    if _FD is None:
+        with open(_PATH, "wb") as f:
+            f.write(data)
+    else:
+        os.ftruncate(_FD, 0)
+        os.pwrite(_FD, data, 0)
+
+
 _POLICIES: tuple[DamagePolicy, ...] = ("raise", "stop", "skip")
 _Result = tuple[list[bytes], tfe.DataLossError | None, list[tfe.DamageReport]]
 
@@ -89,8 +111,7 @@ def check_one(data: bytes) -> None:
         # A compressed path is read through the same stream code: nothing new to check.
         by_path = by_stream
     else:
-        with open(_PATH, "wb") as f:
-            f.write(file_bytes)
+        _write_input(file_bytes)
         by_path = {p: _run(_PATH, compression, p) for p in _POLICIES}
     for p in _POLICIES:
         assert by_path[p][0] == by_stream[p][0], p
