@@ -729,10 +729,12 @@ class RecordDataset(ViewMethods, EpochMethods):
         hands the list straight to ``collate_fn``; ``Subset`` and ``random_split``
         forward to it. Raw datasets give ``bytes``; with ``features`` each item is a
         sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
-        kinds, :func:`tfrecord_engine.collate` every kind). Up to ``SMALL_BATCH`` records
-        are read and decoded record by record (``ds[i]``'s decoder; a batch decode's
-        set-up costs more for a few records); more are cut from one batch decode, as fast
-        as ``ds[indices]``, which returns the columnar batch dict.
+        kinds, :func:`tfrecord_engine.collate` every kind). A few records are read and
+        decoded record by record (``ds[i]``'s decoder; a batch decode's set-up costs more
+        for them): up to ``SMALL_BATCH`` for specs of scalars only, up to 11 for other
+        specs once the compiled kernels are loaded (from 12 on, their compiled batch walk
+        is cheaper). More are cut from one batch decode, as fast as ``ds[indices]``,
+        which returns the columnar batch dict.
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
