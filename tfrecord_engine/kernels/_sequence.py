@@ -37,6 +37,9 @@ except ImportError as exc:
         f"the compiled kernels need numba ({exc}): {install_hint('fast')}"
     ) from exc
 
+# The length-prefix reader of the Example walk: one definition for both kernels.
+from ._examples import _span
+
 __all__ = ["dense_steps", "load", "numeric_lists", "sparse_indices", "walk_sequences"]
 
 _BYTES = 1
@@ -59,24 +62,6 @@ def _memcpy(typingctx, dst, dst_at, src, src_at, n):  # noqa: PLR0917
         return context.get_dummy_value()
 
     return types.void(dst, types.int64, src, types.int64, types.int64), codegen
-
-
-@njit(nogil=True, cache=True)
-def _span(buf, i, e):
-    """The payload ``(start, end)`` of the length prefix at ``buf[i:e]`` when it fits
-    in ``[i, e)``, else ``(-1, -1)`` (lengths of up to 5 varint bytes)."""
-    value = np.int64(0)
-    shift = 0
-    while i < e and shift < 35:
-        b = np.int64(buf[i])
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            if value > e - i:
-                return -1, -1
-            return i, i + value
-        shift += 7
-    return -1, -1
 
 
 @njit(nogil=True, cache=True)
