@@ -334,3 +334,41 @@ def test_tfr_index_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     refused = runner.invoke(cli, ["index", "--format", "dali", "--columns", "id", "a.tfrecord"])
     assert refused.exit_code == 2
     assert "--format tfe" in refused.stderr
+
+
+@pytest.mark.parametrize("placement", ["hidden", "cache"])
+def test_a_rebuilt_stale_index_keeps_its_columns(tmp_path: Path, placement: str) -> None:
+    """An append makes the saved index stale; the index the dataset builds instead
+    carries the same columns (read from the grown file), so the views keep answering
+    from the index."""
+    path = tmp_path / "a.tfrecord"
+    with tfe.TFRecordWriter(path) as w:
+        w.write_many(rows(20))
+    tfe.Index.build(path, columns={"label": "int64", "id": "string"}).save(placement=placement)
+    with open(path, "ab") as f:  # 5 more records: the saved index is now stale
+        for record in rows(5, start=20):
+            f.write(framing.frame(record))
+    with pytest.raises(tfe.IndexFormatError, match="stale"):
+        tfe.Index.load(path)
+    rebuilt = tfe.Index.open(path)
+    assert len(rebuilt) == 25
+    assert sorted(rebuilt.columns) == ["id", "label"]
+    assert rebuilt.columns["id"].values.tolist() == [b"r%d" % i for i in range(25)]
+    assert tfe.Index.load(path).columns.keys() == rebuilt.columns.keys()  # saved with them
+    ds = tfe.RecordDataset(path)
+    assert sorted(ds.indexes[0].columns) == ["id", "label"]
+    assert ds.index_column("label", missing=-1).tolist() == [
+        -1 if i % 10 == 4 else i % 3 for i in range(25)
+    ]
+
+
+def test_a_damaged_old_index_gives_no_columns_and_no_error(tmp_path: Path) -> None:
+    path = tmp_path / "a.tfrecord"
+    write(path, rows(8), index_columns=["id"])
+    sidecar = tfe.Index.load(path).save(placement="hidden")
+    for cached in tfe.index.placement.cache_entries(str(path)):
+        os.remove(cached)
+    Path(sidecar).write_bytes(b"not an index")
+    rebuilt = tfe.Index.open(path)
+    assert len(rebuilt) == 8
+    assert not rebuilt.columns

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol, TypeVar
 
 from ..errors import IndexFormatError, InvalidArgumentError, ReadOnlyStorageError
@@ -26,6 +26,7 @@ from ..storage import remote
 from ..storage.filekind import require_regular
 from ..storage.fileops import naming_final
 from ..storage.options import StorageOptionsArg
+from .columns import ColumnsArg, IndexColumn
 from .placement import (
     IndexPlacement,
     cache_entries,
@@ -56,6 +57,8 @@ class Opened(Protocol):
     def damage(self) -> tuple[DamageReport, ...]: ...
     @property
     def damage_policy(self) -> DamagePolicy: ...
+    @property
+    def columns(self) -> Mapping[str, IndexColumn]: ...
     def validate(self, identity: tuple[int, int] | None = None) -> None: ...
     def for_policy(self: _I, on_damage: DamagePolicy) -> _I | None: ...
     def report_damage(self, on_damage_report: DamageCallback | None = None) -> None: ...
@@ -96,6 +99,7 @@ class Maker(Protocol[_I_co]):
         *,
         on_damage: DamagePolicy = ...,
         on_damage_report: DamageCallback | None = None,
+        columns: ColumnsArg | None = None,
         storage_options: StorageOptionsArg = None,
     ) -> _I_co: ...
 
@@ -231,6 +235,10 @@ def open_index(
         compression,
         on_damage=policy,
         on_damage_report=on_damage_report,
+        # A rebuilt index keeps the columns of the one it replaces (a stale one, or one
+        # that does not answer the policy): the views and samplers using them would
+        # otherwise read every record again, at each open.
+        columns=kept_columns(maker, data_path, storage_options) or None,
         storage_options=storage_options,
     )
     if where is not None:
@@ -245,6 +253,28 @@ def open_index(
         with contextlib.suppress(*skip):
             idx.save(placement=where)
     return idx
+
+
+def kept_columns(
+    maker: Maker[Opened], data_path: PathLike, storage_options: StorageOptionsArg
+) -> dict[str, str]:
+    """Name -> kind of the index columns of the first index file of ``data_path`` that
+    still parses, valid for the file or not (``{}`` if none has any)."""
+    path = remote.local_path(os.fspath(data_path))
+    places = [*index_candidates(path), *cache_entries(path)]
+    for source in places:
+        try:
+            if remote.is_url(source):
+                blob = remote.RemoteFile(source, storage_options=storage_options).read_all()
+            else:
+                with open(source, "rb") as f:
+                    blob = f.read()
+            old = maker.from_bytes(blob, path, source=source, storage_options=storage_options)
+        except (OSError, IndexFormatError):
+            continue  # missing or damaged: the next place may hold one
+        if old.columns:
+            return {name: column.kind for name, column in old.columns.items()}
+    return {}
 
 
 def save_index(

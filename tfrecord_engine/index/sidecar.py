@@ -527,7 +527,9 @@ class Index:
                 :meth:`for_policy` allows. Either way the damage is reported on every
                 open.
             rebuild: build a new index when the sidecar is missing, damaged, stale or
-                does not answer ``on_damage``; with ``False`` those raise instead.
+                does not answer ``on_damage``; with ``False`` those raise instead. A
+                rebuilt index keeps the :attr:`columns` of the index file it replaces
+                (read again from the file as it now is).
             save: where to keep a newly built index (with its damage list, if any):
                 ``True`` or ``"cache"`` (default) in the user's index cache, never in
                 the data's folder; ``"hidden"`` in the ``.tfeidx/`` sub-folder beside
