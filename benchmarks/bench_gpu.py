@@ -13,9 +13,13 @@ best of ``--repeats``:
   no GPU work (the input rate);
 - **steps only**: the same number of steps on one batch already on the GPU (the GPU rate);
 - **.to(cuda) in the loop**: the loop most tutorials show (each copy waits for its step);
+- **copy only**: the host-to-device copies alone, one pinned batch copied once per step
+  (the PCIe rate, GB/s);
 - **prefetch_to_device**: the loader wrapped by ``prefetch_to_device(loader, "cuda")``.
 
-When the input keeps up, the last case should take about max(loader only, steps only).
+Each case is also given in GB/s of image bytes. When the input keeps up, the last case
+should take about the slowest of loader only, copy only and steps only; the last line
+names which of the three is the bound.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import tfrecord_engine as tfe
 
 BATCH = 64
 SIDE = 224
+#: Image bytes per record (the label's 8 bytes aside).
+RECORD_BYTES = SIDE * SIDE * 3
 SPEC: dict[str, Any] = {
     "image": tfe.RawFeature([SIDE * SIDE * 3], "uint8"),
     "y": tfe.FixedLenFeature([], "int64"),
@@ -50,13 +56,19 @@ def _write(path: str, n: int) -> None:
             )
 
 
-def run(records: int, workers: int, hidden: int, repeats: int) -> str:
+def run(records: int, workers: int, hidden: int, repeats: int, device: str = "cuda") -> str:
     import torch
     from torch.utils.data import DataLoader
 
     from tfrecord_engine.torch import RecordIterableDataset, prefetch_to_device
 
-    dev = torch.device("cuda")
+    dev = torch.device(device)
+    cuda = dev.type == "cuda"
+
+    def sync() -> None:
+        if cuda:
+            sync()
+
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "gpu.tfrecord")
         _write(path, records)
@@ -85,7 +97,7 @@ def run(records: int, workers: int, hidden: int, repeats: int) -> str:
                 it,
                 batch_size=None,
                 num_workers=workers,
-                pin_memory=True,
+                pin_memory=cuda,
                 persistent_workers=False,
             )
 
@@ -99,6 +111,15 @@ def run(records: int, workers: int, hidden: int, repeats: int) -> str:
             b = {k: v.to(dev) for k, v in b.items()}
             for _ in range(n_batches):
                 step(b)
+            return n_batches * BATCH
+
+        first = next(iter(loader())).items()
+        pinned = {k: v.pin_memory() if cuda else v for k, v in first}
+
+        def copy_only() -> int:
+            for _ in range(n_batches):
+                for v in pinned.values():
+                    v.to(dev, non_blocking=True)
             return n_batches * BATCH
 
         def naive() -> int:
@@ -118,6 +139,7 @@ def run(records: int, workers: int, hidden: int, repeats: int) -> str:
         cases: list[tuple[str, Callable[[], int]]] = [
             ("loader only (no GPU work)", loader_only),
             ("steps only (batch already on the GPU)", steps_only),
+            ("copy only (pinned batch -> GPU)", copy_only),
             (".to(cuda) in the loop", naive),
             ("prefetch_to_device(loader, 'cuda')", prefetched),
         ]
@@ -125,31 +147,43 @@ def run(records: int, workers: int, hidden: int, repeats: int) -> str:
         runs: dict[str, list[float]] = {name: [] for name, _ in cases}
         for _name, fn in cases:  # warm-up: CUDA context, kernels, worker start
             fn()
-            torch.cuda.synchronize()
+            sync()
         for _ in range(repeats):
             for name, fn in cases:
                 t0 = time.perf_counter()
                 fn()
-                torch.cuda.synchronize()
+                sync()
                 dt = time.perf_counter() - t0
                 runs[name].append(dt)
                 best[name] = min(best.get(name, dt), dt)
     lines = [
-        f"GPU: {torch.cuda.get_device_name(dev)}; {records:,} records, batches of {BATCH}, "
+        f"device: {torch.cuda.get_device_name(dev) if cuda else device}; {records:,} records, "
+        f"batches of {BATCH}, "
         f"{workers} DataLoader workers, 2 convolutions of {hidden} channels; best / median of "
         f"{repeats} epochs",
         "",
-        "| case | epoch s (best) | epoch s (median) | records/s (best) |",
-        "|---|---:|---:|---:|",
+        "| case | epoch s (best) | epoch s (median) | records/s (best) | GB/s (best) |",
+        "|---|---:|---:|---:|---:|",
     ]
+    gigabytes = records * RECORD_BYTES / 1e9
     for name, _ in cases:
         med = float(np.median(runs[name]))
-        lines.append(f"| {name} | {best[name]:.3f} | {med:.3f} | {records / best[name]:,.0f} |")
-    bound = max(best["loader only (no GPU work)"], best["steps only (batch already on the GPU)"])
+        lines.append(
+            f"| {name} | {best[name]:.3f} | {med:.3f} | {records / best[name]:,.0f} | "
+            f"{gigabytes / best[name]:.2f} |"
+        )
+    parts = {
+        "the loader": best[cases[0][0]],
+        "the GPU steps": best[cases[1][0]],
+        "the copy": best[cases[2][0]],
+    }
+    bound_name = max(parts, key=lambda k: parts[k])
+    bound = parts[bound_name]
     lines.append("")
     lines.append(
-        f"prefetch_to_device epoch / max(loader only, steps only) = "
-        f"{best[cases[3][0]] / bound:.2f}; .to(cuda) in the loop: {best[cases[2][0]] / bound:.2f}"
+        f"bound: {bound_name} ({gigabytes / bound:.2f} GB/s); prefetch_to_device epoch / "
+        f"that bound = {best[cases[4][0]] / bound:.2f}; .to(cuda) in the loop: "
+        f"{best[cases[3][0]] / bound:.2f}"
     )
     return "\n".join(lines)
 
@@ -160,8 +194,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cuda", help="cpu: a smoke test of the script")
     args = parser.parse_args()
-    print(run(args.records, args.workers, args.hidden, args.repeats))
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("bench_gpu: no CUDA device here (this benchmark needs one)")
+    print(run(args.records, args.workers, args.hidden, args.repeats, args.device))
 
 
 if __name__ == "__main__":
