@@ -62,6 +62,7 @@ import pyarrow as pa  # noqa: E402
 from .data.dataset import RecordDataset  # noqa: E402
 from .data.sampler import Shuffle  # noqa: E402
 from .errors import InvalidArgumentError  # noqa: E402
+from .example.seqspecs import SequenceFeatures  # noqa: E402
 from .hosts.arrow.decode import RAW_COLUMN  # noqa: E402
 from .hosts.arrow.infer import DEFAULT_SAMPLE  # noqa: E402
 from .hosts.arrow.infer import infer_schema as _infer  # noqa: E402
@@ -167,8 +168,12 @@ def batches(
     size = check_batch_size(batch_size)
     kind = record_type_of(record_type)
     ds, own = _dataset(paths_or_globs, compression, on_damage, on_damage_report, storage_options)
-    if features is None and own is not None:
-        features = own
+    if features is None and sequence_features is None and own is not None:
+        # A SequenceExample dataset's specs are its context and its feature lists.
+        if isinstance(own, SequenceFeatures):
+            features, sequence_features = own.context, own.sequence
+        else:
+            features = own
     decoder = make_decoder(
         ds,
         features,
@@ -222,7 +227,8 @@ def reader(
     Args:
         paths_or_globs: paths, globs or folders (their visible files, sorted; indexes,
             hidden and ``_`` names left out), or a :class:`~tfrecord_engine.RecordDataset`
-            (its ``features`` are the default ones).
+            (its ``features``, or its ``context_features`` and ``sequence_features``,
+            are the default ones).
         features: ``tfe``/``tf.io`` feature specs (TensorFlow's semantics: a missing
             required feature is TensorFlow's error), a ``pyarrow.Schema`` (one field per
             feature; a missing feature is a null, in a nullable field), or ``None``: a

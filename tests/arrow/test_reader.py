@@ -204,3 +204,22 @@ def test_damaged_records_follow_the_policy(tmp_path: Path) -> None:
     assert table.column("id").to_pylist() == [0, 1, 2, 4, 5, 6, 7]
     assert len(reports) == 1
     assert reports[0].path == path
+
+
+def test_a_sequence_dataset_gives_its_context_and_its_feature_lists(tmp_path: Path) -> None:
+    """A SequenceExample ``RecordDataset`` as the source: both its spec dicts are the
+    default ones (they used to reach the reader as Example features and fail)."""
+    path = tmp_path / "s.tfrecord"
+    with tfe.TFRecordWriter(path, index=True) as w:
+        for i in range(7):
+            w.write(tfe.encode_sequence_example({"label": [i]}, {"frames": [[float(i)] * 2] * i}))
+    context = {"label": tfe.FixedLenFeature([], "int64")}
+    lists = {"frames": tfe.FixedLenSequenceFeature([2], "float32")}
+    ds = tfe.RecordDataset(path, context_features=context, sequence_features=lists)
+    table = tfa.read_table(ds, batch_size=3)
+    assert table.column_names == ["label", "frames"]
+    assert table["label"].to_pylist() == list(range(7))
+    assert table["frames"].to_pylist() == [[[float(i)] * 2] * i for i in range(7)]
+    assert table.equals(tfa.read_table(str(path), context, sequence_features=lists))
+    shuffled = tfa.read_table(ds, shuffle=True, seed=3)
+    assert sorted(shuffled["label"].to_pylist()) == list(range(7))
