@@ -29,9 +29,9 @@ Rows (ours / anchor; a ratio above 1 means ours is faster, except where noted):
   lengths padded: :func:`~benchmarks.shape_baselines.padding_collate`);
 - ``tfrecord_engine.torch.RecordIterableDataset(ds, 256, shuffle=True)`` in
   ``DataLoader(batch_size=None)`` / the protobuf dataset's loader, workers 0;
-- the tf.data bridge ``to_tf_dataset(ds, 256, workers=1)`` / TensorFlow's
-  ``TFRecordDataset -> batch -> map(parse) -> prefetch``, both iterated in a Python loop
-  that touches each batch (as a training loop consumes them);
+- the tf.data bridge ``to_tf_dataset(ds, 256)``, sequential and shuffled / TensorFlow's
+  ``TFRecordDataset [-> shuffle(10000)] -> batch -> map(parse) -> prefetch``, both
+  iterated in a Python loop that touches each batch (as a training loop consumes them);
 - raw random batches of 1,024 (``raw_ds[list of 1,024]`` over a permutation) /
   TensorFlow's sequential raw read (``TFRecordDataset(paths).batch(1024)``, as numpy);
 - the first shuffled epoch of a new dataset / an in-order epoch of a new dataset
@@ -40,8 +40,8 @@ Rows (ours / anchor; a ratio above 1 means ours is faster, except where noted):
 
 SequenceExample: ``RecordDataset(paths, context_features=, sequence_features=)`` where
 it exists; before, its rows read a raw dataset and parse each batch with
-``tfe.parse_sequence_example`` (the label says so). The bridge row is left out (the
-bridge takes Example datasets, ``features=``).
+``tfe.parse_sequence_example`` (the label says so), and the bridge rows are left out
+(the bridge takes parsed datasets).
 """
 
 from __future__ import annotations

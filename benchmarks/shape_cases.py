@@ -23,8 +23,12 @@ from benchmarks.shapes import Shape
 Case = tuple[str, Callable[[], tuple[int, int]]]
 SEED = 1
 LOADER_BATCH = 256
-#: Decode processes of the bridge: one per core but one (bench_bridge's choice).
-BRIDGE_WORKERS = 1
+#: Decode processes of the bridge: 0, its default (decoding in the ``numpy_function``
+#: call). With 1, measured on every shape here (2 cores, alternating, 4 runs each), the
+#: bridge was 0.3-0.8x as fast on image, detection, tokens and wide (their chunks
+#: outgrow the decode pool's 16 MB shared-memory slots and cross the pipe) and at best
+#: even elsewhere.
+BRIDGE_WORKERS = 0
 TF_SHUFFLE_BUFFER = 10_000
 
 
@@ -186,38 +190,53 @@ def tf_rows(shape: Shape, paths: list[str], quick: bool) -> list[Row]:
         )
         for size in (256, 4096)
     )
-    if not shape.is_sequence:  # the bridge takes Example datasets (features=) only
-        rows.append(_bridge_row(shape, ours.ds, tf_pipeline(256, False), path))
+    if ours.parse is None:  # the bridge takes parsed datasets (features=, sequence_features=)
+        rows.extend(
+            _bridge_row(shape, ours.ds, tf_pipeline(256, shuffle), path, shuffle)
+            for shuffle in (False, True)
+        )
     rows.append(_raw_row(shape, paths, tf))
     return rows
 
 
-def _bridge_row(shape: Shape, ds: tfe.RecordDataset, theirs: Any, path: str) -> Row:
+def _bridge_row(shape: Shape, ds: tfe.RecordDataset, theirs: Any, path: str, shuffle: bool) -> Row:
     from tfrecord_bridge import to_tf_dataset
 
-    bridge = to_tf_dataset(ds, 256, workers=BRIDGE_WORKERS)
+    bridge = to_tf_dataset(ds, 256, shuffle=shuffle, seed=SEED, workers=BRIDGE_WORKERS)
 
     def loop(pipe: Any) -> Callable[[], tuple[int, int]]:
         def run() -> tuple[int, int]:
             n = 0
             for batch in pipe:  # a training loop's step: every tensor of the batch touched
                 n += count(batch, shape.count_key)
-                for value in batch.values():
-                    _ = value.shape
+                # parse_sequence_example gives (context, lists, lengths); the bridge one dict
+                for part in batch if isinstance(batch, tuple) else (batch,):
+                    for value in part.values():
+                        _ = value.shape
             return n, 0
 
         return run
 
+    order = "shuffled" if shuffle else "sequential"
+    shuffled = f".shuffle({TF_SHUFFLE_BUFFER})" if shuffle else ""
     ours, tf_side = compare(
         [
-            (f"`to_tf_dataset(ds, 256, workers={BRIDGE_WORKERS})`", loop(bridge)),
-            ("tf.data.batch(256).map(parse)", loop(theirs)),
+            (
+                f"`to_tf_dataset(ds, 256, shuffle={shuffle}, workers={BRIDGE_WORKERS})`",
+                loop(bridge),
+            ),
+            (f"tf.data{shuffled}.batch(256).map(parse)", loop(theirs)),
         ],
         warmup=1,
     )
     _check(ours, len(ds))
     return _row(
-        shape, "tf.data bridge, batches of 256, Python loop / TF", "bridge", ours, tf_side, path
+        shape,
+        f"tf.data bridge, batches of 256, {order}, Python loop / TF",
+        "bridge",
+        ours,
+        tf_side,
+        path,
     )
 
 

@@ -65,12 +65,15 @@ MNIST = {
     "label": tfe.FixedLenFeature([], "int64"),
     "image": tfe.FixedLenFeature([], "string"),
 }
+#: MNIST with one list feature: no compiled dense plan takes it, so datasets and
+#: ``parse_example`` decode it with templates (``MNIST`` itself goes to the dense plan).
+MNIST_LIST: dict[str, FeatureSpec] = {**MNIST, "label": tfe.VarLenFeature("int64")}
 
 
 def test_uniform_records_are_decoded_by_template() -> None:
     # Indices 100..299 have 1- and 2-byte varints: two layouts, both templated.
     records = _mnist_like(200, start=100)
-    dec = BatchDecoder(MNIST)
+    dec = BatchDecoder(MNIST, compiled_plan=False)
     out = dec.decode_records(records)
     assert dec.stats.template_records == 200
     assert dec.stats.fallback_records == 0
@@ -99,7 +102,7 @@ def test_a_record_with_a_changed_structural_byte_is_not_matched() -> None:
     # Same length, one key byte changed: "label" -> "lAbel" is a key not asked for.
     at = layout.index(b"label")
     records[50] = layout[:at] + b"lA" + layout[at + 2 :]
-    dec = BatchDecoder(MNIST)
+    dec = BatchDecoder(MNIST, compiled_plan=False)
     exact = _outcome(lambda: parse_exact(records, MNIST))
     fast = _outcome(lambda: dec.decode_records(records))
     assert exact[0] == "error"  # record 50 lacks the required "label" now
@@ -131,10 +134,10 @@ def test_dataset_chunks_from_the_mapped_file_use_templates(tmp_path: Path) -> No
     records = _mnist_like(300, start=16000)  # 2- and 3-byte indices
     with tfe.TFRecordWriter(path, index=True) as w:
         w.write_many(records)
-    ds = tfe.RecordDataset(path, features=MNIST)
+    ds = tfe.RecordDataset(path, features=MNIST_LIST)
     got = list(ds.batches(64))
     assert ds.decoder.stats.template_records == 300
-    want = [parse_exact(records[i : i + 64], MNIST) for i in range(0, 300, 64)]
+    want = [parse_exact(records[i : i + 64], MNIST_LIST) for i in range(0, 300, 64)]
     assert len(got) == len(want)
     for g, w_ in zip(got, want, strict=True):
         assert_same(g, w_)
@@ -180,7 +183,7 @@ def test_flexible_template_takes_lists_of_varying_widths() -> None:
     # with fields both before ("tag") and after ("label", "x") the varying list.
     records = _tabular(400)
     assert len({len(r) for r in records}) > 1
-    dec = BatchDecoder(TABULAR)
+    dec = BatchDecoder(TABULAR, compiled_plan=False)
     out = dec.decode_records(records)
     assert_same(out, parse_exact(records, TABULAR))
     assert dec.stats.template_records == 400
@@ -196,7 +199,7 @@ def test_flexible_template_rejects_a_changed_enclosing_length_width() -> None:
         {"tag": b"t0", "ids": np.full(16, -5, np.int64), "label": 1, "x": np.ones(4, np.float32)}
     )
     records[100] = odd
-    dec = BatchDecoder(TABULAR)
+    dec = BatchDecoder(TABULAR, compiled_plan=False)
     assert_same(dec.decode_records(records), parse_exact(records, TABULAR))
     # Record 100's longer list needs wider length fields: no template took it.
     assert dec.stats.template_records == 199
@@ -211,7 +214,7 @@ def test_flexible_template_drops_a_torn_list_to_the_walk() -> None:
     payload_len = bad[at - 1]
     bad[at + payload_len - 1] |= 0x80
     records[60] = bytes(bad)
-    dec = BatchDecoder(TABULAR)
+    dec = BatchDecoder(TABULAR, compiled_plan=False)
     assert _outcome(lambda: dec.decode_records(records)) == _outcome(
         lambda: parse_exact(records, TABULAR)
     )
@@ -259,14 +262,17 @@ def test_parse_example_mid_size_batches_equal_the_exact_path(batch: LayoutBatch)
 
 def test_parse_example_caches_a_decoder_per_thread_and_spec() -> None:
     records = _mnist_like(300)
-    want = parse_exact(records, MNIST)
+    want = parse_exact(records, MNIST_LIST)
     for _ in range(3):
-        assert_same(tfe.parse_example(records, MNIST), want)
-    cached = batch_module._cached_decoder(MNIST)
+        assert_same(tfe.parse_example(records, MNIST_LIST), want)
+    cached = batch_module._cached_decoder(MNIST_LIST)
     assert cached is not None
-    assert cached.stats.template_records >= 600  # the later calls were template-decoded
+    # One decoder served the three calls: the first tried templates, the second walked
+    # (each way is measured once), the third took the cheaper of the two.
+    assert cached.stats.records == 900
+    assert cached.stats.template_records >= 300
     # Equal specs share the decoder; another spec gets its own.
-    assert batch_module._cached_decoder(dict(MNIST)) is cached
+    assert batch_module._cached_decoder(dict(MNIST_LIST)) is cached
     other = {"label": tfe.FixedLenFeature([], "int64")}
     assert batch_module._cached_decoder(other) is not cached
     # Each thread has its own (decoders keep state between calls).
@@ -274,8 +280,8 @@ def test_parse_example_caches_a_decoder_per_thread_and_spec() -> None:
     results: list[dict[str, object]] = []
 
     def work() -> None:
-        seen.append(batch_module._cached_decoder(MNIST))
-        results.append(tfe.parse_example(records, MNIST))
+        seen.append(batch_module._cached_decoder(MNIST_LIST))
+        results.append(tfe.parse_example(records, MNIST_LIST))
 
     threads = [threading.Thread(target=work) for _ in range(3)]
     for t in threads:
@@ -338,10 +344,31 @@ def test_string_values_of_records_at_equal_steps_are_one_copy(
         return out
 
     monkeypatch.setattr(template, "_row_view", spy)
-    with tfe.RecordDataset(path, features=MNIST) as ds:
+    with tfe.RecordDataset(path, features=MNIST_LIST) as ds:
         got = list(ds.batches(64, readahead=0))
     assert views
     assert all(views)
-    exact = parse_exact(records, MNIST)
+    exact = parse_exact(records, MNIST_LIST)
     assert [v for b in got for v in b["image"].tolist()] == exact["image"].tolist()
     assert np.concatenate([b["index"] for b in got]).tolist() == list(range(20_000, 20_300))
+
+
+def test_templates_give_way_to_the_walk_where_they_cost_more() -> None:
+    """Each way is measured once (templates first); the cheaper one serves later chunks,
+    and the other is tried again every ``probe_every`` chunks. The values are the same."""
+    records = _mnist_like(256)
+    want = parse_exact(records, MNIST)
+    dec = BatchDecoder(MNIST, compiled_plan=False)
+    assert_same(dec.decode_records(records), want)
+    assert dec.stats.template_records == 256  # the first chunk tries templates
+    assert_same(dec.decode_records(records), want)
+    assert dec.stats.template_records == 256  # the second walks
+    # Suppose templates had cost ten times the walk per record on these files:
+    dec._costs = template.TemplateCosts(probe_every=4)
+    dec._costs.record(True, 10.0, 1)
+    dec._costs.record(False, 1.0, 1)
+    for _ in range(3):
+        assert_same(dec.decode_records(records), want)
+    assert dec.stats.template_records == 256  # walked
+    assert_same(dec.decode_records(records), want)
+    assert dec.stats.template_records == 512  # the fourth chunk tried templates again

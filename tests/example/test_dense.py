@@ -1,4 +1,4 @@
-"""The compiled plan for int64/float32 FixedLenFeature specs (example.dense) against the
+"""The compiled plan for int64/float32/string FixedLenFeature specs (example.dense) against the
 exact per-record path and against the numpy paths (kernels off): identical outputs,
 identical errors.
 """
@@ -33,7 +33,14 @@ def _outcome(fn: Callable[[], dict[str, Any]]) -> Any:
         out = fn()
     except TFRecordError as exc:
         return ("error", type(exc).__name__, str(exc), exc.key, exc.index)  # type: ignore[attr-defined]
-    return ("ok", {k: (v.dtype.str, v.shape, v.tobytes()) for k, v in out.items()}, list(out))
+    return ("ok", {k: (v.dtype.str, v.shape, _contents(v)) for k, v in out.items()}, list(out))
+
+
+def _contents(v: np.ndarray[Any, Any]) -> Any:
+    """The values' bytes (strings: the list of their ``bytes``; their exact type too)."""
+    if v.dtype == object:
+        return [(type(x), x) for x in v.reshape(-1).tolist()]
+    return v.tobytes()
 
 
 def _compiled(case: ParseCase) -> dict[str, Any]:
@@ -141,7 +148,8 @@ def test_errors_are_the_exact_paths() -> None:
 def test_eligibility() -> None:
     assert eligible({"a": tfe.FixedLenFeature([], "float32")})
     assert not eligible({})
-    assert not eligible({"a": tfe.FixedLenFeature([], "string")})
+    assert eligible({"a": tfe.FixedLenFeature([], "string")})  # (their spans, then bytes)
+    assert not eligible({"a": tfe.RawFeature([4], "uint8")})
     assert not eligible({"a": tfe.VarLenFeature("int64")})
     assert DensePlan.of({"a": tfe.VarLenFeature("int64")}) is None
     with kernels.switched(False):

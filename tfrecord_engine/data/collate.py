@@ -203,6 +203,9 @@ def _ragged(samples: list[Any], pad: float) -> Any:
     flat = [np.asarray(s.flat_values) for s in samples]
     if flat[0].dtype == object:
         return [s.to_list() for s in samples]  # strings: nested lists of bytes
+    fast = _ragged_by_coordinates(samples, flat, pad)
+    if fast is not None:
+        return fast
     nested = [s.to_list() for s in samples]
     shape: list[int] = []
     for rows in nested:
@@ -213,6 +216,72 @@ def _ragged(samples: list[Any], pad: float) -> Any:
         _put(values, mask, rows, (i,))
     lengths = np.array([len(s.row_splits) - 1 for s in samples], np.int64)
     return PaddedValue(values, lengths, mask)
+
+
+def _ragged_by_coordinates(
+    samples: list[Any], flat: list[npt.NDArray[Any]], pad: float
+) -> PaddedValue | None:
+    """:func:`_ragged`'s padding with numpy: each flat value's position in the padded
+    batch from the row splits of all samples at once, one assignment for all (the
+    nested lists cost ~0.3 µs a value). ``None`` (the nested lists decide) unless every
+    sample is well formed: 1-D flat values, as many ragged levels as the others, every
+    level's splits from 0, non-decreasing, ending at the size of the level below."""
+    levels_of: list[list[npt.NDArray[Any]]] = []
+    for s, values in zip(samples, flat, strict=True):
+        levels: list[npt.NDArray[Any]] = []
+        v = s
+        while isinstance(v, RaggedValue):
+            levels.append(np.asarray(v.row_splits))
+            v = v.values
+        levels_of.append(levels)
+        if values.ndim != 1 or len(levels) != len(levels_of[0]):
+            return None
+    n = len(samples)
+    depth = len(levels_of[0])
+    sizes = np.array([len(values) for values in flat], np.int64)  # the level below's
+    starts: list[npt.NDArray[np.int64]] = [np.zeros(0, np.int64)] * depth  # row starts
+    rows_of: list[npt.NDArray[np.int64]] = [np.zeros(0, np.int64)] * depth  # row of item
+    counts_of: list[npt.NDArray[np.int64]] = [np.zeros(0, np.int64)] * depth
+    nrows = sizes
+    for d in reversed(range(depth)):
+        parts = [levels[d] for levels in levels_of]
+        if any(not len(splits) for splits in parts):
+            return None
+        joined = np.concatenate(parts).astype(np.int64, copy=False)
+        ends = np.cumsum([len(splits) for splits in parts]) - 1
+        firsts = ends - np.array([len(splits) - 1 for splits in parts], np.int64)
+        if joined[firsts].any() or not np.array_equal(joined[ends], nrows):
+            return None
+        keep = np.ones(len(joined), np.bool_)
+        keep[ends] = False
+        counts = np.diff(joined)[keep[:-1]]
+        if (counts < 0).any():
+            return None
+        counts_of[d] = counts
+        starts[d] = np.cumsum(counts) - counts
+        rows_of[d] = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        nrows = np.array([len(splits) - 1 for splits in parts], np.int64)
+    # The padded shape, as the nested lists give it: a dimension per depth holding lists.
+    shape = [int(nrows.max(initial=0))]
+    for d in range(depth):
+        if not len(counts_of[d]):
+            break
+        shape.append(int(counts_of[d].max()))
+    values = _full((n, *shape), pad, np.result_type(*flat))
+    mask = np.zeros(values.shape, np.bool_)
+    if sizes.sum():
+        ids = np.arange(int(sizes.sum()), dtype=np.int64)
+        at: list[npt.NDArray[np.int64]] = []
+        for d in reversed(range(depth)):
+            row = rows_of[d][ids]
+            at.insert(0, ids - starts[d][row])
+            ids = row
+        first_row = np.cumsum(nrows) - nrows
+        sample = np.repeat(np.arange(n, dtype=np.int64), nrows)[ids]
+        where = (sample, ids - first_row[sample], *at)
+        values[where] = np.concatenate(flat)
+        mask[where] = True
+    return PaddedValue(values, nrows.astype(np.int64), mask)
 
 
 def _max_shape(value: Any, depth: int, shape: list[int]) -> None:

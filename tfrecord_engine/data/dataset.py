@@ -731,10 +731,10 @@ class RecordDataset(ViewMethods, EpochMethods):
         sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
         kinds, :func:`tfrecord_engine.collate` every kind). A few records are read and
         decoded record by record (``ds[i]``'s decoder; a batch decode's set-up costs more
-        for them): up to ``SMALL_BATCH`` for specs of scalars only, up to 11 for other
-        specs once the compiled kernels are loaded (from 12 on, their compiled batch walk
-        is cheaper). More are cut from one batch decode, as fast as ``ds[indices]``,
-        which returns the columnar batch dict.
+        for them): up to ``SMALL_BATCH`` for specs of a few scalars in records of a few
+        lengths, up to 11 for other specs once the compiled kernels are loaded (from 12
+        on, their compiled batch walk is cheaper). More are cut from one batch decode, as
+        fast as ``ds[indices]``, which returns the columnar batch dict.
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
@@ -763,13 +763,14 @@ class RecordDataset(ViewMethods, EpochMethods):
         return explain_decode(self, batch_size=batch_size)
 
     def _walk_beats_single(self, n: int) -> bool:
-        """Whether ``n`` samples of a spec that is not all scalars are cheaper cut from
-        one batch decode (the compiled walk, once the kernels are loaded) than decoded
-        record by record: from ``WALK_MIN_RECORDS`` records on (2-4x on images,
-        detection boxes, tokens, mixed records at 64; equal on ragged ones)."""
+        """Whether ``n`` samples are cheaper cut from one batch decode (the compiled
+        walk, once the kernels are loaded) than decoded record by record: from
+        ``WALK_MIN_RECORDS`` records on, for the specs ``SingleDecoder.prefers_walk``
+        names (not all scalars; scalars of many keys or of varied record lengths: 2-4x
+        on images, detection boxes, tokens, mixed and wide records at 64)."""
         return (
             n >= _example_batch().WALK_MIN_RECORDS
-            and not self._single_decoder().scalars
+            and self._single_decoder().prefers_walk
             and not _is_sequence(self.features)
             and kernels.ready()
         )

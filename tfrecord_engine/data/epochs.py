@@ -197,9 +197,16 @@ def files_to_hold(
 ) -> list[LocalFileRecords]:
     """The files a shuffled epoch reads whole into memory (see ``batches``'
     ``in_memory``): all of them when all are local and uncompressed and, unless
-    ``in_memory=True``, they total at most :data:`IN_MEMORY_LIMIT` bytes."""
-    if not shuffle or workers > 0 or in_memory is False:
+    ``in_memory=True``, they total at most :data:`IN_MEMORY_LIMIT` bytes.
+
+    An epoch in file order reads none whole, but takes the copies that shuffled epochs
+    kept (:meth:`~.local_source.LocalFileRecords.hold`, each checked unchanged): its
+    chunks are then views of them, where reading the files would copy every byte.
+    """
+    if workers > 0 or in_memory is False:
         return []
+    if not shuffle:
+        return [r for r in readers if isinstance(r, LocalFileRecords) and r._kept is not None]
     if not all(isinstance(r, LocalFileRecords) for r in readers):
         return []
     local = cast("list[LocalFileRecords]", list(readers))

@@ -110,7 +110,8 @@ def _single_path(features: Mapping[str, FeatureSpec]) -> str:
     if single.enabled:
         return "single (one walk per record; some feature is not a scalar)"
     odd = [k for k, s in features.items() if not SingleDecoder({k: s}).enabled]
-    return f"batch decode (the per-record plan does not take {', '.join(odd)})"
+    odd_text = ", ".join(odd) or "a key that two specs request"
+    return f"batch decode (the per-record plan does not take {odd_text})"
 
 
 def explain_decode(source: Any, *, batch_size: int = 256) -> DecodePath:

@@ -147,7 +147,9 @@ def _cut(values: npt.NDArray[Any], splits: npt.NDArray[Any]) -> list[Any]:
     if values.dtype == object:
         flat = values.tolist()
         return [VarLenList(flat[a:b]) for a, b in _bounds(splits)]
-    return np.split(varlen_array(values), np.asarray(splits[1:-1], dtype=np.int64))
+    # Slices of one typed view (np.split costs ~10x as much: a Python loop of its own).
+    tagged = varlen_array(values)
+    return [tagged[a:b] for a, b in _bounds(splits)]
 
 
 def _ragged_rows(rt: RaggedValue | npt.NDArray[Any], a: int, b: int) -> Any:

@@ -2,141 +2,69 @@
 
 ``parse_single_example`` followed by :func:`~.samples.sample_of` is exact for every spec
 and every malformed input, but costs a feature plan and per-feature numpy assembly on
-each call (~50 µs a record). :class:`SingleDecoder` builds its plan once per spec and
-handles the records writers emit for the common kinds (``FixedLenFeature``,
-``RawFeature``, ``VarLenFeature``) with a few Python operations per feature. Anything
-else, a missing or empty feature (defaults), a duplicate key with an unreadable earlier
-entry, a count or kind mismatch, a malformed Example, makes :meth:`SingleDecoder.sample`
-return ``None``, and the caller takes the exact path, which returns the same sample or
-raises TensorFlow's error. The fast path never accepts a record the exact path rejects,
-and returns the same values, types and shapes (tests/test_single.py checks both on
-generated specs and records).
+each call (~50 µs a record). :class:`SingleDecoder` builds its plan once per spec (see
+:mod:`.single_steps`) and handles the records writers emit for the common kinds
+(``FixedLenFeature``, ``RawFeature``, ``VarLenFeature``, ``RaggedFeature`` with any
+partitions) with a few Python operations per feature. Anything else, a missing or
+empty feature (defaults), a duplicate key with an unreadable earlier entry, a count or
+kind mismatch, a malformed Example, a key two specs request, makes
+:meth:`SingleDecoder.sample` return ``None``, and the caller takes the exact path, which
+returns the same sample or raises TensorFlow's error. The fast path never accepts a
+record the exact path rejects, and returns the same values, types and shapes
+(tests/test_single.py and tests/test_single_ragged.py check both on generated specs and
+records, in random key orders).
 
-Three tiers, fastest first (~0.5 µs, ~2.5 µs and ~5 µs for an MNIST-like record):
+Four tiers, fastest first:
 
 1. a *layout* per record length: the bytes of a record the walk below accepted, less its
    values, compiled to straight-line code that compares the fixed bytes and reads the
    values (see :class:`_Layout`; only for specs of scalars, at most 64 lengths);
-2. :meth:`SingleDecoder.values`: one straight walk over the layout writers emit (one
-   ``features`` field, entries of key then value, each requested Feature one list that
-   fills it), scalars read inline;
-3. the feature map and :func:`~..example.wire.decode_feature` per feature.
+2. the compiled walk of one record (:func:`~..kernels.single.walk_one`, once the
+   kernels are loaded, for specs of ``_COMPILED_KEYS`` keys or more: its ~2 µs a call
+   beat the Python walk's ~0.6 µs an entry from there): every key's Feature span and
+   the scalars in one call, then one step per non-scalar feature;
+3. :meth:`SingleDecoder.values`: one straight walk in Python over the layout writers
+   emit (one ``features`` field, entries of key then value, each requested Feature one
+   list that fills it), scalars read inline;
+4. the feature map and :func:`~..example.wire.decode_feature` per feature.
 
-:meth:`SingleDecoder.columns` builds ``parse_example``'s output for a small batch from
-the per-record values (``ds[list]`` of at most ``SMALL_BATCH`` records);
-:meth:`SingleDecoder.samples` (scalar specs, through those columns) and
-:meth:`SingleDecoder.sample_list` (any planned spec) give ``__getitems__``'s samples.
+Numeric lists are read without Python lists (:mod:`.single_steps`). :meth:`columns`
+builds ``parse_example``'s output for a small batch from the per-record values
+(``ds[list]`` of at most ``SMALL_BATCH`` records); :meth:`SingleDecoder.samples` (scalar
+specs) and :meth:`SingleDecoder.sample_list` (any planned spec) give ``__getitems__``'s
+samples; :attr:`SingleDecoder.prefers_walk` says when a batch decode beats them.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ..errors import MalformedExampleError
-from ..example.records import KIND_OF
-from ..example.specs import FeatureSpec, FixedLenFeature, RawFeature, VarLenFeature
+from ..example.specs import FeatureSpec, FixedLenFeature
 from ..example.wire import (
     KIND_BYTES,
     KIND_FLOAT,
     KIND_INT64,
     Duplicates,
-    RawValues,
     decode_feature,
     example_feature_map,
 )
-from .varlen import VarLenList, varlen_array
+from ..kernels.single import one_table, walk_one
+from .single_steps import Read, plan
 
 __all__ = ["SingleDecoder"]
 
-#: A feature's sample from its decoded values, or ``None`` for the exact path.
-Convert = Callable[[RawValues], Any]
-_TAG_OF = {KIND_BYTES: 0x0A, KIND_FLOAT: 0x12, KIND_INT64: 0x1A}
-_NUMPY = {"int64": np.int64, "float32": np.float32}
-
-
-def _fixed(spec: FixedLenFeature) -> Convert | None:
-    count = math.prod(spec.shape)
-    if count == 0:
-        return None
-    shape = spec.shape
-    if spec.dtype == "string":
-        if not shape:
-            return lambda v: v[0] if len(v) == 1 else None
-
-        def strings(v: RawValues) -> Any:
-            if len(v) != count:
-                return None
-            out = np.empty(count, dtype=object)
-            out[:] = v
-            return out.reshape(shape).tolist()
-
-        return strings
-    scalar = _NUMPY[spec.dtype]
-    if not shape:
-        return lambda v: scalar(v[0]) if len(v) == 1 else None
-    dtype = np.dtype(scalar)
-    return lambda v: np.array(v, dtype).reshape(shape) if len(v) == count else None
-
-
-def _raw(spec: RawFeature) -> Convert | None:
-    nbytes = spec.nbytes
-    if nbytes == 0:
-        return None
-    dtype = np.dtype(spec.dtype)
-    little = spec.wire_dtype  # the stored byte order, as tf.io.decode_raw's little_endian
-    shape = spec.shape
-    fit = spec.fit
-
-    def raw(v: RawValues) -> Any:
-        if len(v) != 1:
-            return None
-        data: bytes = fit(v[0])  # type: ignore[arg-type]  # a bytes list (KIND_BYTES)
-        if len(data) != nbytes:
-            return None
-        # astype copies: the sample owns writable memory (torch.from_numpy wants it).
-        out = np.frombuffer(data, little).astype(dtype)
-        return out.reshape(shape) if shape else out[0]  # shape []: a numpy scalar
-
-    return raw
-
-
-def _varlen(spec: VarLenFeature) -> Convert:
-    # Typed as variable-length values, as samples.sample_of gives them (see .varlen).
-    if spec.dtype == "string":
-        return VarLenList
-    dtype = np.dtype(_NUMPY[spec.dtype])
-    return lambda v: varlen_array(np.array(v, dtype))
-
-
-def _step(name: str, spec: FeatureSpec) -> tuple[str, bytes, int, int, Convert] | None:
-    convert: Convert | None
-    if isinstance(spec, FixedLenFeature):
-        convert = _fixed(spec)
-    elif isinstance(spec, RawFeature):
-        convert = _raw(spec)
-    elif isinstance(spec, VarLenFeature):
-        convert = _varlen(spec)
-    else:
-        return None
-    if convert is None:
-        return None
-    kind = KIND_BYTES if isinstance(spec, RawFeature) else KIND_OF[spec.dtype]
-    return name, name.encode("utf-8"), kind, _TAG_OF[kind], convert
-
-
 # How each feature is read: a scalar inline (codes below _OTHER_INT), else generically.
 _INT, _FLOAT, _BYTES, _OTHER_INT, _OTHER_FLOAT, _OTHER_BYTES = range(6)
-_KIND_OF_CODE = {_OTHER_INT: KIND_INT64, _OTHER_FLOAT: KIND_FLOAT, _OTHER_BYTES: KIND_BYTES}
 _MASK64 = (1 << 64) - 1
 
 
-def _code(spec: FeatureSpec, kind: int) -> int:
-    """How :meth:`SingleDecoder.values` reads a feature: a scalar inline, else generic."""
-    if isinstance(spec, FixedLenFeature) and not spec.shape:
+def _code(scalar: bool, kind: int) -> int:
+    """How :meth:`SingleDecoder.values` reads a key: a scalar inline, else its step."""
+    if scalar:
         return {KIND_INT64: _INT, KIND_FLOAT: _FLOAT, KIND_BYTES: _BYTES}[kind]
     return {KIND_INT64: _OTHER_INT, KIND_FLOAT: _OTHER_FLOAT, KIND_BYTES: _OTHER_BYTES}[kind]
 
@@ -148,6 +76,11 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
         IndexError: it runs past the end of ``buf``.
         MalformedExampleError: longer than 10 bytes.
     """
+    b = buf[pos]
+    if b >= 0x80:  # (the walk reads one-byte varints inline; two bytes are the rest)
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            return (b & 0x7F) | (b2 << 7), pos + 2
     result = 0
     shift = 0
     while True:
@@ -176,6 +109,11 @@ def _int_at(rec: bytes, start: int, end: int) -> int | None:
 #: At most this many record layouts are kept per decoder (records of varying lengths
 #: beyond it are walked each time).
 _MAX_LAYOUTS = 64
+#: From this many requested keys on, the compiled walk of one record (~2 µs a call)
+#: beats the Python walk (~0.6 µs an entry); and for scalars, the per-length layouts.
+_COMPILED_KEYS = 5
+#: From this many keys on, a batch walk beats the per-record walk (see prefers_walk).
+_WALK_KEYS = 16
 #: A layout keeps (and compares) at most this many bytes besides the values.
 _MAX_FIXED = 4096
 
@@ -286,19 +224,29 @@ class SingleDecoder:
     """
 
     def __init__(self, features: Mapping[str, FeatureSpec]) -> None:
-        steps = [_step(name, spec) for name, spec in features.items()]
-        self.steps = [s for s in steps if s is not None]
+        planned = plan(features)
         #: False when some spec always takes the exact path.
-        self.enabled = bool(steps) and len(self.steps) == len(steps)
-        # The walk's plan, built once: key -> (slot, code, convert); names by slot.
-        self._plan: dict[bytes, tuple[int, int, Convert]] = {}
+        self.steps, outputs = planned if planned is not None else ([], [])
+        self.enabled = bool(self.steps)
+        # The walk's plan, built once: key -> (slot, code, read); key names by slot.
+        self._plan: dict[bytes, tuple[int, int, Read]] = {}
         self._names: list[str] = []
         self._codes: list[int] = []
-        for slot, (name, key, kind, _tag, convert) in enumerate(self.steps):
-            code = _code(features[name], kind)
-            self._plan[key] = (slot, code, convert)
-            self._names.append(name)
+        scalars = {
+            name
+            for name, spec in features.items()
+            if isinstance(spec, FixedLenFeature) and not spec.shape
+        }
+        for slot, step in enumerate(self.steps):
+            code = _code(step.name in scalars, step.kind)
+            self._plan[step.key] = (slot, code, step.read)
+            self._names.append(step.name)
             self._codes.append(code)
+        # The sample's features: a key's value as is, or built from several (ragged).
+        self._outputs = outputs
+        self._direct = (
+            all(o.finish is None for o in outputs) and [o.name for o in outputs] == self._names
+        )
         #: True when every feature is a scalar int64, float32 or string (``FixedLenFeature([])``):
         #: :meth:`columns` then decodes small batches.
         self.scalars = self.enabled and all(c < _OTHER_INT for c in self._codes)
@@ -306,6 +254,24 @@ class SingleDecoder:
         self._layouts: dict[int, _Layout | None] = {}
         self._ints = [j for j, c in enumerate(self._codes) if c == _INT]
         self._floats = [j for j, c in enumerate(self._codes) if c == _FLOAT]
+        self._bytes = [j for j, c in enumerate(self._codes) if c == _BYTES]
+        self._others = [
+            (j, s.read) for j, s in enumerate(self.steps) if self._codes[j] >= _OTHER_INT
+        ]
+        # The compiled walk's table (its codes: 0 a Feature's span, 1-3 a scalar).
+        one = [{_INT: 1, _FLOAT: 2, _BYTES: 3}.get(c, 0) for c in self._codes]
+        self._one = one_table([s.key for s in self.steps], one) if self.enabled else None
+
+    @property
+    def prefers_walk(self) -> bool:
+        """Whether a batch of a dozen records or more is cheaper cut from one compiled
+        batch walk than decoded here record by record: always for specs that are not all
+        scalars; for scalars, where records have many keys (``_WALK_KEYS``) or lengths too
+        varied for the per-length layouts (all ``_MAX_LAYOUTS`` taken: images, captions).
+        Small records of a few lengths (the layouts' straight-line code) stay here."""
+        return (
+            not self.scalars or len(self.steps) >= _WALK_KEYS or len(self._layouts) >= _MAX_LAYOUTS
+        )
 
     def values(self, record: bytes) -> list[Any] | None:
         """One value per feature (in spec order), or ``None`` where the exact path decides.
@@ -380,7 +346,7 @@ class SingleDecoder:
             pos = entry_end
             if step is None:
                 continue  # a feature nobody asked for: its value is never read
-            slot, code, convert = step
+            slot, code, read = step
             if out[slot] is not None:
                 return None  # a requested key twice: TensorFlow's rules for duplicates
             if code == _INT:
@@ -429,10 +395,9 @@ class SingleDecoder:
                     return None
                 out[slot] = rec[at:vend]
             else:
-                kind = _KIND_OF_CODE[code]
-                if vpos == vend or rec[vpos] != _TAG_OF[kind]:
-                    return None
-                value = convert(decode_feature(rec, (vpos, vend), kind))
+                if vpos == vend:
+                    return None  # an empty Feature: defaults, the exact path
+                value = read(rec, vpos, vend)
                 if value is None:
                     return None
                 out[slot] = value
@@ -446,6 +411,15 @@ class SingleDecoder:
         """The sample of ``record``, or ``None`` where the exact path must decide."""
         if not self.enabled:
             return None
+        layouts = self._layouts
+        if len(self.steps) >= _COMPILED_KEYS and (
+            not self.scalars
+            or len(self.steps) >= _WALK_KEYS
+            or (len(layouts) >= _MAX_LAYOUTS and layouts.get(len(record)) is None)
+        ):
+            got = self._compiled_sample(record)
+            if got is not None:
+                return got
         vals = self.values(record)
         if vals is None:
             return self._sample_general(record)
@@ -454,7 +428,54 @@ class SingleDecoder:
             vals[j] = int64(vals[j])
         for j in self._floats:
             vals[j] = np.frombuffer(vals[j], "<f4")[0]
-        return dict(zip(self._names, vals, strict=True))
+        return self._sample_of(vals)
+
+    def _compiled_sample(self, record: bytes) -> dict[str, Any] | None:
+        """The sample through the compiled walk of the record (scalars read there too),
+        or ``None``: the kernels are not loaded, or the Python walk decides."""
+        assert self._one is not None
+        try:
+            out = walk_one(record, self._one, len(self.steps))
+            if out is None:
+                return None
+            vals: list[Any] = [None] * len(self.steps)
+            ints = out[2]
+            for j in self._ints:
+                vals[j] = ints[j]  # (numpy scalars, as np.int64(value))
+            if self._floats:
+                floats = out[3].astype(np.uint32).view(np.float32)
+                for j in self._floats:
+                    vals[j] = floats[j]
+            if self._bytes or self._others:
+                starts, ends = out[0].tolist(), out[1].tolist()
+                for j in self._bytes:
+                    vals[j] = record[starts[j] : ends[j]]
+                for j, read in self._others:
+                    start = starts[j]
+                    if start == ends[j]:
+                        return None  # an empty Feature: defaults, the exact path
+                    value = read(record, start, ends[j])
+                    if value is None:
+                        return None
+                    vals[j] = value
+        except (IndexError, MalformedExampleError):
+            return None
+        return self._sample_of(vals)
+
+    def _sample_of(self, vals: list[Any]) -> dict[str, Any] | None:
+        """The sample from every key's value (by slot), or ``None`` for the exact path."""
+        if self._direct:
+            return dict(zip(self._names, vals, strict=True))
+        out: dict[str, Any] = {}
+        for output in self._outputs:
+            if output.finish is None:
+                out[output.name] = vals[output.slot]
+            else:
+                value = output.finish(vals)
+                if value is None:
+                    return None
+                out[output.name] = value
+        return out
 
     def columns(self, records: list[bytes]) -> dict[str, Any] | None:
         """``parse_example``'s output for a small batch of ``records`` (all features
@@ -487,6 +508,8 @@ class SingleDecoder:
     def samples(self, records: list[bytes]) -> list[dict[str, Any]] | None:
         """The sample of each of ``records`` (as :meth:`sample`; all features scalars), or
         ``None`` where some record needs the exact path."""
+        if len(self.steps) >= _WALK_KEYS:
+            return self.sample_list(records)  # (the compiled walk, where loaded)
         columns = self.columns(records)
         if columns is None:
             return None
@@ -509,19 +532,19 @@ class SingleDecoder:
 
     def _sample_general(self, record: bytes) -> dict[str, Any] | None:
         dups = Duplicates()
-        out: dict[str, Any] = {}
+        vals: list[Any] = []
         try:
             fmap = example_feature_map(record, dups)
             if dups.unsupported:
                 return None  # an earlier entry with an invalid kind: TensorFlow's rules
-            for name, key, kind, tag, convert in self.steps:
-                span = fmap.get(key)
-                if span is None or span[0] == span[1] or record[span[0]] != tag:
+            for step in self.steps:
+                span = fmap.get(step.key)
+                if span is None or span[0] == span[1] or record[span[0]] != step.tag:
                     return None  # missing, empty (defaults, shadowed entries), another kind
-                value = convert(decode_feature(record, span, kind))
+                value = step.convert(decode_feature(record, span, step.kind))
                 if value is None:
                     return None
-                out[name] = value
+                vals.append(value)
         except MalformedExampleError:
             return None
-        return out
+        return self._sample_of(vals)

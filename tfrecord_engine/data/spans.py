@@ -12,6 +12,7 @@ and :func:`short` are the errors of a file that no longer matches its index.
 
 from __future__ import annotations
 
+import struct
 from typing import NamedTuple
 
 import crc32c as _crc32c
@@ -34,6 +35,7 @@ __all__ = [
     "short",
     "stale",
     "stored_crcs",
+    "unpacked_spans",
     "verify_batch",
 ]
 
@@ -59,10 +61,53 @@ class Spans(NamedTuple):
 
     def records(self) -> list[bytes]:
         """Each record as ``bytes`` (for the exact, record-by-record paths)."""
-        mv = self.buf.data
-        return [
-            mv[a:b].tobytes() for a, b in zip(self.starts.tolist(), self.ends.tolist(), strict=True)
-        ]
+        return unpacked_spans(self.buf, self.starts, self.ends)
+
+
+#: "000" to "999" as ASCII rows: numbers become decimal text three digits per lookup.
+_DIGITS3 = np.frombuffer(b"".join(b"%03d" % i for i in range(1000)), np.uint8).reshape(1000, 3)
+
+
+def _decimal(values: IntArray) -> npt.NDArray[np.uint8]:
+    """Each of ``values`` (>= 0) as zero-padded ASCII digits, one row per value."""
+    groups = (len(str(int(values.max()))) + 2) // 3
+    text = np.empty((len(values), 3 * groups), np.uint8)
+    rest = values
+    for g in range(groups - 1, -1, -1):
+        text[:, 3 * g : 3 * g + 3] = _DIGITS3[rest % 1000]
+        rest = rest // 1000
+    return text
+
+
+def unpacked_spans(buf: U8, starts: IntArray, ends: IntArray) -> list[bytes]:
+    """``buf[starts[j]:ends[j]]`` as ``bytes`` for every j.
+
+    Spans in increasing order, none overlapping the one before (records read with
+    their footers, and what lies between them): one ``struct`` unpack
+    (``{gap}x{size}s`` per span) makes every object in C, without slicing ``buf`` in
+    Python or copying it to ``bytes`` first. Other spans are sliced one by one.
+    """
+    n = len(starts)
+    if n == 0:
+        return []
+    sizes = ends - starts
+    gaps = np.empty(n, np.int64)
+    gaps[0] = starts[0]
+    gaps[1:] = starts[1:] - ends[:-1]
+    if n < 4 or int(gaps.min()) < 0 or int(sizes.min()) < 0:
+        mv = buf.data
+        return [mv[a:b].tobytes() for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+    text = np.concatenate(
+        [
+            _decimal(gaps),
+            np.full((n, 1), ord("x"), np.uint8),
+            _decimal(sizes),
+            np.full((n, 1), ord("s"), np.uint8),
+        ],
+        axis=1,
+    )
+    unpacker = struct.Struct("<" + text.tobytes().decode("ascii"))
+    return list(unpacker.unpack_from(buf))  # type: ignore[arg-type]  # numpy arrays are buffers
 
 
 def stored_crcs(buf: U8, ends: IntArray) -> npt.NDArray[np.uint32]:

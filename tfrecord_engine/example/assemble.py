@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ExampleParseError
+from ..kernels import examples as kernel_examples
 from .columns import Column, object_array
 from .image import ImageFeature, decode_images
 from .ragged import batched_ragged, single_ragged
@@ -156,12 +157,16 @@ def varlen(col: Column, kind: int, single: bool) -> SparseValue:
     values = col.values
     if kind == KIND_BYTES and values.dtype != object:
         values = object_array(list(values))
+    if not single:
+        n = counts.shape[0]
+        dense_shape = np.array([n, int(counts.max(initial=0))], dtype=np.int64)
+        indices = kernel_examples.sparse_indices(counts, values.shape[0])  # (compiled)
+        if indices is not None:
+            return SparseValue(indices, values, dense_shape)
     positions = np.arange(values.size, dtype=np.int64) - np.repeat(col.offsets[:-1], counts)
     if single:
         return SparseValue(positions.reshape(-1, 1), values, counts[:1].copy())
-    n = counts.shape[0]
     batch = np.repeat(np.arange(n, dtype=np.int64), counts)
-    dense_shape = np.array([n, int(counts.max(initial=0))], dtype=np.int64)
     return SparseValue(np.stack([batch, positions], axis=1), values, dense_shape)
 
 

@@ -18,8 +18,9 @@ import itertools
 import logging
 import pickle
 import threading
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from ..kernels import examples as kernel_examples
 from . import dense, lists, lockstep, merging, raw, template
 from .assemble import assemble
 from .columns import Column, empty_values, from_rows
+from .decode_stats import DecodeStats
 from .names import example_name_list, named_errors
 from .parse import _plan, parse_single_example
 from .parse import parse_example as parse_example_exact
@@ -65,26 +67,6 @@ MAX_TEMPLATES = 8
 MAX_NEW_TEMPLATES = 3
 #: After a chunk that templates barely helped, this many chunks skip them.
 TEMPLATE_RETRY_CHUNKS = 16
-
-
-@dataclass
-class DecodeStats:
-    """Counters of a :class:`BatchDecoder` (cumulative).
-
-    Attributes:
-        records: records decoded.
-        fallback_records: records decoded by the exact per-record path.
-        exact_batches: batches handed whole to the exact path (they raised).
-        template_records: records decoded by template (shared-layout) gathers.
-        walked_records: records walked by the compiled walk (the rest of those neither
-            templates nor the dense plan took went through the numpy lockstep walk).
-    """
-
-    records: int = 0
-    fallback_records: int = 0
-    exact_batches: int = 0
-    template_records: int = 0
-    walked_records: int = 0
 
 
 _Delegate = merging.Delegate  # (internal: this batch goes to the exact path, which raises)
@@ -128,6 +110,7 @@ class BatchDecoder:
         self._templates: list[template.Template] = []
         self._table: kernel_examples.KeyTable | None = None  # (the compiled walk's)
         self._skip_templates = 0  # chunks left to walk without trying templates
+        self._costs = template.TemplateCosts()  # whether templates pay off on these files
         self._dense = all(type(f) in (FixedLenFeature, RawFeature) for f in self.features.values())
         #: Leave template-decoded FixedLenFeature string values as ``V<size>`` arrays (the
         #: bytes objects are made later, by whoever receives them: decode workers ship
@@ -147,6 +130,10 @@ class BatchDecoder:
         )
 
     def _compiled_plan(self) -> dense.DensePlan | None:
+        if self.defer_bytes and self._deferrable:
+            # Decode workers: string values that one template takes whole ship as rows
+            # (``V<size>``) and become bytes in the parent; the plan makes bytes here.
+            return None
         plan = self._dense_plan
         if plan is True:
             if not kernels.ready():  # (loading in the background: the other paths serve)
@@ -318,18 +305,31 @@ class BatchDecoder:
     def _columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
         """Template groups first (records sharing one layout), the lockstep walk for the rest."""
         n = int(starts.shape[0])
-        groups: list[template.Group] = []
-        rest = np.arange(n)
-        if n >= TEMPLATE_MIN_RECORDS and self._skip_templates == 0:
-            groups, rest = self._match_templates(buf, starts, ends)
-            if rest.size * 8 > n * 7:
-                # Templates took under an eighth: records vary too much here (ragged
-                # lists, free text). Walk the next chunks without trying, then retry.
-                self._skip_templates = TEMPLATE_RETRY_CHUNKS
-        elif self._skip_templates:
-            self._skip_templates -= 1
-        if not groups:
+        if n < TEMPLATE_MIN_RECORDS:
             return self._walk_columns(buf, starts, ends)
+        if self._skip_templates:
+            self._skip_templates -= 1
+            return self._walk_columns(buf, starts, ends)
+        tried = self._costs.choose()
+        began = time.perf_counter()
+        out = self._template_columns(buf, starts, ends) if tried else None
+        if out is None:
+            out = self._walk_columns(buf, starts, ends)
+        self._costs.record(tried, time.perf_counter() - began, n)
+        return out
+
+    def _template_columns(
+        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
+    ) -> Columns | None:
+        """Template groups merged with the walk of the rest (None: no template took any)."""
+        n = int(starts.shape[0])
+        groups, rest = self._match_templates(buf, starts, ends)
+        if rest.size * 8 > n * 7:
+            # Templates took under an eighth: records vary too much here (ragged
+            # lists, free text). Walk the next chunks without trying, then retry.
+            self._skip_templates = TEMPLATE_RETRY_CHUNKS
+        if not groups:
+            return None
         walked = self._walk_columns(buf, starts[rest], ends[rest]) if rest.size else None
         self.stats.template_records += n - int(rest.size)
         return {

@@ -1,4 +1,4 @@
-"""Compiled decoding of wide Examples whose spec holds only int64 / float32 FixedLenFeatures.
+"""Compiled decoding of wide Examples whose spec holds only FixedLenFeatures.
 
 Feature-store and recommender exports carry hundreds of scalar features per record, and
 a spec may select any number of them. The template decoder (:mod:`.template`) needs
@@ -11,7 +11,9 @@ looks the rest up in an open-addressing table of the selected keys (then compare
 words), skips unselected entries by their length without decoding them, and
 decodes the selected ones' packed values straight into their output rows; a missing
 feature takes its default. One buffer per dtype holds every feature's output, each a
-contiguous ``[n, *shape]`` view.
+contiguous ``[n, *shape]`` view. String features get each value's span in the records'
+buffer from the loop; their ``bytes`` objects are then made by one call per chunk for
+every string feature at once (:func:`.lists.bytes_objects`), in record order.
 
 Records the loop does not take whole (unpacked or concatenated lists, duplicate keys,
 unusual layouts, or anything that is an error) are decoded by the exact per-record
@@ -28,7 +30,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,9 +38,10 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..errors import TFRecordError
+from .lists import bytes_objects
 from .records import Request, decode_requests
 from .specs import FeatureSpec, FixedLenFeature
-from .wire import KIND_FLOAT, KIND_INT64, Duplicates, example_feature_map
+from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, Duplicates, example_feature_map
 
 __all__ = ["DensePlan", "NeedsExact", "eligible"]
 
@@ -56,10 +59,8 @@ class NeedsExact(Exception):
 
 
 def eligible(features: Mapping[str, FeatureSpec]) -> bool:
-    """Whether every spec is an int64 / float32 :class:`FixedLenFeature` (and some exist)."""
-    return bool(features) and all(
-        type(f) is FixedLenFeature and f.dtype != "string" for f in features.values()
-    )
+    """Whether every spec is a :class:`FixedLenFeature` (and some exist)."""
+    return bool(features) and all(type(f) is FixedLenFeature for f in features.values())
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,13 @@ class _Slot:
     kind: int
     count: int
     shape: tuple[int, ...]
-    col: int  # first column in its dtype's buffer
+    col: int  # first column in its dtype's buffer (strings: 2 int64 words per value)
     default: int  # start of the default in the buffer's tail (relative), or -1
+
+    @property
+    def words(self) -> int:
+        """Words of its buffer per record (a string value's span takes two)."""
+        return 2 * self.count if self.kind == KIND_BYTES else self.count
 
 
 class DensePlan:
@@ -87,23 +93,38 @@ class DensePlan:
     def __init__(self, features: Mapping[str, FeatureSpec], requests: Mapping[str, Request]):
         self._requests = dict(requests)
         slots: list[_Slot] = []
-        cols = {KIND_INT64: 0, KIND_FLOAT: 0}
-        tails = {KIND_INT64: 0, KIND_FLOAT: 0}
+        cols = {KIND_INT64: 0, KIND_FLOAT: 0, KIND_BYTES: 0}
         int_defaults: list[int] = []
         float_defaults: list[float] = []
+        #: String defaults' values; a default's span in ``ints`` is ``-1 - index`` twice.
+        self._str_defaults: list[bytes] = []
         for name, spec in features.items():
             assert isinstance(spec, FixedLenFeature)
-            kind = KIND_INT64 if spec.dtype == "int64" else KIND_FLOAT
+            kind = _kind(spec)
             count = math.prod(spec.shape)
             default = -1
             # TensorFlow treats a default with no elements as no default.
             if spec.default_value:
-                default = tails[kind]
-                tails[kind] += count
-                (int_defaults if kind == KIND_INT64 else float_defaults).extend(spec.default_value)
+                if kind == KIND_FLOAT:
+                    default = len(float_defaults)
+                    float_defaults.extend(spec.default_value)
+                else:
+                    default = len(int_defaults)
+                    if kind == KIND_INT64:
+                        int_defaults.extend(spec.default_value)
+                    else:
+                        for value in spec.default_value:
+                            mark = -1 - len(self._str_defaults)
+                            self._str_defaults.append(value)
+                            int_defaults += [mark, mark]
             slots.append(_Slot(name, kind, count, spec.shape, cols[kind], default))
-            cols[kind] += count
+            cols[kind] += 2 * count if kind == KIND_BYTES else count
+        # String spans after every int64 column, in the same buffer.
+        slots = [
+            s if s.kind != KIND_BYTES else replace(s, col=s.col + cols[KIND_INT64]) for s in slots
+        ]
         self._slots = slots
+        self._strings = [s for s in slots if s.kind == KIND_BYTES]
         self._cols = cols
         self._int_defaults = np.array(int_defaults, np.int64)
         self._float_defaults = np.array(float_defaults, np.float32).view(np.uint32)
@@ -130,7 +151,7 @@ class DensePlan:
             table,
             np.cumsum([0] + [len(k) for k in keys], dtype=np.int64),
             np.array([s.kind for s in slots], np.int8),
-            np.array([s.count for s in slots], np.int64),
+            np.array([s.words for s in slots], np.int64),
             np.array([s.col for s in slots], np.int64),
             marks,
             np.array([w for key in keys for w in _key_words(key)], np.uint64),
@@ -206,7 +227,7 @@ class DensePlan:
     ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
         """Runs the kernel over chunks ``chunk(0)``.. ``chunk(count - 1)`` of ``n`` records
         (on the thread pool when there are several: each made by the thread walking it)."""
-        n_int = n * self._cols[KIND_INT64]
+        n_int = n * (self._cols[KIND_INT64] + self._cols[KIND_BYTES])
         n_float = n * self._cols[KIND_FLOAT]
         ints = np.empty(n_int + self._int_defaults.shape[0], np.int64)
         ints[n_int:] = self._int_defaults
@@ -214,12 +235,13 @@ class DensePlan:
         floats[n_float:] = self._float_defaults
         defaults = np.array(
             [
-                -1 if s.default < 0 else s.default + (n_int if s.kind == KIND_INT64 else n_float)
+                -1 if s.default < 0 else s.default + (n_float if s.kind == KIND_FLOAT else n_int)
                 for s in self._slots
             ],
             np.int64,
         )
         fallback = np.zeros(n, np.bool_)
+        strings = {s.name: np.empty(n * s.count, object) for s in self._strings}
 
         def walk(k: int) -> bool:
             buf, starts, ends, first = chunk(k)
@@ -239,6 +261,8 @@ class DensePlan:
             if done is None:
                 return False
             fallback[first : first + done.shape[0]] = done
+            if strings:
+                self._make_strings(buf, ints, strings, first, done, n)
             return True
 
         # The kernel releases the GIL, and chunks write disjoint rows: big batches use
@@ -249,12 +273,53 @@ class DensePlan:
         fvalues = floats.view(np.float32)
         out: dict[str, npt.NDArray[Any]] = {}
         for s in self._slots:
+            if s.kind == KIND_BYTES:
+                out[s.name] = strings[s.name].reshape((n, *s.shape))
+                continue
             data = ints if s.kind == KIND_INT64 else fvalues
             out[s.name] = data[s.col * n : (s.col + s.count) * n].reshape((n, *s.shape))
         slow = np.flatnonzero(fallback)
         if slow.size:
             self._exact_records(record, slow, out)
         return out, int(slow.size)
+
+    def _make_strings(  # noqa: PLR0917
+        self,
+        buf: npt.NDArray[np.uint8],
+        ints: I64,
+        strings: dict[str, npt.NDArray[Any]],
+        first: int,
+        fallback: npt.NDArray[np.bool_],
+        n: int,
+    ) -> None:
+        """The ``bytes`` of records ``first``.. (``fallback.shape[0]`` of them) of every
+        string feature, from the spans the kernel wrote, into ``strings`` (one call for
+        all features: records the kernel left get theirs from the exact path later)."""
+        m = int(fallback.shape[0])
+        width = sum(s.count for s in self._strings)
+        if m == 0 or width == 0:
+            return  # (no values: the outputs are empty)
+        blocks = []
+        for s in self._strings:
+            at = s.col * n + first * s.words
+            blocks.append(ints[at : at + m * s.words].reshape(m, s.count, 2))
+        spans = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0].copy()
+        spans[fallback] = 0  # (their words were never written)
+        vs, ve = spans[..., 0], spans[..., 1]
+        defaulted = vs < 0
+        if defaulted.any():
+            marks = vs[defaulted]
+            vs[defaulted] = ve[defaulted] = 0
+        values = bytes_objects(buf, vs.reshape(-1), ve.reshape(-1)).reshape(m, width)
+        if defaulted.any():
+            chosen = np.empty(marks.shape[0], object)
+            chosen[:] = [self._str_defaults[-1 - int(v)] for v in marks.tolist()]
+            values[defaulted] = chosen
+        at = 0
+        for s in self._strings:
+            target = strings[s.name].reshape(n, s.count)
+            target[first : first + m] = values[:, at : at + s.count]
+            at += s.count
 
     def _exact_records(
         self,
@@ -281,11 +346,15 @@ class DensePlan:
                     continue
                 target = out[s.name].reshape(-1, s.count)
                 if values is None:
+                    if s.default < 0:
+                        raise NeedsExact  # required but missing
+                    if s.kind == KIND_BYTES:
+                        words = self._int_defaults[s.default : s.default + 2 * s.count]
+                        target[i] = [self._str_defaults[-1 - int(v)] for v in words[::2]]
+                        continue
                     spec_default = (
                         self._int_defaults if s.kind == KIND_INT64 else self._float_defaults
                     )
-                    if s.default < 0:
-                        raise NeedsExact  # required but missing
                     default = spec_default[s.default : s.default + s.count]
                     target[i] = default if s.kind == KIND_INT64 else default.view(np.float32)
                 elif len(values) != s.count:
@@ -333,4 +402,4 @@ def _key_words(key: bytes) -> tuple[int, int]:
 
 def _kind(spec: FeatureSpec) -> int:
     assert isinstance(spec, FixedLenFeature)
-    return KIND_INT64 if spec.dtype == "int64" else KIND_FLOAT
+    return {"int64": KIND_INT64, "float32": KIND_FLOAT}.get(spec.dtype, KIND_BYTES)

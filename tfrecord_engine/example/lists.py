@@ -59,19 +59,45 @@ def decode_spans(
     return bytes_objects(buf, vs, ve), counts, ok
 
 
+#: Values at most this long are made through a zero-padded ``S<width>`` array.
+PAD_MAX_WIDTH = 512
+#: Mean value sizes up to this are sliced from one ``bytes`` copy of their range.
+SLICE_MAX_MEAN = 512
+
+
 def bytes_objects(buf: npt.NDArray[np.uint8], vs: I64, ve: I64) -> npt.NDArray[Any]:
-    """``buf[vs[j]:ve[j]]`` as an object array of ``bytes``, sliced in C (no Python
+    """``buf[vs[j]:ve[j]]`` as an object array of ``bytes``, made in C (no Python
     bytecode per value).
 
-    Many small values (captions, ids, the string columns of wide records) are sliced
-    from one ``bytes`` copy of the range that holds them (one object per value, ~1.7x
-    faster than a ``memoryview`` slice per value); large ones (images) straight from the
-    buffer, so that their bytes are copied once.
+    Short values (ids, captions, the string columns of wide records) are copied into a
+    zero-padded ``uint8 [n, width]`` array whose ``S<width>`` view numpy turns into
+    ``bytes`` objects in one C loop (~4x faster than slicing); numpy drops trailing NUL
+    bytes there, so the few values that end in one are made again from the buffer.
+    Other small values are sliced from one ``bytes`` copy of the range that holds them;
+    large ones (images) straight from the buffer, so that their bytes are copied once.
     """
     n = int(vs.shape[0])
-    if n > 64:
+    if n == 0:
+        return np.empty(0, dtype=object)
+    sizes = ve - vs
+    total = int(sizes.sum())
+    if n > 16:
+        width = int(sizes.max())
+        if width == 0:
+            return object_array([b""] * n)
+        # (Padding costs little next to making each object: up to 4x the values' bytes
+        # plus 32 a value.)
+        if width <= PAD_MAX_WIDTH and n * (width + 7) <= 4 * total + 32 * n + 65536:
+            rows = kernel_examples.padded_rows(buf, vs, ve, width)
+            if rows is not None:
+                out: npt.NDArray[Any] = rows.view(f"S{rows.shape[1]}").reshape(n).astype(object)
+                nul = np.flatnonzero((sizes > 0) & (buf[np.maximum(ve - 1, 0)] == 0))
+                for j in nul.tolist():
+                    out[j] = buf[int(vs[j]) : int(ve[j])].tobytes()
+                return out
+    if n > 64 and total <= SLICE_MAX_MEAN * n:
         lo, hi = int(vs.min()), int(ve.max())
-        if hi - lo <= 4 * int((ve - vs).sum()) + 65536:
+        if hi - lo <= 4 * total + 65536:
             data = buf[lo:hi].tobytes()
             starts, stops = (vs - lo).tolist(), (ve - lo).tolist()
             return object_array(list(map(data.__getitem__, map(slice, starts, stops))))

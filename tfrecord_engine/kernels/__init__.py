@@ -365,6 +365,9 @@ def _compile() -> dict[str, Any] | None:
     from . import _examples  # noqa: PLC0415 - the walk of Examples (each None if it failed)
 
     kernels.update(_examples.load(compiled.CompileErrors))
+    from . import _single  # noqa: PLC0415 - ds[i]'s one-record walk (None if it failed)
+
+    kernels.update(_single.load(compiled.CompileErrors))
     return kernels
 
 

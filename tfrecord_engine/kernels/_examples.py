@@ -34,9 +34,10 @@ except ImportError as exc:
         f"the compiled kernels need numba ({exc}): {install_hint('fast')}"
     ) from exc
 
-from ._numba import key_hash
+from ._dense import key_hash
+from ._intrinsics import LOW_BYTES, load8
 
-__all__ = ["bytes_lists", "load", "walk_examples"]
+__all__ = ["bytes_lists", "load", "padded_rows", "sparse_indices", "walk_examples"]
 
 _BYTES = 1
 _FLOAT = 2
@@ -216,16 +217,55 @@ def bytes_lists(buf, ls, le, counts, ok):
     return vs, ve
 
 
+@njit(nogil=True, cache=True)
+def padded_rows(buf, vs, ve, out):
+    """``buf[vs[j]:ve[j]]`` into row j of ``out`` (uint64 ``[n, words]``, seen as the
+    row's bytes), zero-padded: rows a numpy ``S<8 * words>`` view turns into ``bytes``
+    objects in one C loop. Eight bytes are moved at a time (masked to the value's end)."""
+    words = out.shape[1]
+    size = buf.shape[0]
+    for j in range(vs.shape[0]):
+        a = vs[j]
+        m = ve[j] - a
+        for q in range(words):
+            left = m - 8 * q
+            if left <= 0:
+                out[j, q] = 0
+                continue
+            at = a + 8 * q
+            if at + 8 <= size:
+                w = load8(buf, at)
+            else:
+                w = np.uint64(0)
+                for b in range(min(left, 8)):
+                    w |= np.uint64(buf[at + b]) << np.uint64(8 * b)
+            out[j, q] = w & LOW_BYTES[min(left, 8)]
+
+
+@njit(nogil=True, cache=True)
+def sparse_indices(counts, out):
+    """A VarLenFeature's ``[values, 2]`` indices from its values per record: ``(r, j)``
+    for value j of record r, written once (numpy's repeat, arange and stack write four
+    arrays of that size)."""
+    k = 0
+    for r in range(counts.shape[0]):
+        for j in range(counts[r]):
+            out[k, 0] = r
+            out[k, 1] = j
+            k += 1
+
+
 def load(errors: tuple[type[Exception], ...]) -> dict[str, object]:
     """The kernels by name, each None where compiling or its self-test failed."""
-    names = ("ex_walk", "ex_bytes")
+    names = ("ex_walk", "ex_bytes", "ex_pad", "ex_sparse")
     try:
         ok = _self_test()
     except (*errors, NumbaError):
         ok = False
     if not ok:
         return dict.fromkeys(names)
-    return dict(zip(names, (walk_examples, bytes_lists), strict=True))
+    kernels = (walk_examples, bytes_lists, padded_rows, sparse_indices)
+    return dict(zip(names, kernels, strict=True))
 
 
 def _self_test() -> bool:
@@ -270,4 +310,12 @@ def _self_test() -> bool:
     ok = np.zeros(1, np.bool_)
     vs, ve = bytes_lists(buf, ps[0, 1:2].copy(), pe[0, 1:2].copy(), counts, ok)
     got = [buf[a:b].tobytes() for a, b in zip(vs.tolist(), ve.tolist(), strict=True)]
-    return bool(ok[0]) and counts.tolist() == [2] and got == [b"hi", b""]
+    if not (bool(ok[0]) and counts.tolist() == [2] and got == [b"hi", b""]):
+        return False
+    rows = np.ones((2, 1), np.uint64)
+    padded_rows(buf, vs, ve, rows)
+    if rows.tobytes() != b"hi" + bytes(14):
+        return False
+    indices = np.full((3, 2), -1, np.int64)
+    sparse_indices(np.array([2, 0, 1], np.int64), indices)
+    return bool(indices.tolist() == [[0, 0], [0, 1], [2, 0]])

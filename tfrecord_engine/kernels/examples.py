@@ -15,7 +15,15 @@ import numpy.typing as npt
 
 from . import _in_bounds, _kernels, key_hashes
 
-__all__ = ["ExampleWalk", "KeyTable", "bytes_lists", "key_table", "walk_examples"]
+__all__ = [
+    "ExampleWalk",
+    "KeyTable",
+    "bytes_lists",
+    "key_table",
+    "padded_rows",
+    "sparse_indices",
+    "walk_examples",
+]
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -135,3 +143,34 @@ def bytes_lists(buf: U8, starts: I64, ends: I64) -> tuple[I64, I64, I64, Bool] |
         ok,
     )
     return spans[0], spans[1], counts, ok
+
+
+def padded_rows(buf: U8, starts: I64, ends: I64, width: int) -> U8 | None:
+    """``buf[starts[j]:ends[j]]`` as row j of a ``uint8 [n, w]`` array, zero-padded, ``w``
+    being ``width`` rounded up to a multiple of 8 (every span at most ``width`` bytes,
+    inside ``buf``), or None without the kernels."""
+    kernel = _kernel("ex_pad")
+    if kernel is None:
+        return None
+    buf = np.ascontiguousarray(buf).reshape(-1)
+    if not _in_bounds(buf, starts, ends) or int((ends - starts).max(initial=0)) > width:
+        return None
+    n = int(starts.shape[0])
+    out = np.empty((n, (width + 7) // 8), np.uint64)
+    kernel(buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64), out)
+    return out.view(np.uint8).reshape(n, -1)
+
+
+def sparse_indices(counts: I64, total: int) -> I64 | None:
+    """The ``int64 [total, 2]`` indices ``(record, position)`` of a VarLenFeature whose
+    records hold ``counts`` values (``total`` in all), or None without the kernels (or
+    counts that do not add up to ``total``)."""
+    kernel = _kernel("ex_sparse")
+    if kernel is None:
+        return None
+    counts = np.ascontiguousarray(counts, np.int64)
+    if counts.shape[0] and (int(counts.min()) < 0 or int(counts.sum()) != total):
+        return None
+    out = np.empty((total, 2), np.int64)
+    kernel(counts, out)
+    return out

@@ -62,6 +62,9 @@ def _key() -> str:
     source = Path(_compiled().__file__).read_bytes()
     source += Path(_compiled().__file__).with_name("_sequence.py").read_bytes()
     source += Path(_compiled().__file__).with_name("_examples.py").read_bytes()
+    source += Path(_compiled().__file__).with_name("_dense.py").read_bytes()
+    source += Path(_compiled().__file__).with_name("_intrinsics.py").read_bytes()
+    source += Path(_compiled().__file__).with_name("_single.py").read_bytes()
     parts = [
         numba.__version__,
         llvmlite.__version__,

@@ -51,6 +51,9 @@ __all__ = ["PARALLEL", "PIECE", "CacheStats", "CachedCopy", "Claim", "ShardCache
 PIECE: Final = 4 << 20
 #: Range requests of a fill in flight together.
 PARALLEL: Final = 8
+#: How far before its fill a copy's modification time is set: more than the coarsest
+#: file timestamps (FAT's 2 s) and than the settling time of ``data/held.py`` (3 s).
+DATED_BACK_NS: Final = 4_000_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -299,6 +302,13 @@ class ShardCache:
         fd, claim.fd = claim.fd, -1
         try:
             self._fill(copy, fd)
+            # Dated back (the copy is never written again once in place, only removed):
+            # readers that keep a file's contents between epochs keep only files whose
+            # last change lies further behind than a timestamp's granularity
+            # (data/held.py), else a copy used in its first seconds would be read whole
+            # again by every epoch, and by every DataLoader worker on its own.
+            dated = time.time_ns() - DATED_BACK_NS
+            os.utime(fd, ns=(dated, dated))
             with self._folder():
                 os.replace(claim.tmp, copy.data_path)
                 self._pin(os.path.basename(copy.data_path))

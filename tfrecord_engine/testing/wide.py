@@ -1,6 +1,6 @@
 """Hypothesis strategies for wide Examples: many scalar / fixed-size features, few selected.
 
-:func:`wide_cases` draws a spec of int64 / float32 ``FixedLenFeature`` s (what the
+:func:`wide_cases` draws a spec of int64 / float32 / string ``FixedLenFeature`` s (what the
 compiled plan of :mod:`tfrecord_engine.example.dense` takes) and a batch of records
 holding those features among many unselected ones, with int64 values of every varint
 width. Some records are off the plain path (missing, defaulted or empty features,
@@ -25,7 +25,7 @@ _NAMES = st.text("ab_é0", min_size=0, max_size=11)
 
 @st.composite
 def _fixed(draw: st.DrawFn) -> FixedLenFeature:
-    dtype = draw(st.sampled_from(["int64", "float32"]))
+    dtype = draw(st.sampled_from(["int64", "float32", "string"]))
     shape = draw(st.sampled_from([(), (), (), (1,), (2,), (0,), (2, 2)]))
     count = math.prod(shape)
     default = None
@@ -49,7 +49,8 @@ def _feature(draw: st.DrawFn, spec: FixedLenFeature, errors: bool) -> FeatureVal
     if mode == "empty":
         return None
     if mode == "type":
-        other = "float32" if spec.dtype == "int64" else draw(st.sampled_from(["int64", "string"]))
+        kinds = [k for k in ("int64", "float32", "string") if k != spec.dtype]
+        other = draw(st.sampled_from(kinds))
         return (other, draw(feature_values(other, min_size=count, max_size=count)))
     if mode == "count":
         count += 1 if count == 0 else draw(st.sampled_from([-1, 1]))
@@ -60,7 +61,7 @@ def _feature(draw: st.DrawFn, spec: FixedLenFeature, errors: bool) -> FeatureVal
 def wide_cases(
     draw: st.DrawFn, *, max_features: int = 12, max_unselected: int = 30, max_batch: int = 6
 ) -> ParseCase:
-    """An all int64/float32 FixedLenFeature spec and a batch of wide records (see above).
+    """An all int64/float32/string FixedLenFeature spec and a batch of wide records (see above).
 
     Records are valid Examples for the spec unless one of them draws an error mode.
     """
