@@ -44,8 +44,13 @@ __all__ = ["DatasetFiles", "FileRecords", "open_indexes", "open_records"]
 FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
 
 
-def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> FileRecords:
+def open_records(
+    index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP, mapped: bool = False
+) -> FileRecords:
     """Returns the right random-access reader for an indexed file (local or URL).
+
+    ``mapped`` reads an uncompressed local file straight out of its map (unguarded
+    against a file cut meanwhile: ``RecordDataset(..., mapped_reads=True)``).
 
     ``max_gap`` applies to uncompressed remote files: records of a batch at most that
     many bytes apart are fetched in one request (``None``: one request per record).
@@ -85,7 +90,7 @@ def open_records(index: Index, *, max_gap: int | None = DEFAULT_MAX_GAP) -> File
     if index.compression is Compression.NONE:
         if not os.path.exists(index.data_path):
             raise FileNotFoundError(index.data_path)
-        return LocalFileRecords(index)
+        return LocalFileRecords(index, mapped=mapped)
     return CompressedFileRecords(index)
 
 
@@ -149,10 +154,14 @@ class DatasetFiles:
     Args:
         indexes: every file's index, in file order (a decode worker gets its parent's).
         max_gap: for uncompressed remote files (see :func:`open_records`).
+        mapped: uncompressed local files read straight out of their maps (see
+            :func:`open_records`).
     """
 
-    def __init__(self, indexes: Sequence[Index], *, max_gap: int | None) -> None:
-        readers = [open_records(index, max_gap=max_gap) for index in indexes]
+    def __init__(
+        self, indexes: Sequence[Index], *, max_gap: int | None, mapped: bool = False
+    ) -> None:
+        readers = [open_records(index, max_gap=max_gap, mapped=mapped) for index in indexes]
         # A sequential epoch reads each remote file ahead into the next one.
         link_sequential([getattr(r, "fetch_ranges", None) for r in readers])
         counts = [len(r.index) for r in readers]
@@ -165,7 +174,9 @@ class DatasetFiles:
         #: The mean record's size in bytes.
         self.record_bytes = data_bytes / max(1, sum(counts))
         local = [r for r in readers if isinstance(r, LocalFileRecords)]
-        self.gather = LocalFilesGather(local) if len(local) == len(readers) > 1 else None
+        self.gather = (
+            LocalFilesGather(local, mapped=mapped) if len(local) == len(readers) > 1 else None
+        )
 
     @property
     def count(self) -> int:

@@ -11,8 +11,9 @@ for the descriptor budget, closes it).
 from __future__ import annotations
 
 import itertools
+import mmap
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,9 @@ _SCRATCH_MAX = 64 << 20
 #: Held files: a batch is gathered file by file (one compiled call each) when they hold
 #: at least this many of its records on average.
 _MIN_PER_FILE = 16
+#: Mapped reads (``mapped``) of records smaller than this on average are gathered by
+#: the kernels first (their cache misses overlapped); larger ones are sliced out.
+_SMALL = 2048
 
 
 class LocalFilesGather:
@@ -41,10 +45,15 @@ class LocalFilesGather:
     with one or two records each: grouping by file would pay numpy's per-call overhead
     per file. Here record spans live in dataset-wide arrays and each record is read
     straight from its file (one ``pread`` of its data and footer).
+
+    With ``mapped`` (``RecordDataset(..., mapped_reads=True)``) each record is sliced
+    straight out of its file's map instead: unguarded against a file cut meanwhile
+    (SIGBUS, see :class:`~.local_source.LocalFileRecords`).
     """
 
-    def __init__(self, readers: Sequence[LocalFileRecords]) -> None:
+    def __init__(self, readers: Sequence[LocalFileRecords], *, mapped: bool = False) -> None:
         self._readers = list(readers)
+        self._mapped = mapped
         self._first = np.concatenate([[0], np.cumsum([len(r.index) for r in readers])]).astype(
             np.int64
         )
@@ -60,6 +69,8 @@ class LocalFilesGather:
         held = self._held_records(idx, file_of, verify)
         if held is not None:
             return held
+        if self._mapped:
+            return self._mapped_records(idx, file_of, verify)
         # Gathered into a reused buffer (a new one would pay a page fault per 4 KiB),
         # then each record made straight from it (one unpack; no copy of the batch).
         try:
@@ -72,6 +83,80 @@ class LocalFilesGather:
         if isinstance(used, np.ndarray) and used.base is None and used.shape[0] <= _SCRATCH_MAX:
             self._scratch.append(used)
         return records
+
+    def _maps(
+        self, idx: IntArray, file_of: IntArray
+    ) -> tuple[dict[int, mmap.mmap], list[U8]] | None:
+        """The maps of the batch's files by file (``mapped``), and their views, which
+        pin them while the caller keeps them; ``None`` if a file has none (empty)."""
+        maps: dict[int, mmap.mmap] = {}
+        views: list[U8] = []
+        for f in np.unique(file_of).tolist():
+            reader = self._readers[f]
+            pair = reader._pair
+            if pair is None:
+                first = idx[np.argmax(file_of == f)] - self._first[f : f + 1]
+                pair = reader.mapping(first)
+                if pair is None:
+                    return None
+            reader.recently_used = True  # (the descriptor budget's second chance)
+            maps[f], view = pair
+            views.append(view)
+        return maps, views
+
+    def _mapped_records(self, idx: IntArray, file_of: IntArray, verify: bool) -> list[bytes]:
+        """Each record sliced straight out of its file's map (one copy), CRC-checked."""
+        got = self._maps(idx, file_of)
+        if got is None:
+            return self._preads(idx, file_of)  # (an empty file: the reader says what)
+        maps, views = got  # (the views pin the maps until we return)
+        if int(self._end[idx].sum() - self._start[idx].sum()) < _SMALL * len(idx):
+            # Small records: the misses of records scattered over the files cost more
+            # than the copy; a compiled gather keeps several in flight.
+            spans = self._spans_by_file(idx, file_of, dict(zip(maps, views, strict=True)))
+            if spans is not None:
+                if verify:
+                    self._raise_first(bad_spans(spans), idx, file_of)
+                # The buffer holds them file by file: made in its order, then put back.
+                order = np.argsort(file_of, kind="stable")
+                made = unpacked_spans(spans.buf, spans.starts[order], spans.ends[order])
+                back = np.empty(len(order), np.int64)
+                back[order] = np.arange(len(order))
+                return [made[k] for k in back.tolist()]
+        files = file_of.tolist()
+        ends = self._end[idx].tolist()
+        records = [
+            maps[f][a:b] for f, a, b in zip(files, self._start[idx].tolist(), ends, strict=True)
+        ]
+        if verify:
+            footers = b"".join([maps[f][b : b + _F] for f, b in zip(files, ends, strict=True)])
+            self._raise_first(bad_records(records, np.frombuffer(footers, "<u4")), idx, file_of)
+        return records
+
+    def _mapped_spans(self, idx: IntArray, file_of: IntArray, verify: bool) -> Spans | None:
+        """The batch copied out of its files' maps into one new buffer: one compiled
+        gather per file where the files hold a few records of it each, else sliced and
+        joined; CRC-checked there."""
+        got = self._maps(idx, file_of)
+        if got is None:
+            return None
+        maps, views = got
+        arrays = dict(zip(maps, views, strict=True))
+        spans = self._spans_by_file(idx, file_of, arrays)
+        if spans is None:
+            files = file_of.tolist()
+            starts = self._start[idx]
+            framed = self._end[idx] + _F
+            pieces = [
+                maps[f][a:b]
+                for f, a, b in zip(files, starts.tolist(), framed.tolist(), strict=True)
+            ]
+            sizes = framed - starts
+            at = np.cumsum(sizes) - sizes
+            spans = Spans(np.frombuffer(b"".join(pieces), np.uint8), at, at + sizes - _F)
+        if verify:
+            self._raise_first(bad_spans(spans), idx, file_of)
+        return spans
 
     def _framed(
         self, idx: IntArray, file_of: IntArray, verify: bool, scratch: U8 | None = None
@@ -196,37 +281,50 @@ class LocalFilesGather:
             return None
         if any(self._readers[f]._copy is not None for f in np.unique(file_of).tolist()):
             return self._held_spans(idx, file_of, verify)
+        if self._mapped:
+            return self._mapped_spans(idx, file_of, verify)
         return self._framed(idx, file_of, verify)
 
     def _held_spans(self, idx: IntArray, file_of: IntArray, verify: bool) -> Spans | None:
         """The batch gathered out of its files' held copies (a shuffled epoch; see
         LocalFileRecords.hold), one compiled gather per file, when every file of the
         batch is held and holds a few records of it at least; else ``None``."""
+        files = np.unique(file_of).tolist()
+        copies = [self._readers[f]._copy for f in files]
+        arrays = {f: c.array for f, c in zip(files, copies, strict=True) if c is not None}
+        if len(arrays) < len(files):
+            return None
+        spans = self._spans_by_file(idx, file_of, arrays)
+        if spans is not None and verify and not all(c is not None and c.all_ok for c in copies):
+            self._raise_first(bad_spans(spans), idx, file_of)
+        return spans
+
+    def _spans_by_file(
+        self, idx: IntArray, file_of: IntArray, arrays: Mapping[int, U8]
+    ) -> Spans | None:
+        """The batch gathered out of ``arrays`` (each file's bytes: a held copy, or a
+        view of its map), one compiled gather per file, each record followed by its
+        footer; ``None`` where the files hold a record or two of it each, or the
+        kernels are not loaded (the caller slices)."""
         order = np.argsort(file_of, kind="stable")
         files, first = np.unique(file_of[order], return_index=True)
         if len(files) * _MIN_PER_FILE > len(idx):
             return None  # a record or two per file: slicing each (read) costs less
-        copies = [self._readers[f]._copy for f in files.tolist()]
         starts = self._start[idx]
         framed = self._end[idx] + _F
         sizes = framed - starts
         pos = np.cumsum(sizes[order]) - sizes[order]  # where each goes, in file order
         out = np.empty(int(sizes.sum()), np.uint8)
         bounds = [*first.tolist(), len(idx)]
-        for copy, a, b in zip(copies, bounds[:-1], bounds[1:], strict=True):
-            if copy is None:
-                return None
+        for f, a, b in zip(files.tolist(), bounds[:-1], bounds[1:], strict=True):
             where = order[a:b]
             at = int(pos[a])
-            got = kernels.gather_spans(copy.array, starts[where], framed[where], out[at:])
+            got = kernels.gather_spans(arrays[f], starts[where], framed[where], out[at:])
             if got is None:
                 return None
         rel = np.empty(len(idx), np.int64)
         rel[order] = pos
-        spans = Spans(out, rel, rel + framed - _F - starts)
-        if verify and not all(c is not None and c.all_ok for c in copies):
-            self._raise_first(bad_spans(spans), idx, file_of)
-        return spans
+        return Spans(out, rel, rel + framed - _F - starts)
 
     def _cut(
         self,

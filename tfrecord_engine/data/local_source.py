@@ -12,6 +12,7 @@ import struct
 import crc32c as _crc32c
 import numpy as np
 
+from .. import kernels
 from ..index.sidecar import Index
 from ..records import framing
 from ..storage import descriptors, safecopy
@@ -19,7 +20,16 @@ from . import held as _held
 from .held import BIG_RECORD, Held, read_held, read_whole, unkeep
 from .held_shared import NO_COPY, SharedCopies, shared_copy
 from .localfile import MappedFile
-from .spans import U8, IntArray, Spans, check_spans, short, unpacked_spans, verify_batch
+from .spans import (
+    U8,
+    IntArray,
+    Spans,
+    check_spans,
+    short,
+    stored_crcs,
+    unpacked_spans,
+    verify_batch,
+)
 
 __all__ = ["LocalFileRecords"]
 
@@ -48,10 +58,17 @@ class LocalFileRecords(MappedFile):
     A read through the descriptor or the map holds it (:meth:`acquire`,
     :meth:`pin_map`); the per-call paths that do not (``read_one``, ``read_few``) note
     ``_gen`` before and check it after, and read again when it changed.
+
+    With ``mapped`` (``RecordDataset(..., mapped_reads=True)``) records are sliced
+    straight out of the file's map instead (no copy by the kernel; CRCs checked as
+    always): faster, and unguarded, a file cut meanwhile kills the process with
+    SIGBUS (docs/reliability.md, "Reading straight from the map").
     """
 
-    def __init__(self, index: Index) -> None:
+    def __init__(self, index: Index, *, mapped: bool = False) -> None:
         super().__init__(index)
+        #: Records are sliced straight out of the map (unguarded: see the class).
+        self.mapped = mapped
         # The whole file in memory while a shuffled epoch holds it (see hold()):
         # ``_copy``, and its data also as ``_held`` (what read_one slices).
         self._copy: Held | None = None
@@ -217,6 +234,8 @@ class LocalFileRecords(MappedFile):
         self.recently_used = True
         if held is not None:
             buf = held[a : a + size + _F]
+        elif self.mapped:
+            return self._mapped_one(local, a, size, verify)
         elif base is not None and self._fd is None and not self._spare():
             # Mapped for gathers, its one descriptor the map's, and no spare one.
             buf = safecopy.copy_span(base + a, size + _F)
@@ -260,6 +279,66 @@ class LocalFileRecords(MappedFile):
             )
         return record
 
+    def _mapped_one(self, local: int, a: int, size: int, verify: bool) -> bytes:
+        """Record ``local`` (data at ``a``, ``size`` bytes) sliced out of the map."""
+        pair = self._pair
+        if pair is None:
+            pair = self.mapping(np.array([local], np.int64))
+            if pair is None:  # (an empty file has no record to ask for)
+                raise short(self.index, np.array([local], np.int64), 0, size + _F, a)
+        m = pair[0]  # (the tuple, alive until we return, pins the map)
+        record = m[a : a + size]
+        if verify:
+            crc = _crc32c.crc32c(record)
+            stored = _FOOTER.unpack_from(m, a + size)[0]
+            if (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF != stored:
+                where = np.array([local], np.int64)
+                verify_batch(
+                    [record],
+                    np.array([stored], np.uint32),
+                    path=self.path,
+                    local=where,
+                    offsets=self.index.offsets[where],
+                )
+        return record
+
+    def _mapped_read(self, local: IntArray, verify: bool) -> list[bytes]:
+        """The records ``local`` sliced out of the map, CRC-checked (``mapped``)."""
+        pair = self.mapping(local)
+        if pair is None:
+            raise short(self.index, local, 0, int(self._end[local[0]]) + _F, 0)
+        m, raw = pair
+        ends = self._end[local]
+        records = [m[a:b] for a, b in zip(self._start[local].tolist(), ends.tolist(), strict=True)]
+        if verify:
+            stored = stored_crcs(raw, ends)
+            verify_batch(
+                records, stored, path=self.path, local=local, offsets=self.index.offsets[local]
+            )
+        return records
+
+    def _mapped_spans(self, local: IntArray) -> Spans:
+        """The records ``local`` and their footers copied out of the map into one new
+        buffer (one compiled gather; one slice for records back to back)."""
+        pair = self.mapping(local)
+        if pair is None:
+            raise short(self.index, local, 0, int(self._end[local[0]]) + _F, 0)
+        m, raw = pair
+        starts = self._start[local]
+        ends = self._end[local]
+        framed = ends + _F
+        if bool(np.all(starts[1:] == framed[:-1] + _H)):
+            a = int(starts[0])
+            out = np.frombuffer(m[a : int(framed[-1])], np.uint8)
+            return Spans(out, starts - a, ends - a)
+        got = kernels.gather_spans(raw, starts, framed)
+        if got is None:  # (kernels not loaded): sliced and joined
+            pieces = [m[a:b] for a, b in zip(starts.tolist(), framed.tolist(), strict=True)]
+            got = np.frombuffer(b"".join(pieces), np.uint8)
+        sizes = framed - starts
+        at = np.cumsum(sizes) - sizes
+        return Spans(got, at, at + sizes - _F)
+
     def read_few(self, local: list[int], verify: bool = True) -> list[bytes] | None:
         """The records ``local`` (a few valid indices within this file), CRC-checked, or
         ``None`` where :meth:`read` must decide (a short read, a CRC mismatch: it raises
@@ -271,6 +350,8 @@ class LocalFileRecords(MappedFile):
         start_at = self._start_at
         end_at = self._end_at
         held = self._held
+        if held is None and self.mapped:
+            return self._mapped_read(np.array(local, np.int64), verify)
         chunks: list[bytes] | None = None
         if held is None and self._base is not None:
             chunks = self._gather_few(local)
@@ -332,6 +413,8 @@ class LocalFileRecords(MappedFile):
         copy = self._copy
         if copy is not None:
             return read_held(self, copy, local, verify)
+        if self.mapped:
+            return self._mapped_read(local, verify)
         # (Once the file is mapped for gathers, its one descriptor is the map's.)
         big = int(self.index.lengths[local].mean()) >= BIG_RECORD
         if len(local) > 1 and big and self._raw is None:
@@ -406,6 +489,8 @@ class LocalFileRecords(MappedFile):
             spans = Spans(copy.array, self._start[local], self._end[local])
             if copy.intact(local):
                 verify = False  # checked as the file was read
+        elif self.mapped:
+            spans = self._mapped_spans(local)
         else:
             spans = Spans(*self._framed_array(local))
         if verify:
@@ -422,5 +507,6 @@ class LocalFileRecords(MappedFile):
         descriptors.CACHE.holds(self, 0)
 
     def __del__(self) -> None:
-        with contextlib.suppress(OSError, AttributeError):
+        # (TypeError: at interpreter exit, module globals such as locks may be None.)
+        with contextlib.suppress(OSError, AttributeError, TypeError):
             self.close()

@@ -228,6 +228,9 @@ class MappedFile:
         # A view of the map (it pins the map while in use).
         self._raw: npt.NDArray[np.uint8] | None = None
         self._base: int | None = None  # the map's address, which gather() takes
+        # The map and its view together (one attribute: read without the lock), for
+        # reads straight out of the map (``mapped_reads=True``, see :meth:`mapping`).
+        self._pair: tuple[mmap.mmap, npt.NDArray[np.uint8]] | None = None
         self._lock = threading.Lock()  # loader threads may open the file together
         # Reads under way through ``_fd`` (acquire/release): a map taking the
         # descriptor's place closes it only when none is (``_retired`` until then), so a
@@ -303,6 +306,7 @@ class MappedFile:
         self._gen += 1
         if evicting:
             descriptors.CACHE.evicting()
+        self._pair = None
         self._raw = None  # the numpy view pins the map; drop it first
         mapping, self._map = self._map, None
         if mapping is not None:
@@ -368,6 +372,28 @@ class MappedFile:
             self.recently_used = True
             return base
 
+    def mapping(
+        self, local: IntArray | None = None
+    ) -> tuple[mmap.mmap, npt.NDArray[np.uint8]] | None:
+        """The file's map and a numpy view of it (mapped on first use, checked as
+        :meth:`fileno`), for reads straight out of the map (``mapped_reads=True``);
+        ``None`` for an empty file.
+
+        A caller keeps the view while it reads: the view pins the map, so a close for
+        the descriptor budget meanwhile leaves it mapped until the view is let go.
+        Not guarded: a page past the end of a file cut meanwhile kills the process
+        with SIGBUS (docs/reliability.md).
+        """
+        pair = self._pair
+        if pair is None:
+            if self.index.data_size == 0:
+                return None
+            with self._lock:
+                self._map_locked(local)
+                pair = self._pair
+        self.recently_used = True
+        return pair
+
     def _map_locked(self, local: IntArray | None) -> int:
         base = self._base
         if base is None:
@@ -376,6 +402,7 @@ class MappedFile:
                 self.path, 1, lambda: mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
             )
             self._raw = np.frombuffer(self._map, np.uint8)
+            self._pair = (self._map, self._raw)
             base = self._base = int(self._raw.ctypes.data)
             # The map holds a descriptor of its own: one per file is enough. Reads
             # under way through this one keep it open until they end.
