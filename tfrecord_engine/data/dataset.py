@@ -41,7 +41,6 @@ from .arguments import (
     record_indices,
     refuse_record_key,
 )
-from .collate import teach_default_collate
 from .epoch_methods import EpochMethods
 from .epochs import (
     DEFAULT_CHUNK_RECORDS,
@@ -54,6 +53,7 @@ from .explain import DecodePath, explain_decode
 from .files import DatasetFiles, FileRecords, open_indexes, open_records
 from .located import locate
 from .output import SampleOutput, check_transform, sample_output
+from .output_methods import OutputMethods
 from .prepare import MASK_KEY, PaddedBatch
 from .procpool import DecodePool, WorkerInit
 from .remote_cache import DatasetCache
@@ -130,7 +130,7 @@ def _expand(
     return expand_paths(paths_or_globs, storage_options)
 
 
-class RecordDataset(ViewMethods, EpochMethods):
+class RecordDataset(ViewMethods, EpochMethods, OutputMethods):
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
     Each file's index is loaded on first use (from the ``.tfeidx/`` sub-folder the writer
@@ -358,44 +358,7 @@ class RecordDataset(ViewMethods, EpochMethods):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- output: transform and format (see .output) ------------------------------------
-
-    @property
-    def transform(self) -> Callable[[Any], Any] | None:
-        """The function applied to every sample handed out (``None``: none)."""
-        return None if self._output is None else self._output.transform
-
-    @property
-    def format(self) -> str:
-        """The output format: ``"numpy"`` (as decoded), ``"torch"`` or ``"jax"``."""
-        return "numpy" if self._output is None else self._output.format
-
-    def with_format(self, format: str | None) -> RecordDataset:
-        """A copy of this dataset whose samples and batches are ``format``'s arrays.
-
-        ``"torch"`` (tensors), ``"jax"`` (``jax.numpy`` arrays) or ``"numpy"``/``None``
-        (as decoded), as Hugging Face's ``with_format``: ``ds[i]``, ``ds[list]``,
-        iteration, ``__getitems__`` and :meth:`batches` convert every numeric array;
-        strings stay ``bytes``. The variable-length values of a sample stay typed numpy
-        arrays, which every collate (PyTorch's default one too) pads into a
-        :class:`~tfrecord_engine.PaddedValue` of the loader's tensors. The copy shares
-        the files, indexes, ``transform`` and epoch count; this dataset is unchanged.
-
-        Example:
-            >>> import os, tempfile, tfrecord_engine as tfe
-            >>> path = os.path.join(tempfile.mkdtemp(), "f.tfrecord")
-            >>> with tfe.TFRecordWriter(path, index=True) as w:
-            ...     w.write_many([tfe.encode_example({"x": [i]}) for i in range(3)])
-            3
-            >>> ds = tfe.RecordDataset(path, {"x": tfe.FixedLenFeature([], "int64")})
-            >>> ds.with_format("torch")[[0, 2]]["x"]
-            tensor([0, 2])
-        """
-        return self._copy(format=format)
-
-    def with_transform(self, transform: Callable[[Any], Any] | None) -> RecordDataset:
-        """A copy of this dataset with ``transform`` (see the class's ``transform=``)."""
-        return self._copy(transform=check_transform(transform))
+    # ---- output: transform and format (see .output_methods) ----------------------------
 
     def _copy(self, **changes: Any) -> RecordDataset:
         copied = RecordDataset.__new__(RecordDataset)
@@ -403,22 +366,6 @@ class RecordDataset(ViewMethods, EpochMethods):
         if self._files is not None:
             copied._use(self._files.indexes)  # (indexes checked already)
         return copied
-
-    def _out_one(self, sample: Any, index: int) -> Any:
-        if self._output is not None:
-            return self._output.one(sample, index if index >= 0 else index + len(self))
-        teach_default_collate()  # (a ConcatDataset's loader collates ds[i] samples)
-        return sample
-
-    def _out_batch(self, batch: Any) -> Any:
-        return batch if self._output is None else self._output.batch(batch)
-
-    def _out_many(self, samples: list[Any], indices: IntArray) -> list[Any]:
-        if self._output is None:
-            teach_default_collate()  # (the loader's default_collate pads our VarLen kinds)
-            return samples
-        n = len(self)
-        return self._output.many(samples, [i + n if i < 0 else i for i in indices.tolist()])
 
     def __getstate__(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,7 @@
 
 :func:`walk_one` does in one call what ``data/single.py``'s Python walk does entry by
 entry: it walks the record's feature map, looks each key up in a hashed table of the
-requested keys (FNV-1a, :func:`key_hash`; the table is built by
+requested keys (``_dense.key_hash``, the batch walk's; the table is built by
 :func:`tfrecord_engine.kernels.single.one_table`) and, per requested key, records the
 span of its ``Feature``; scalars (``FixedLenFeature([])``) it reads too: an int64's
 varint, a float32's bits, a string's payload span.
@@ -33,40 +33,13 @@ except ImportError as exc:
         f"the compiled kernels need numba ({exc}): {install_hint('fast')}"
     ) from exc
 
-__all__ = ["OTHER", "SCALAR_BYTES", "SCALAR_FLOAT", "SCALAR_INT", "key_hash", "load", "walk_one"]
+from ._dense import key_hash
+from ._examples import _span
+
+__all__ = ["OTHER", "SCALAR_BYTES", "SCALAR_FLOAT", "SCALAR_INT", "load", "walk_one"]
 
 #: What the walk reads of a requested key (``code``): its Feature's span only, or a scalar.
 OTHER, SCALAR_INT, SCALAR_FLOAT, SCALAR_BYTES = 0, 1, 2, 3
-
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
-
-
-@njit(nogil=True, cache=True)
-def key_hash(buf, p, n):
-    """FNV-1a (64 bits) of ``buf[p:p + n]``."""
-    h = _FNV_OFFSET
-    for t in range(n):
-        h = (h ^ np.uint64(buf[p + t])) * _FNV_PRIME
-    return h
-
-
-@njit(nogil=True, cache=True)
-def _span(buf, i, e):
-    """The payload ``(start, end)`` of the length prefix at ``buf[i:e]`` when it fits
-    in ``[i, e)``, else ``(-1, -1)`` (lengths of up to 5 varint bytes)."""
-    value = np.int64(0)
-    shift = 0
-    while i < e and shift < 35:
-        b = np.int64(buf[i])
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            if value > e - i:
-                return -1, -1
-            return i, i + value
-        shift += 7
-    return -1, -1
 
 
 @njit(nogil=True, cache=True)

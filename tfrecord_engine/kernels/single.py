@@ -14,12 +14,11 @@ caller's exact path then reports it).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from . import _kernels
+from . import _kernels, key_hashes
 
 __all__ = ["OneTable", "one_table", "packed_int64", "walk_one"]
 
@@ -56,48 +55,52 @@ def packed_int64(record: bytes, start: int, end: int) -> I64 | None:
     return values if n == values.size else values[:n]
 
 
-_FNV_OFFSET = 0xCBF29CE484222325
-_FNV_PRIME = 0x100000001B3
-_MASK64 = (1 << 64) - 1
-
-
-def _fnv1a(key: bytes) -> int:
-    """FNV-1a (64 bits) of ``key``, as ``_single.key_hash`` computes it."""
-    h = _FNV_OFFSET
-    for b in key:
-        h = ((h ^ b) * _FNV_PRIME) & _MASK64
-    return h
-
-
-@dataclass(frozen=True)
 class OneTable:
     """The requested keys of a spec for :func:`walk_one` (build once, with
     :func:`one_table`): ``meta``, int64 rows of the hashed table (slots' keys, their
-    hashes' bits), the keys' offsets in ``keys`` and how each is read (codes)."""
+    hashes' bits), the keys' offsets in ``keys`` and how each is read (codes). The
+    hashes are the compiled ``key_hash``'s, so the table is made on the first walk
+    once the kernels are loaded."""
 
-    meta: I64
-    keys: npt.NDArray[np.uint8]
+    def __init__(self, names: list[bytes], code: list[int]) -> None:
+        self.names = names
+        self.code = code
+        self.keys = np.frombuffer(b"".join(names) or b"\0", np.uint8)
+        self._meta: I64 | None = None
+
+    def meta(self) -> I64 | None:
+        """The table (None while the kernels are not loaded)."""
+        if self._meta is None:
+            hashed = key_hashes(self.names)
+            if hashed is None:
+                return None
+            self._meta = _table(self.names, self.code, hashed[0])
+        return self._meta
 
 
-def one_table(keys: list[bytes], code: list[int]) -> OneTable:
-    """The table of ``keys`` (distinct); ``code[k]``: 0 the Feature's span only, 1 an
-    int64 scalar, 2 a float32 scalar, 3 a string scalar (``_single``'s codes)."""
+def _table(names: list[bytes], code: list[int], hashed: npt.NDArray[np.uint64]) -> I64:
     size = 8
-    while size < 2 * len(keys):
+    while size < 2 * len(names):
         size *= 2
     meta = np.full((4, size), -1, np.int64)
     hashes = np.zeros(size, np.uint64)
-    for k, key in enumerate(keys):
-        h = _fnv1a(key)
+    for k in range(len(names)):
+        h = int(hashed[k])
         idx = h & (size - 1)
         while meta[0, idx] >= 0:
             idx = (idx + 1) & (size - 1)
         meta[0, idx] = k
         hashes[idx] = h
     meta[1] = hashes.view(np.int64)
-    meta[2, : len(keys) + 1] = np.cumsum([0] + [len(k) for k in keys])
-    meta[3, : len(keys)] = code
-    return OneTable(meta, np.frombuffer(b"".join(keys) or b"\0", np.uint8))
+    meta[2, : len(names) + 1] = np.cumsum([0] + [len(k) for k in names])
+    meta[3, : len(names)] = code
+    return meta
+
+
+def one_table(keys: list[bytes], code: list[int]) -> OneTable:
+    """The table of ``keys`` (distinct); ``code[k]``: 0 the Feature's span only, 1 an
+    int64 scalar, 2 a float32 scalar, 3 a string scalar (``_single``'s codes)."""
+    return OneTable(keys, code)
 
 
 def walk_one(record: bytes, keys: OneTable, n: int) -> I64 | None:
@@ -114,7 +117,10 @@ def walk_one(record: bytes, keys: OneTable, n: int) -> I64 | None:
     kernel: Callable[..., bool] | None = kernels.get("one_walk")
     if kernel is None:
         return None
+    meta = keys.meta()
+    if meta is None:
+        return None
     out = np.empty((4, n), np.int64)
-    if not kernel(np.frombuffer(record, np.uint8), keys.meta, keys.keys, out):
+    if not kernel(np.frombuffer(record, np.uint8), meta, keys.keys, out):
         return None
     return out
