@@ -374,6 +374,19 @@ _POOL: list[concurrent.futures.ThreadPoolExecutor] = []
 _POOL_LOCK = threading.Lock()
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool has no threads here (a ``map`` on it would
+    wait forever, e.g. in a DataLoader worker), and its lock may have been held at the
+    fork. The child makes its own on first use."""
+    global _POOL_LOCK
+    _POOL.clear()
+    _POOL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _pool() -> concurrent.futures.ThreadPoolExecutor | None:
     """The threads that walk chunks of one batch at once (None on a single core)."""
     try:
