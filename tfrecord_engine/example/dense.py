@@ -378,7 +378,7 @@ def _forget_pool() -> None:
     """In a forked child: the parent's pool has no threads here (a ``map`` on it would
     wait forever, e.g. in a DataLoader worker), and its lock may have been held at the
     fork. The child makes its own on first use."""
-    global _POOL_LOCK
+    global _POOL_LOCK  # noqa: PLW0603 - one module-wide lock, replaced after fork
     _POOL.clear()
     _POOL_LOCK = threading.Lock()
 
