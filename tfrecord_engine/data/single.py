@@ -53,7 +53,7 @@ from ..example.wire import (
     example_feature_map,
 )
 from ..kernels.single import one_table, walk_one
-from .single_steps import Read, plan
+from .single_steps import Read, plan, uvarint
 
 __all__ = ["SingleDecoder"]
 
@@ -69,35 +69,10 @@ def _code(scalar: bool, kind: int) -> int:
     return {KIND_INT64: _OTHER_INT, KIND_FLOAT: _OTHER_FLOAT, KIND_BYTES: _OTHER_BYTES}[kind]
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A varint of at most 10 bytes at ``buf[pos]``: (value, position after it), unmasked.
-
-    Raises:
-        IndexError: it runs past the end of ``buf``.
-        MalformedExampleError: longer than 10 bytes.
-    """
-    b = buf[pos]
-    if b >= 0x80:  # (the walk reads one-byte varints inline; two bytes are the rest)
-        b2 = buf[pos + 1]
-        if b2 < 0x80:
-            return (b & 0x7F) | (b2 << 7), pos + 2
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise MalformedExampleError("varint longer than 10 bytes", offset=pos)
-
-
 def _int_at(rec: bytes, start: int, end: int) -> int | None:
     """The int64 of the varint filling ``rec[start:end]``, or ``None`` if it does not."""
     try:
-        value, stop = _uvarint(rec, start)
+        value, stop = uvarint(rec, start)
     except (IndexError, MalformedExampleError):
         return None
     if stop != end:
@@ -313,7 +288,7 @@ class SingleDecoder:
         if b < 0x80:
             size, pos = b, 2
         else:
-            size, pos = _uvarint(rec, 1)
+            size, pos = uvarint(rec, 1)
         if pos + size != n:
             return None  # not one Features message filling the record
         out: list[Any] = [None] * len(self._names)
@@ -326,7 +301,7 @@ class SingleDecoder:
                 pos += 2
                 entry_end = pos + b
             else:
-                size, pos = _uvarint(rec, pos + 1)
+                size, pos = uvarint(rec, pos + 1)
                 entry_end = pos + size
             if entry_end > n or rec[pos] != 0x0A:
                 return None
@@ -338,7 +313,7 @@ class SingleDecoder:
                 vpos = kend + 2
                 vend = vpos + b
             else:
-                size, vpos = _uvarint(rec, kend + 1)
+                size, vpos = uvarint(rec, kend + 1)
                 vend = vpos + size
             if vend != entry_end:
                 return None
@@ -361,7 +336,7 @@ class SingleDecoder:
                     return None
                 value = rec[vpos + 4]
                 if p != 1 or value >= 0x80:
-                    value, end = _uvarint(rec, vpos + 4)
+                    value, end = uvarint(rec, vpos + 4)
                     if end != vend:
                         return None
                     value &= _MASK64
@@ -383,14 +358,14 @@ class SingleDecoder:
                 if b < 0x80:
                     at = vpos + 2
                 else:
-                    b, at = _uvarint(rec, vpos + 1)
+                    b, at = uvarint(rec, vpos + 1)
                 if at + b != vend or rec[at] != 0x0A:
                     return None
                 b = rec[at + 1]
                 if b < 0x80:
                     at += 2
                 else:
-                    b, at = _uvarint(rec, at + 1)
+                    b, at = uvarint(rec, at + 1)
                 if at + b != vend:
                     return None
                 out[slot] = rec[at:vend]

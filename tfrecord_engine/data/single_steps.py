@@ -45,7 +45,7 @@ from ..example.wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, RawValues, decode
 from ..kernels.single import packed_int64
 from .varlen import VarLenList, varlen_array
 
-__all__ = ["KeyStep", "Output", "plan"]
+__all__ = ["KeyStep", "Output", "plan", "uvarint"]
 
 #: A key's value from its decoded values, or ``None`` for the exact path.
 Convert = Callable[[RawValues], Any]
@@ -83,7 +83,18 @@ class Output:
     finish: Finish | None = None
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+def uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A varint of at most 10 bytes at ``buf[pos]``: (value, position after it), unmasked.
+
+    Raises:
+        IndexError: it runs past the end of ``buf``.
+        MalformedExampleError: longer than 10 bytes.
+    """
+    b = buf[pos]
+    if b >= 0x80:  # (the walk reads one-byte varints inline; two bytes are the rest)
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            return (b & 0x7F) | (b2 << 7), pos + 2
     result = 0
     shift = 0
     while True:
@@ -105,7 +116,7 @@ def _payload(rec: bytes, start: int, end: int, tag: int) -> tuple[int, int] | No
     size = rec[start + 1]
     at = start + 2
     if size >= 0x80:
-        size, at = _uvarint(rec, start + 1)
+        size, at = uvarint(rec, start + 1)
     if at + size != end:
         return None
     if size == 0:
@@ -115,7 +126,7 @@ def _payload(rec: bytes, start: int, end: int, tag: int) -> tuple[int, int] | No
     size = rec[at + 1]
     at += 2
     if size >= 0x80:
-        size, at = _uvarint(rec, at - 1)
+        size, at = uvarint(rec, at - 1)
     return (at, end) if at + size == end else None
 
 
@@ -145,7 +156,7 @@ def read_ints(rec: bytes, start: int, end: int) -> npt.NDArray[np.int64] | None:
         if v < 0x80:
             pos += 1
         else:
-            v, pos = _uvarint(rec, pos)
+            v, pos = uvarint(rec, pos)
             if pos > b:
                 return None  # torn at the run's end: the exact path reports it
             v &= _MASK64
