@@ -29,39 +29,21 @@ from ..errors import MissingDependencyError, install_hint
 
 try:
     from numba import njit
-    from numba.core import cgutils, types
     from numba.core.errors import NumbaError
-    from numba.extending import intrinsic
 except ImportError as exc:
     raise MissingDependencyError(
         f"the compiled kernels need numba ({exc}): {install_hint('fast')}"
     ) from exc
 
-# The length-prefix reader of the Example walk: one definition for both kernels.
+# The length-prefix reader of the Example walk and the shared memcpy: one definition each.
 from ._examples import _span
+from ._intrinsics import copy as _memcpy
 
 __all__ = ["dense_steps", "load", "numeric_lists", "sparse_indices", "walk_sequences"]
 
 _BYTES = 1
 _FLOAT = 2
 _INT64 = 3
-
-
-@intrinsic
-def _memcpy(typingctx, dst, dst_at, src, src_at, n):  # noqa: PLR0917
-    """Copies ``n`` bytes from ``src[src_at:]`` to ``dst[dst_at:]`` (uint8 arrays; the
-    caller checks bounds) with LLVM's memcpy: a loop of byte stores is several times
-    slower."""
-
-    def codegen(context, builder, signature, args):
-        d = context.make_array(signature.args[0])(context, builder, args[0])
-        s = context.make_array(signature.args[2])(context, builder, args[2])
-        target = builder.gep(d.data, [args[1]])
-        source = builder.gep(s.data, [args[3]])
-        cgutils.raw_memcpy(builder, target, source, args[4], 1)
-        return context.get_dummy_value()
-
-    return types.void(dst, types.int64, src, types.int64, types.int64), codegen
 
 
 @njit(nogil=True, cache=True)
