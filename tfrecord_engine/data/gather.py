@@ -151,9 +151,7 @@ class LocalFilesGather:
                 maps[f][a:b]
                 for f, a, b in zip(files, starts.tolist(), framed.tolist(), strict=True)
             ]
-            sizes = framed - starts
-            at = np.cumsum(sizes) - sizes
-            spans = Spans(np.frombuffer(b"".join(pieces), np.uint8), at, at + sizes - _F)
+            spans = Spans.back_to_back(np.frombuffer(b"".join(pieces), np.uint8), framed - starts)
         if verify:
             self._raise_first(bad_spans(spans), idx, file_of)
         return spans
@@ -170,9 +168,7 @@ class LocalFilesGather:
         else:
             framed = got if got is not None else self._preads(idx, file_of)
             sizes = np.fromiter(map(len, framed), np.int64, len(framed))
-            out = np.frombuffer(b"".join(framed), np.uint8)
-            ends = np.cumsum(sizes) - _F
-            spans = Spans(out, ends + _F - sizes, ends)
+            spans = Spans.back_to_back(np.frombuffer(b"".join(framed), np.uint8), sizes)
         if verify:
             self._raise_first(bad_spans(spans), idx, file_of)
         return spans

@@ -335,9 +335,7 @@ class LocalFileRecords(MappedFile):
         if got is None:  # (kernels not loaded): sliced and joined
             pieces = [m[a:b] for a, b in zip(starts.tolist(), framed.tolist(), strict=True)]
             got = np.frombuffer(b"".join(pieces), np.uint8)
-        sizes = framed - starts
-        at = np.cumsum(sizes) - sizes
-        return Spans(got, at, at + sizes - _F)
+        return Spans.back_to_back(got, framed - starts)
 
     def read_few(self, local: list[int], verify: bool = True) -> list[bytes] | None:
         """The records ``local`` (a few valid indices within this file), CRC-checked, or

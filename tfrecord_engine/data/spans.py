@@ -63,6 +63,13 @@ class Spans(NamedTuple):
         """Each record as ``bytes`` (for the exact, record-by-record paths)."""
         return unpacked_spans(self.buf, self.starts, self.ends)
 
+    @classmethod
+    def back_to_back(cls, buf: U8, sizes: IntArray) -> Spans:
+        """Records each followed by its footer, one after the other in ``buf``;
+        ``sizes``: each record's bytes with its footer."""
+        ends = np.cumsum(sizes) - _F
+        return cls(buf, ends + _F - sizes, ends)
+
 
 #: "000" to "999" as ASCII rows: numbers become decimal text three digits per lookup.
 _DIGITS3 = np.frombuffer(b"".join(b"%03d" % i for i in range(1000)), np.uint8).reshape(1000, 3)
