@@ -262,22 +262,24 @@ class LocalFileRecords(MappedFile):
         if len(buf) != size + _F:  # a short copy out of the map
             raise short(self.index, np.array([local], np.int64), len(buf), size + _F, a)
         record = buf[:size]
-        crc = _crc32c.crc32c(record) if verify else 0
+        if verify:
+            self._check_one(local, record, _FOOTER.unpack_from(buf, size)[0])
+        return record
+
+    def _check_one(self, local: int, record: bytes, stored: int) -> None:
+        """Raises the located CRC error if ``record`` (record ``local``) does not match
+        its ``stored`` masked CRC."""
+        crc = _crc32c.crc32c(record)
         # (framing.mask_crc, inline: this is the per-call path)
-        if (
-            verify
-            and (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF
-            != _FOOTER.unpack_from(buf, size)[0]
-        ):
+        if (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF != stored:
             where = np.array([local], np.int64)
             verify_batch(
                 [record],
-                np.frombuffer(buf, "<u4", 1, size),
+                np.array([stored], np.uint32),
                 path=self.path,
                 local=where,
                 offsets=self.index.offsets[where],
             )
-        return record
 
     def _mapped_one(self, local: int, a: int, size: int, verify: bool) -> bytes:
         """Record ``local`` (data at ``a``, ``size`` bytes) sliced out of the map."""
@@ -289,17 +291,7 @@ class LocalFileRecords(MappedFile):
         m = pair[0]  # (the tuple, alive until we return, pins the map)
         record = m[a : a + size]
         if verify:
-            crc = _crc32c.crc32c(record)
-            stored = _FOOTER.unpack_from(m, a + size)[0]
-            if (((crc >> 15) | (crc << 17)) + _DELTA) & 0xFFFFFFFF != stored:
-                where = np.array([local], np.int64)
-                verify_batch(
-                    [record],
-                    np.array([stored], np.uint32),
-                    path=self.path,
-                    local=where,
-                    offsets=self.index.offsets[where],
-                )
+            self._check_one(local, record, _FOOTER.unpack_from(m, a + size)[0])
         return record
 
     def _mapped_read(self, local: IntArray, verify: bool) -> list[bytes]:
