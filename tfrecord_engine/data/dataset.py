@@ -566,7 +566,7 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods):
 
     def _sample(self, record: bytes) -> dict[str, Any]:
         if _is_sequence(self.features):
-            return _sequences().sequence_sample(self.features, record)  # type: ignore[no-any-return]
+            return self.decoder.sample(record)  # type: ignore[no-any-return]
         single = self._single_decoder()
         out = single.sample(record)
         if out is not None:

@@ -56,6 +56,7 @@ from ..example.specs import (
 )
 from ..example.values import RaggedValue, SparseValue
 from .samples import sample_of, samples_of
+from .single_sequence import SingleSequenceDecoder
 from .varlen import VarLenList, varlen_array
 
 __all__ = [
@@ -108,6 +109,7 @@ class SequenceBatchDecoder:
         self.features = features
         self._decoder = SequenceDecoder(features.context, features.sequence)
         self._sampler: SequenceDecoder | None = None
+        self._single: SingleSequenceDecoder | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (SequenceBatchDecoder, (self.features,))
@@ -151,6 +153,16 @@ class SequenceBatchDecoder:
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
         """The flat batch of ``records``."""
         return flat_batch(self.features, *self._decoder.decode_records(records))
+
+    def sample(self, record: bytes) -> Sample:
+        """One record's sample (``ds[i]``): the per-call path
+        (:class:`~.single_sequence.SingleSequenceDecoder`) where it serves the record,
+        else :func:`sequence_sample`, which raises TensorFlow's error for a bad one."""
+        single = self._single
+        if single is None:
+            single = self._single = SingleSequenceDecoder(self.features)
+        got = single.sample(record)
+        return got if got is not None else sequence_sample(self.features, record)
 
     def samples(self, chunk: SequenceChunk) -> list[Sample]:
         """One sample per record of ``chunk`` (see the module docstring), cut from one

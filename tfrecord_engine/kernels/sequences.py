@@ -15,7 +15,14 @@ import numpy.typing as npt
 
 from . import _in_bounds, _kernels
 
-__all__ = ["SequenceWalk", "dense_steps", "numeric_lists", "sparse_indices", "walk_sequences"]
+__all__ = [
+    "OneSequenceWalk",
+    "SequenceWalk",
+    "dense_steps",
+    "numeric_lists",
+    "sparse_indices",
+    "walk_sequences",
+]
 
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
@@ -109,6 +116,92 @@ def walk_sequences(
         walk.bad,
     )
     return walk
+
+
+class OneSequenceWalk:
+    """:func:`walk_sequences` of one record at a time, for the per-call path (``ds[i]``),
+    over feature-list keys only (context entries are checked, none selected).
+
+    The keys' arrays are made once, and the compiled loops are looked up once they
+    have loaded: a call allocates its outputs and calls the walk, nothing else.
+
+    Args:
+        keys: the feature-list keys, expected kinds ``kinds`` (3 int64, 2 float32).
+    """
+
+    def __init__(self, keys: list[bytes], kinds: list[int]) -> None:
+        self._keys = np.frombuffer(b"".join(keys) or b"\0", np.uint8)
+        self._key_at = np.zeros(len(keys) + 1, np.int64)
+        np.cumsum([len(k) for k in keys], out=self._key_at[1:])
+        self._kinds = np.array(kinds, np.int8)
+        self._walk: Callable[..., object] | None = None
+        self._numeric: Callable[..., object] | None = None
+
+    def __call__(self, buf: U8) -> tuple[I64, I64, I64, I64] | None:
+        """``(first, count, step_start, step_end)`` of the record ``buf`` (all of it):
+        per key, where its steps start in the step spans (-1: no such FeatureList) and
+        how many; per step, its value list's span. ``None``: not the canonical shape
+        (see :func:`walk_sequences`) or the kernels not loaded yet."""
+        walk = self._walk
+        if walk is None:
+            walk = self._walk = _kernel("seq_walk")
+            self._numeric = _kernel("seq_numeric")
+            if walk is None:
+                return None
+        ns = self._kinds.shape[0]
+        n = buf.shape[0]
+        none = np.full((1, 0), -1, np.int64)
+        first = np.full((1, ns), -1, np.int64)
+        count = np.zeros((1, ns), np.int64)
+        room = n // 2 + 1  # (a step takes 2 bytes at least)
+        step_start = np.empty(room, np.int64)
+        step_end = np.empty(room, np.int64)
+        bad = np.zeros(1, np.bool_)
+        walk(
+            buf,
+            _FIRST,
+            np.array([n], np.int64),
+            self._keys,
+            self._key_at,
+            _NO_KINDS,
+            self._kinds,
+            np.full((1, 0), -1, np.int8),
+            none,
+            none,
+            first,
+            count,
+            step_start,
+            step_end,
+            bad,
+        )
+        if bad[0]:
+            return None
+        return first[0], count[0], step_start, step_end
+
+    def numbers(
+        self, buf: U8, start: I64, end: I64, kind: int
+    ) -> tuple[npt.NDArray[np.int64] | npt.NDArray[np.float32], I64] | None:
+        """:func:`numeric_lists` through the loop looked up with the walk's."""
+        kernel = self._numeric
+        if kernel is None:
+            return None
+        size = int(end.sum() - start.sum())
+        counts = np.empty(start.shape[0], np.int64)
+        if kind == 3:
+            ints = np.empty(size, np.int64)
+            total = kernel(buf, start, end, kind, ints, _NO_BYTES, counts)
+            assert isinstance(total, int)
+            return (ints[:total], counts) if total >= 0 else None
+        floats = np.empty(size // 4, np.float32)
+        total = kernel(buf, start, end, kind, _NO_INTS, floats.view(np.uint8), counts)
+        assert isinstance(total, int)
+        return floats[:total], counts
+
+
+_FIRST = np.zeros(1, np.int64)
+_NO_KINDS = np.zeros(0, np.int8)
+_NO_INTS = np.zeros(0, np.int64)
+_NO_BYTES = np.zeros(0, np.uint8)
 
 
 def dense_steps(
