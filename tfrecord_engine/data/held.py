@@ -13,6 +13,7 @@ copies of all files of the process within one budget, least recently used droppe
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import mmap
 import os
 import struct
@@ -21,7 +22,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -208,25 +209,47 @@ def unpacked(buf: U8, sizes: IntArray) -> list[bytes]:
     return list(unpacker.unpack_from(buf))  # type: ignore[arg-type]  # numpy arrays are buffers
 
 
+#: The size of a huge page (x86-64, arm64 with 4 KiB base pages): copies from
+#: ``_HUGE_FROM`` bytes on start on such a boundary.
+_HUGE = 2 << 20
+_HUGE_FROM = 1 << 20
+
+
 def anonymous(size: int) -> mmap.mmap:
     """``size`` bytes of private memory (zeros), in huge pages where the system has them.
 
     A file held whole is read into such a buffer rather than into ``bytes``: with 2 MiB
-    pages instead of 4 KiB ones, the copy in takes far fewer page faults (measured: 60 MB
-    read in 16 ms against 39 ms) and gathering records scattered over it far fewer TLB
-    misses. Slicing it gives ``bytes``, as slicing ``bytes`` does.
+    pages instead of 4 KiB ones, the copy in takes far fewer page faults and gathering
+    records scattered over it far fewer TLB misses. The kernel backs only aligned 2 MiB
+    ranges with huge pages, so from ``_HUGE_FROM`` bytes on the buffer starts on a
+    2 MiB boundary of a slightly larger map (measured, a 2.4 MB file read into fresh
+    memory: 0.20 ms aligned against 0.93 ms at the map's own start). Slicing it gives
+    ``bytes``, as slicing ``bytes`` does; the map lives as long as the buffer.
     """
     private = getattr(mmap, "MAP_PRIVATE", None)
     anonymous = getattr(mmap, "MAP_ANONYMOUS", None)
-    if private is None or anonymous is None:
-        memory = mmap.mmap(-1, size)  # (Windows: backed by the paging file)
-    else:
-        memory = mmap.mmap(-1, size, flags=private | anonymous)
     huge = getattr(mmap, "MADV_HUGEPAGE", None)
-    if huge is not None:
-        with contextlib.suppress(OSError):  # only advice: a kernel may not take it
-            memory.madvise(huge)
-    return memory
+    if private is None or anonymous is None:
+        return mmap.mmap(-1, size)  # (Windows: backed by the paging file)
+    if huge is None or size < _HUGE_FROM:
+        memory = mmap.mmap(-1, size, flags=private | anonymous)
+        if huge is not None:
+            with contextlib.suppress(OSError):  # only advice: a kernel may not take it
+                memory.madvise(huge)
+        return memory
+    # Huge pages for every whole 2 MiB, and for the tail where rounding it up to one
+    # more costs at most a third of the size in memory nobody reads.
+    whole = -(-size // _HUGE) * _HUGE
+    cover = whole if whole - size <= size // 3 else size // _HUGE * _HUGE
+    memory = mmap.mmap(-1, max(size, cover) + _HUGE, flags=private | anonymous)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    skip = -start % _HUGE
+    with contextlib.suppress(OSError):
+        memory.madvise(huge, skip, cover)
+    # A ctypes array over the aligned part keeps the map alive. Typed as the map: both
+    # slice to ``bytes`` and export a writable buffer, all a copy is used for (typing
+    # has no way to say that a char array's slices are bytes).
+    return cast(mmap.mmap, (ctypes.c_char * size).from_buffer(memory, skip))
 
 
 def read_whole(reader: Holder, verify: bool, into: mmap.mmap | None = None) -> Held:
