@@ -5,7 +5,8 @@
 int64 decoded with vectorized 7-bit arithmetic, packed float32 as one gather and a view.
 Records the fast path cannot take (concatenated Examples, unknown fields, unpacked
 lists, duplicate keys, anything malformed) are decoded by the exact per-record path and
-merged back in place; :attr:`BatchDecoder.stats` counts them. Outputs are assembled by
+merged back in place (the walks and that merge: :mod:`.batchwalk`);
+:attr:`BatchDecoder.stats` counts them. Outputs are assembled by
 the same code as the exact path (:mod:`.assemble`). Whenever a batch would raise — a
 type mismatch, a malformed record — the whole batch is handed to the exact path, which
 raises exactly what ``parse_example`` raises.
@@ -29,16 +30,16 @@ import numpy.typing as npt
 from .. import kernels
 from ..errors import TFRecordError
 from ..kernels import examples as kernel_examples
-from . import dense, lists, lockstep, merging, raw, template
+from . import batchwalk, dense, merging, template
 from .assemble import assemble
-from .columns import Column, empty_values, from_rows
+from .batchwalk import Decoded
+from .columns import Column
 from .decode_stats import DecodeStats
 from .names import example_name_list, named_errors
 from .parse import _plan, parse_single_example
 from .parse import parse_example as parse_example_exact
-from .records import Request, decode_requests, tensor_value, to_records
+from .records import Request, tensor_value, to_records
 from .specs import FeatureSpec, FixedLenFeature, RawFeature, as_feature_specs
-from .wire import KIND_FLOAT, KIND_INT64, KIND_NONE, Duplicates, example_feature_map
 
 __all__ = [
     "BatchDecoder",
@@ -51,8 +52,6 @@ __all__ = [
 I64 = npt.NDArray[np.int64]
 _LOG = logging.getLogger(__name__)  # under "tfrecord_engine": DEBUG lines on fallbacks
 Columns = dict[str, Column]
-#: One key's values from a walk: (records holding it, their values in record order, counts).
-Decoded = tuple[I64, npt.NDArray[Any], I64]
 #: Batches at least this large are always batch-decoded by :func:`parse_example`
 #: (smaller ones from ``TEMPLATE_MIN_RECORDS`` on when learnt templates take them).
 LOCKSTEP_MIN_BATCH = 1024
@@ -96,7 +95,7 @@ class BatchDecoder:
         self._order = list(self._requests.values())
         self._keys = [r.raw_key for r in self._order]
         self._kinds = [r.kind for r in self._order]
-        self._fusion: tuple[list[int], list[list[int]]] | None = None
+        self._fusion: batchwalk.Fusion | None = None
         # Bytes per value of each RawFeature key (None for other keys, and for a
         # fixed_length, whose values may have any size): their values are gathered as
         # uint8 rows, never as bytes objects (see :mod:`.raw`).
@@ -404,11 +403,34 @@ class BatchDecoder:
         return groups, rest
 
     def _walk_columns(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Columns:
-        lists = self._compiled_lists(buf, starts, ends)
-        if lists is None:
-            lists = self._lockstep_lists(buf, starts, ends)
-        fallback, decoded = lists
-        return self._walked_columns(buf, starts, ends, fallback, decoded)
+        """The columns of records no template took, by a walk (:mod:`.batchwalk`)."""
+        walked = self._compiled_lists(buf, starts, ends)
+        if walked is None:
+            walked = batchwalk.lockstep_lists(
+                buf, starts, ends, self._keys, order=self._order, widths=self._widths
+            )
+        fallback, decoded = walked
+        out, fb = batchwalk.merged_columns(
+            buf,
+            starts,
+            ends,
+            fallback,
+            decoded,
+            order=self._order,
+            widths=self._widths,
+            requests=self._requests,
+        )
+        self.stats.fallback_records += int(fb.size)
+        if fb.size and _LOG.isEnabledFor(logging.DEBUG):
+            _LOG.debug(
+                "decode: %d of %d records are not in the canonical layout (the first: "
+                "record %d of the batch): the exact per-record path decoded them "
+                "(tfe.explain_decode says which paths a spec takes)",
+                fb.size,
+                int(starts.shape[0]),
+                int(fb[0]),
+            )
+        return out
 
     def _key_table(self) -> kernel_examples.KeyTable | None:
         """The spec's keys hashed for the compiled walk (None until the kernels load)."""
@@ -419,181 +441,15 @@ class BatchDecoder:
     def _compiled_lists(
         self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
     ) -> tuple[npt.NDArray[np.bool_], list[Decoded]] | None:
-        """Each key's values by the compiled walk (one pass per record, records in
-        order whatever their key order), or None without the kernels."""
+        """Each key's values by the compiled walk, or None without the kernels."""
         table = self._key_table()
         walk = None if table is None else kernel_examples.walk_examples(buf, starts, ends, table)
         if walk is None:
             return None
         self.stats.walked_records += int(starts.shape[0])
-        fallback = walk.bad.copy()
-        good = ~walk.bad
-        kinds = np.asarray(self._kinds, np.int64)
-        found = walk.kind
-        if np.any((found != KIND_NONE) & (found != kinds) & good[:, None]):
-            raise _Delegate  # a type mismatch: the exact path raises TF's error
-        # Every key's lists at once, keys of one kind (and not RawFeature) decoded by one
-        # call over all their spans: a spec of many features (wide records) pays the
-        # per-call set-up once per kind, not once per feature.
-        order = self._fused_order()
-        match = (found == kinds) & good[:, None]
-        key_of, recs = np.nonzero(match.T[order])  # by (permuted) key, then record
-        keys = np.asarray(order, np.int64)[key_of]
-        ps = walk.start[recs, keys]
-        pe = walk.end[recs, keys]
-        at = np.searchsorted(key_of, np.arange(len(order) + 1))
-        decoded: list[Decoded | None] = [None] * len(order)
-        for group in self._fused_groups():
-            a, b = int(at[group[0]]), int(at[group[-1] + 1])
-            first = order[group[0]]
-            width = self._widths[first]
-            values, counts, ok = lists.decode_spans(
-                buf, self._kinds[first], ps[a:b], pe[a:b], width
-            )
-            if not ok.all():
-                fallback[recs[a:b][~ok]] = True
-            ends = np.cumsum(counts)
-            for g in group:
-                i, j = int(at[g]) - a, int(at[g + 1]) - a
-                lo = int(ends[i - 1]) if i else 0
-                hi = int(ends[j - 1]) if j else 0
-                decoded[order[g]] = (recs[a + i : a + j], values[lo:hi], counts[i:j])
-        return fallback, [d for d in decoded if d is not None]
-
-    def _fused_order(self) -> list[int]:
-        """The spec's keys grouped by kind for :meth:`_compiled_lists` (RawFeature keys
-        alone: each has its own row size)."""
         if self._fusion is None:
-
-            def group(i: int) -> tuple[int, int, int]:
-                width = self._widths[i]
-                return (self._kinds[i], -1 if width is None else i, i)
-
-            order = sorted(range(len(self._order)), key=group)
-            groups: list[list[int]] = []
-            last: tuple[int, int] | None = None
-            for pos, i in enumerate(order):
-                tag = group(i)[:2]
-                if tag != last:
-                    groups.append([])
-                    last = tag
-                groups[-1].append(pos)
-            self._fusion = (order, groups)
-        return self._fusion[0]
-
-    def _fused_groups(self) -> list[list[int]]:
-        self._fused_order()
-        assert self._fusion is not None
-        return self._fusion[1]
-
-    def _lockstep_lists(
-        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
-    ) -> tuple[npt.NDArray[np.bool_], list[Decoded]]:
-        """Each key's values by the lockstep walk (numpy passes, without the kernels)."""
-        table = lockstep.walk_examples(buf, starts, ends, self._keys)
-        fallback = table.fallback.copy()
-        spans: list[tuple[I64, I64, I64]] = []
-        for i, req in enumerate(self._order):
-            sel = np.flatnonzero(table.key_id == i)
-            kind = table.kind[sel]
-            if np.any((kind != KIND_NONE) & (kind != req.kind) & ~fallback[table.record[sel]]):
-                raise _Delegate  # a type mismatch: the exact path raises TF's error
-            sel = sel[kind == req.kind]
-            # The table lists entries by position within their record, so records
-            # whose keys come in different orders interleave: values must be in record
-            # order (a record holds at most one entry per key; duplicates fall back).
-            order = table.record[sel]
-            if order.size > 1 and bool(np.any(order[1:] < order[:-1])):
-                sel = sel[np.argsort(order, kind="stable")]
-            recs = table.record[sel]
-            spans.append((recs, table.list_start[sel], table.list_end[sel]))
-        decoded: list[Decoded] = []
-        for req, width, (recs, ls, le) in zip(self._order, self._widths, spans, strict=True):
-            values, counts, ok = self._decode_lists(buf, req.kind, ls, le, width)
-            fallback[recs[~ok]] = True
-            decoded.append((recs, values, counts))
-        return fallback, decoded
-
-    def _walked_columns(
-        self,
-        buf: npt.NDArray[np.uint8],
-        starts: I64,
-        ends: I64,
-        fallback: npt.NDArray[np.bool_],
-        decoded: list[Decoded],
-    ) -> Columns:
-        """The columns of walked records: the fast values, the fallback records' merged in."""
-        n = int(starts.shape[0])
-        fb = np.flatnonzero(fallback)
-        rows = self._exact_rows(buf, starts, ends, fb) if fb.size else []
-        out: dict[str, Column] = {}
-        for req, width, (fast_recs, fast_values, fast_counts) in zip(
-            self._order, self._widths, decoded, strict=True
-        ):
-            keep = ~fallback[fast_recs]
-            recs, values, counts = fast_recs, fast_values, fast_counts
-            if not keep.all():
-                values = values[np.repeat(keep, counts)]
-                recs, counts = recs[keep], counts[keep]
-            col_counts = np.zeros(n, np.int64)
-            present = np.zeros(n, np.bool_)
-            col_counts[recs] = counts
-            present[recs] = True
-            if fb.size:
-                fcol = from_rows(rows, req.key, req.kind)
-                col_counts[fb] = fcol.counts
-                present[fb] = fcol.present
-                slow_values = fcol.values
-                if width is not None:
-                    slow_rows = raw.as_rows(slow_values, width)
-                    if slow_rows is None:
-                        raise _Delegate  # a raw value of the wrong size: the exact path raises
-                    slow_values = slow_rows
-                values = merging.merge(values, recs, counts, slow=(slow_values, fb, fcol.counts))
-            out[req.key] = Column(values, col_counts, present)
-        self.stats.fallback_records += int(fb.size)
-        if fb.size and _LOG.isEnabledFor(logging.DEBUG):
-            _LOG.debug(
-                "decode: %d of %d records are not in the canonical layout (the first: "
-                "record %d of the batch): the exact per-record path decoded them "
-                "(tfe.explain_decode says which paths a spec takes)",
-                fb.size,
-                n,
-                int(fb[0]),
-            )
-        return out
-
-    def _decode_lists(
-        self, buf: npt.NDArray[np.uint8], kind: int, ls: I64, le: I64, width: int | None
-    ) -> tuple[npt.NDArray[Any], I64, npt.NDArray[np.bool_]]:
-        if ls.size == 0:
-            empty = empty_values(kind) if width is None else raw.empty_rows(width)
-            return empty, np.zeros(0, np.int64), np.ones(0, np.bool_)
-        if kind == KIND_INT64:
-            values, counts, ok = lockstep.packed_varints(buf, ls, le)
-            return values, counts, ok
-        if kind == KIND_FLOAT:
-            fvalues, counts, ok = lockstep.packed_floats(buf, ls, le)
-            return fvalues, counts, ok
-        if width is not None:
-            return lists.raw_rows(buf, lockstep.bytes_values(buf, ls, le), width)
-        vs, ve, counts, ok = lockstep.bytes_values(buf, ls, le)
-        return lists.bytes_objects(buf, vs, ve), counts, ok
-
-    def _exact_rows(
-        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64, which: npt.NDArray[np.intp]
-    ) -> list[dict[str, Any]]:
-        rows = []
-        mv = buf.data
-        for i in which.tolist():
-            data = mv[int(starts[i]) : int(ends[i])].tobytes()
-            dups = Duplicates()
-            try:
-                fmap = example_feature_map(data, dups)
-                rows.append(decode_requests(data, fmap, dups, self._requests, i))
-            except ValueError as exc:
-                raise _Delegate from exc
-        return rows
+            self._fusion = batchwalk.fused_layout(self._kinds, self._widths)
+        return batchwalk.walked_lists(buf, walk, self._kinds, self._widths, self._fusion)
 
 
 def join_records(records: Sequence[bytes]) -> tuple[npt.NDArray[np.uint8], I64, I64]:

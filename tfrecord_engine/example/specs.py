@@ -5,7 +5,8 @@
 ``ValueRowIds``, ``UniformRowLength``, also reachable as ``RaggedFeature.RowSplits`` ...)
 and ``SparseFeature``. Each is a frozen, slotted dataclass that validates and normalizes
 itself: ``dtype`` becomes one of ``"int64"``, ``"float32"``, ``"string"``; ``shape`` a
-tuple; a default value a flat tuple of Python scalars.
+tuple; a default value a flat tuple of Python scalars (the checks and conversions of
+these arguments are in :mod:`.specargs`).
 
 :class:`RawFeature` has no ``tf.io`` twin: one bytes value per record read as a numeric
 array, what ``tf.io.decode_raw`` does after parsing. Its dtype is a numpy number type
@@ -29,12 +30,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
 from .image import ImageFeature
+from .specargs import (
+    DType,
+    RawDType,
+    as_shape,
+    dtype_name,
+    flat_default,
+    normalize_dtype,
+    raw_default,
+    raw_dtype,
+)
 from .tensors import TensorFeature
 
 __all__ = [
@@ -61,119 +72,10 @@ __all__ = [
     "normalize_dtype",
 ]
 
-DType = Literal["int64", "float32", "string"]
 DTypeLike = object
 """A dtype name, a numpy dtype/type, or any object with a ``.name`` (e.g. ``tf.int64``)."""
 ShapeLike = object
 """An int, a sequence of ints, or an object with ``.as_list()`` (e.g. ``tf.TensorShape``)."""
-
-_DTYPE_NAMES: dict[str, DType] = {
-    "int64": "int64",
-    "float32": "float32",
-    "float": "float32",
-    "string": "string",
-    "bytes": "string",
-    "bytes_": "string",
-    "object": "string",
-}
-
-
-def normalize_dtype(dtype: object) -> DType:
-    """Maps a dtype-like object to ``"int64"``, ``"float32"`` or ``"string"``.
-
-    Example:
-        >>> import numpy as np
-        >>> normalize_dtype(np.float32), normalize_dtype("bytes")
-        ('float32', 'string')
-    """
-    name: object
-    if isinstance(dtype, str):
-        name = dtype
-    elif isinstance(dtype, type) and issubclass(dtype, (bytes, np.bytes_)):
-        name = "string"
-    elif isinstance(dtype, (type, np.dtype)):
-        try:
-            np_dtype = np.dtype(dtype)
-        except TypeError:
-            name = getattr(dtype, "name", None)
-        else:
-            name = "string" if np_dtype.kind in "SO" else np_dtype.name
-    else:
-        name = getattr(dtype, "name", None)
-    if isinstance(name, str) and name in _DTYPE_NAMES:
-        return _DTYPE_NAMES[name]
-    raise InvalidArgumentError(
-        f"Unsupported feature dtype {dtype!r}: must be int64, float32 or string (bytes)"
-    )
-
-
-def _dtype_name(dtype: object) -> object:
-    if isinstance(dtype, str):
-        return dtype
-    if isinstance(dtype, (type, np.dtype)):
-        try:
-            return np.dtype(dtype).name
-        except TypeError:
-            pass
-    return getattr(dtype, "name", None)
-
-
-def _shape(shape: object, what: str) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        dims: Sequence[object] = [shape]
-    elif hasattr(shape, "as_list"):  # a tf.TensorShape
-        dims = list(getattr(shape, "as_list")())  # noqa: B009
-    elif isinstance(shape, Sequence) and not isinstance(shape, (str, bytes)):
-        dims = shape
-    else:
-        raise InvalidArgumentError(f"{what}: shape must be a sequence of ints, got {shape!r}")
-    out = []
-    for d in dims:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
-            raise InvalidArgumentError(
-                f"{what}: shape must be fully defined non-negative ints, got {shape!r}"
-            )
-        out.append(int(d))
-    return tuple(out)
-
-
-def _scalar(value: object, dtype: DType, what: str) -> int | float | bytes:
-    if dtype == "string":
-        if isinstance(value, str):
-            return value.encode("utf-8")
-        if isinstance(value, (bytes, np.bytes_)):
-            return bytes(value)
-    elif dtype == "int64":
-        if (
-            isinstance(value, (int, np.integer))
-            and not isinstance(value, (bool, np.bool_))
-            and -(1 << 63) <= int(value) < (1 << 63)
-        ):
-            return int(value)
-    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)
-    ):
-        with np.errstate(over="ignore"):
-            return float(np.float32(value))
-    raise InvalidArgumentError(f"{what}: default value {value!r} is not a valid {dtype}")
-
-
-def _flat_default(value: object, dtype: DType, what: str) -> tuple[Any, ...]:
-    if isinstance(value, np.ndarray):
-        items: list[object] = list(value.reshape(-1))
-    elif isinstance(value, (list, tuple)):
-        items = []
-        stack: list[object] = [value]
-        # Flatten nested lists row-major without recursion limits on odd input.
-        while stack:
-            top = stack.pop()
-            if isinstance(top, (list, tuple)):
-                stack.extend(reversed(top))
-            else:
-                items.append(top)
-    else:
-        items = [value]
-    return tuple(_scalar(v, dtype, what) for v in items)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -196,13 +98,13 @@ class FixedLenFeature:
     default_value: tuple[Any, ...] | None = None
 
     def __init__(self, shape: ShapeLike, dtype: DTypeLike, default_value: object = None) -> None:
-        shape = _shape(shape, "FixedLenFeature")
+        shape = as_shape(shape, "FixedLenFeature")
         dtype = normalize_dtype(dtype)
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "default_value", None)
         if default_value is not None:
-            flat = _flat_default(default_value, dtype, "FixedLenFeature")
+            flat = flat_default(default_value, dtype, "FixedLenFeature")
             if len(flat) != math.prod(shape):
                 raise InvalidArgumentError(
                     f"FixedLenFeature: default value has {len(flat)} values, but the "
@@ -255,12 +157,12 @@ class FixedLenSequenceFeature:
         default_value: object = None,
     ) -> None:
         dtype = normalize_dtype(dtype)
-        object.__setattr__(self, "shape", _shape(shape, "FixedLenSequenceFeature"))
+        object.__setattr__(self, "shape", as_shape(shape, "FixedLenSequenceFeature"))
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "allow_missing", bool(allow_missing))
         object.__setattr__(self, "default_value", None)
         if default_value is not None:
-            flat = _flat_default(default_value, dtype, "FixedLenSequenceFeature")
+            flat = flat_default(default_value, dtype, "FixedLenSequenceFeature")
             if len(flat) != 1:
                 raise InvalidArgumentError(
                     "FixedLenSequenceFeature: default_value must be a scalar padding value"
@@ -374,7 +276,7 @@ class RaggedFeature:
             if not isinstance(p, (*_KEYED, UniformRowLength)):
                 raise InvalidArgumentError(f"RaggedFeature: unsupported partition {p!r}")
         object.__setattr__(self, "partitions", parts)
-        name = _dtype_name(row_splits_dtype)
+        name = dtype_name(row_splits_dtype)
         if name not in ("int32", "int64"):
             raise InvalidArgumentError(
                 f"RaggedFeature: row_splits_dtype must be int32 or int64, got {row_splits_dtype!r}"
@@ -415,7 +317,7 @@ class SparseFeature:
         already_sorted: bool = False,
     ) -> None:
         keys = (index_key,) if isinstance(index_key, str) else tuple(index_key)
-        sizes = _shape(size, "SparseFeature")
+        sizes = as_shape(size, "SparseFeature")
         object.__setattr__(self, "value_key", value_key)
         object.__setattr__(self, "already_sorted", bool(already_sorted))
         if not keys or len(keys) != len(sizes):
@@ -425,49 +327,6 @@ class SparseFeature:
         object.__setattr__(self, "index_key", keys)
         object.__setattr__(self, "size", sizes)
         object.__setattr__(self, "dtype", normalize_dtype(dtype))
-
-
-RawDType = Literal[
-    "uint8",
-    "int8",
-    "uint16",
-    "int16",
-    "int32",
-    "uint32",
-    "int64",
-    "float16",
-    "float32",
-    "float64",
-    "bool",
-    "complex64",
-    "complex128",
-]
-_RAW_DTYPES: tuple[RawDType, ...] = get_args(RawDType)
-
-
-def _raw_dtype(dtype: object) -> RawDType:
-    np_dtype: np.dtype[Any] | None = None
-    if isinstance(dtype, (str, type, np.dtype)):
-        try:
-            np_dtype = np.dtype(dtype)
-        except TypeError:
-            np_dtype = None
-    if np_dtype is None:
-        name = getattr(dtype, "name", None)  # e.g. tf.uint8
-        if isinstance(name, str) and name in _RAW_DTYPES:
-            np_dtype = np.dtype(name)
-    if np_dtype is None or np_dtype.name not in _RAW_DTYPES:
-        raise InvalidArgumentError(
-            f"RawFeature: unsupported dtype {dtype!r}: must be one of {', '.join(_RAW_DTYPES)}"
-        )
-    if np_dtype.byteorder == ">" or (np_dtype.byteorder == "=" and not np.little_endian):
-        # The byte order is little_endian's to say (tf.io.decode_raw's argument): a
-        # big-endian numpy dtype would silently mean something else.
-        raise InvalidArgumentError(
-            f"RawFeature: dtype {dtype!r} is big-endian: give the native dtype and "
-            "little_endian=False to read big-endian values"
-        )
-    return _RAW_DTYPES[_RAW_DTYPES.index(np_dtype.name)]
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -520,8 +379,8 @@ class RawFeature:
         little_endian: bool = True,
         fixed_length: int | None = None,
     ) -> None:
-        shape = _shape(shape, "RawFeature")
-        name = _raw_dtype(dtype)
+        shape = as_shape(shape, "RawFeature")
+        name = raw_dtype(dtype)
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", name)
         object.__setattr__(self, "default_value", None)
@@ -552,7 +411,7 @@ class RawFeature:
                 )
             object.__setattr__(self, "fixed_length", int(fixed_length))
         if default_value is not None:
-            object.__setattr__(self, "default_value", _raw_default(default_value, shape, name))
+            object.__setattr__(self, "default_value", raw_default(default_value, shape, name))
 
     @property
     def nbytes(self) -> int:
@@ -571,32 +430,6 @@ class RawFeature:
         if size is None or len(value) == size:
             return value
         return value[:size] if len(value) > size else value + bytes(size - len(value))
-
-
-def _raw_default(value: object, shape: tuple[int, ...], dtype: RawDType) -> tuple[Any, ...]:
-    try:
-        given = np.asarray(value)
-        if given.dtype.kind not in "biufc":
-            raise TypeError(f"not numbers ({given.dtype})")
-        if given.dtype.kind == "c" and np.dtype(dtype).kind != "c":
-            raise TypeError(f"complex values for a {dtype} feature")
-        with np.errstate(all="ignore"):
-            cast = given.astype(dtype)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(
-            f"RawFeature: default value {value!r} is not an array of {dtype}: {exc}"
-        ) from None
-    if cast.size != math.prod(shape):
-        raise InvalidArgumentError(
-            f"RawFeature: default value has {cast.size} values, but the requested shape "
-            f"{list(shape)} has {math.prod(shape)}"
-        )
-    exact = np.array_equal(cast, given, equal_nan=cast.dtype.kind in "fc")
-    if not exact:
-        raise InvalidArgumentError(
-            f"RawFeature: default value {value!r} does not fit {dtype} exactly"
-        )
-    return tuple(cast.reshape(-1).tolist())
 
 
 FeatureSpec = (

@@ -19,17 +19,15 @@ temporary file (creating it, renaming it) names the final path, the one the call
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import os
 import sys
-import warnings
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import BinaryIO
 
-from ..errors import DamageWarning, InvalidArgumentError, WriterClosedError, WriterFailedError
+from ..errors import InvalidArgumentError, WriterClosedError, WriterFailedError
 from ..index.columns import ColumnsArg, ColumnSpec, normalize_columns
 from ..index.placement import IndexPlacement, normalize_placement
 from ..index.recorder import DEFAULT_FLUSH_EVERY, IndexRecorder, columns_of_existing
@@ -46,32 +44,12 @@ from ..records.options import (
 )
 from ..records.recovery import DamageReport
 from ..storage import remote
-from ..storage.filekind import require_regular
 from ..storage.fileops import FileOps, naming_final
 from ..storage.options import StorageOptionsArg
-from ..storage.remote_fileops import RemoteFileOps
-from .append import torn_tail_offset
+from .destination import FILE_BUFFER, file_ops_for, open_for_append, open_temp, use_file_ops
 from .publish import PendingIndex, index_in_place, temp_path_for
 
 __all__ = ["TFRecordWriter", "temp_path_for", "use_file_ops"]
-
-# The file-system seam (fault injection in tests): a writer created inside
-# ``use_file_ops(ops)`` makes every file-system call through ``ops``. A context variable,
-# not a constructor argument, so the public signature shows only what users may pass.
-_FILE_OPS: contextvars.ContextVar[FileOps | None] = contextvars.ContextVar(
-    "tfrecord_engine_file_ops", default=None
-)
-
-
-@contextlib.contextmanager
-def use_file_ops(ops: FileOps) -> Iterator[None]:
-    """Writers created inside this block perform their file-system calls through ``ops``."""
-    token = _FILE_OPS.set(ops)
-    try:
-        yield
-    finally:
-        _FILE_OPS.reset(token)
-
 
 Record = bytes | bytearray | memoryview | str
 
@@ -81,8 +59,6 @@ _DIRECT_WRITE = 1 << 16
 _CHUNK = 1 << 20
 # Python's zlib compressor (other compressors reproduce TensorFlow's calls themselves).
 _ZLIB_COMPRESS = type(zlib.compressobj())
-# A larger file buffer than io's default (8 KiB) halves the per-record write cost.
-_FILE_BUFFER = 1 << 20
 # write() holds records, then frames them together (one compiled pass for the lot, not a
 # framing call per record): about this many bytes at a time, counted in records (a
 # count is cheaper to keep than a byte total), at most _HOLD_MAX of them, each under
@@ -251,15 +227,7 @@ class TFRecordWriter:
         )
         index = bool(index)
         self.path = remote.local_path(os.fspath(path))
-        _ops = _FILE_OPS.get()
-        if _ops is None and remote.is_url(self.path):
-            if append:
-                raise InvalidArgumentError(f"{self.path}: appending to a URL is not supported")
-            _ops = RemoteFileOps(self.path, storage_options)
-        elif append:
-            # Appending first reads the file's tail (torn records are cut): a pipe has none.
-            require_regular(self.path, "appending")
-        self._ops = FileOps() if _ops is None else _ops
+        self._ops = file_ops_for(self.path, append=append, storage_options=storage_options)
         self._durable = durable
         self._failed: OSError | None = None
         self._temp: str | None = None
@@ -284,17 +252,14 @@ class TFRecordWriter:
         self._rebuild_index = index and append
         if self._rebuild_index and index_columns is None:
             self._columns = columns_of_existing(self.path)
+        # Where the bytes go (:mod:`.destination`): the end of the file, a temporary
+        # sibling renamed onto ``path`` by close(), or ``path`` itself.
         if append:
-            f = self._open_for_append(on_damage_report)
+            f = open_for_append(self._ops, self.path, self._kind, on_damage_report)
         elif atomic:
-            temp = temp_path_for(self.path)
-            try:
-                f = self._ops.open_new(temp, _FILE_BUFFER)
-            except OSError as exc:
-                raise naming_final(exc, temp, self.path) from None
-            self._temp = temp
+            f, self._temp = open_temp(self._ops, self.path)
         else:
-            f = self._ops.open_truncate(self.path, _FILE_BUFFER)
+            f = self._ops.open_truncate(self.path, FILE_BUFFER)
         self._file: BinaryIO | None = f
         # Early writeback (see _SYNC_EVERY): on the real file system only (an injected
         # seam sees just the calls it expects; a remote file has no descriptor).
@@ -315,26 +280,6 @@ class TFRecordWriter:
         # Where the last flush() left the compressed stream (see _partial_flush).
         self._flushed_pos = f.tell() if self._compressor is not None else 0
         self._flushed_records = -1  # (no flush yet: the stream header is still to come)
-
-    def _open_for_append(
-        self, on_damage_report: Callable[[DamageReport], object] | None
-    ) -> BinaryIO:
-        def warn(report: DamageReport) -> None:
-            warnings.warn(DamageWarning(str(report), report), stacklevel=4)
-
-        try:
-            cut = torn_tail_offset(self.path, self._kind, on_damage_report or warn)
-        except FileNotFoundError:
-            cut = None
-        f = self._ops.open_append(self.path, _FILE_BUFFER)
-        try:
-            if cut is not None:
-                self._ops.truncate(f, cut)
-                self._ops.fsync(f)
-        except BaseException:
-            f.close()
-            raise
-        return f
 
     @property
     def _empty_append(self) -> bool:
