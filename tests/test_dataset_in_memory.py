@@ -96,7 +96,8 @@ def test_the_copy_lives_while_an_epoch_holds_it(files: list[str]) -> None:
 def test_which_epochs_hold(files: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     ds = tfe.RecordDataset(files, features=SPEC)
     cases: list[tuple[dict[str, Any], bool]] = [
-        ({"shuffle": False}, False),  # sequential epochs read runs as they are
+        ({"shuffle": False}, True),  # (the first chunk reaches both files)
+        ({"shuffle": False, "in_memory": False}, False),  # read in runs as they are
         ({"shuffle": True, "in_memory": False}, False),
         ({"shuffle": True}, True),
         ({"shuffle": True, "workers": 1}, False),  # workers read in their processes
@@ -389,9 +390,9 @@ def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = source.LocalFileRecords._read_all
 
-    def counted(self: source.LocalFileRecords, verify: bool) -> Any:
+    def counted(self: source.LocalFileRecords, verify: bool, *joint: Any) -> Any:
         seen.append(os.path.basename(self.path))
-        return real(self, verify)
+        return real(self, verify, *joint)
 
     monkeypatch.setattr(source.LocalFileRecords, "_read_all", counted)
     return seen
@@ -591,3 +592,86 @@ def test_copies_start_on_a_huge_page_boundary(size: int) -> None:
     assert data[0:4] == b"\x01\x02\x03\x00"
     assert type(data[0:4]) is bytes
     assert data[size - 1 : size] == b"\x09"
+
+
+def test_an_in_order_epoch_holds_each_file_as_it_reaches_it(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In file order, a file is read whole when the epoch reaches it (not all before the
+    first batch), and the copies are kept: later epochs, in either order, read nothing."""
+    monkeypatch.setattr(epochs, "chunk_records", lambda shuffle, record_bytes: 100)
+    reads = _reads(monkeypatch)
+    ds = tfe.RecordDataset(files, features=SPEC)
+    plain = tfe.RecordDataset(files, features=SPEC)
+    it = ds.batches(100, readahead=0)
+    seen = [next(it)["x"].tolist()]
+    assert _held(ds) == [True, False]
+    assert reads == ["a.tfrecord"]
+    seen += [b["x"].tolist() for b in it]
+    assert seen == [b["x"].tolist() for b in plain.batches(100, in_memory=False)]
+    assert reads == ["a.tfrecord", "b.tfrecord"]
+    assert _held(ds) == [False, False]
+    assert all(_kept(ds))  # kept for the next epochs
+    for shuffle in (False, True, False):
+        got = _flat(ds.batches(64, shuffle=shuffle, seed=3, epoch=0))
+        assert got == _flat(plain.batches(64, shuffle=shuffle, seed=3, epoch=0, in_memory=False))
+    assert reads == ["a.tfrecord", "b.tfrecord"]
+    ds.close()
+    plain.close()
+
+
+@pytest.mark.parametrize("policy", ["raise", "skip"])
+def test_in_order_a_file_cut_under_its_index_gives_what_reading_it_gives(
+    files: list[str], policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that cannot be held (cut after indexing) is read in runs as without a
+    copy: every batch before the cut is delivered, and the error comes where it lies."""
+    monkeypatch.setattr(epochs, "chunk_records", lambda shuffle, record_bytes: 100)
+    ds = tfe.RecordDataset(files, on_damage=cast(Any, policy))
+    assert len(ds) == 1001
+    with open(files[1], "r+b") as f:
+        f.truncate(Path(files[1]).stat().st_size // 2)
+
+    def epoch(**kwargs: Any) -> tuple[list[bytes], type[BaseException] | None]:
+        out: list[bytes] = []
+        try:
+            for batch in ds.batches(50, readahead=0, **kwargs):
+                out.extend(batch)
+        except tfe.TFRecordError as exc:
+            return out, type(exc)
+        return out, None
+
+    held, error = epoch()
+    assert (held, error) == epoch(in_memory=False)
+    assert len(held) >= 700  # every record of the first file, at least
+
+
+def test_copies_read_for_one_epoch_share_a_region(files: list[str]) -> None:
+    """The files an epoch reads whole go into one region: a batch from several of them
+    is then a view of it (no gather into a new buffer), read-only like each copy."""
+    ds = tfe.RecordDataset(files, features=SPEC)
+    plain = tfe.RecordDataset(files, features=SPEC)
+    it = ds.batches(64, shuffle=True, seed=4)
+    next(it)
+    copies = [cast("source.LocalFileRecords", r)._copy for r in ds._open()]
+    assert all(c is not None for c in copies)
+    region = copies[0].region  # type: ignore[union-attr]
+    assert region is not None
+    assert all(c.region is region for c in copies)  # type: ignore[union-attr]
+    assert not region.flags.writeable
+    picks = [3, 699, 700, 1000, 5]  # both files, out of order
+    spans = ds.read_spans(picks)
+    assert spans is not None
+    assert spans.buf is region
+    assert spans.records() == plain.read_raw(picks)
+    want = plain[picks]
+    got = ds[picks]
+    assert got["x"].tolist() == want["x"].tolist()
+    assert got["s"].tolist() == want["s"].tolist()
+    it.close()
+    # Kept between epochs, each file on its own; the next epoch's batches are views too.
+    assert _flat(ds.batches(64, shuffle=True, seed=4, epoch=1)) == _flat(
+        plain.batches(64, shuffle=True, seed=4, epoch=1, in_memory=False)
+    )
+    ds.close()
+    plain.close()

@@ -41,9 +41,9 @@ def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = source.LocalFileRecords._read_all
 
-    def counted(self: source.LocalFileRecords, verify: bool) -> Any:
+    def counted(self: source.LocalFileRecords, verify: bool, *joint: Any) -> Any:
         seen.append(self.path)
-        return real(self, verify)
+        return real(self, verify, *joint)
 
     monkeypatch.setattr(source.LocalFileRecords, "_read_all", counted)
     return seen

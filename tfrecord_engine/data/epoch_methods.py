@@ -26,7 +26,7 @@ from .held_shared import SharedCopies
 from .padding import Padded, check_padded
 from .procpool import DecodePool
 from .sample_batches import sample_epoch
-from .sampler import IndexBatchIterator, Shuffle
+from .sampler import IndexBatchIterator, IntArray, Shuffle
 
 __all__ = ["EpochMethods"]
 
@@ -43,6 +43,7 @@ class EpochMethods:
         def __len__(self) -> int: ...
         def _open(self) -> list[FileRecords]: ...
         def _opened(self) -> DatasetFiles: ...
+        def _numbers(self, indices: IntArray) -> IntArray: ...
 
     def _dataset(self) -> Any:
         return self  # (a RecordDataset: what .epochs and .balance take)
@@ -112,28 +113,31 @@ class EpochMethods:
                 ``bytes``; ``"drop"`` leaves every string feature out of the batches, so
                 that the rest goes to ``jax.device_put`` or other numeric-only consumers
                 as it is (parsed datasets only).
-            in_memory: for a shuffled epoch in this process (``workers=0``) over
-                uncompressed local files: read each file whole into memory (one
-                sequential pass, into huge pages where the system has them, checking
-                every record's CRC as it comes in) and gather records from that copy,
-                instead of copying each scattered record out of the file on its own
-                (~1.4 µs a small record, which made shuffled epochs about 2.5 times
-                slower than sequential ones). A damaged record still raises (or is
-                reported) at the batch that holds it, exactly as without the copy.
-                ``None`` (default) does so when the files total at most
-                :data:`IN_MEMORY_LIMIT` bytes (1 GiB, or an eighth of the machine's
-                memory if less); ``True`` whatever their size, ``False`` never. The
-                copy is one per file, shared by concurrent epochs of this dataset,
-                and a snapshot of the files as indexed. When the last epoch holding it
-                ends or is closed, it is kept for the next shuffled epoch (which then
-                starts at once), unless the file changed meanwhile (device, inode, size
-                or modification time, or a change less than 3 s before the read): the
-                copies kept for all datasets of the process stay within
-                :data:`IN_MEMORY_LIMIT` bytes, the least recently used dropped first;
-                :meth:`close` drops this dataset's (docs/reliability.md). In PyTorch
-                ``DataLoader`` workers (``tfrecord_engine.torch``) the copy is one per
-                machine, shared by the workers, and the limit counts for the machine
-                (docs/workers.md). Output is the same either way.
+            in_memory: for an epoch in this process (``workers=0``) over uncompressed
+                local files: read each file whole into memory (one sequential pass,
+                into huge pages where the system has them, checking every record's CRC
+                as it comes in) and take records from that copy, instead of copying
+                them out of the file chunk by chunk (in a shuffle: each scattered
+                record on its own, ~1.4 µs a small record, which made shuffled epochs
+                about 2.5 times slower than sequential ones). A shuffled epoch reads
+                every file before its first batch; an epoch in file order reads each
+                file when it reaches it (one that cannot be read whole, e.g. cut after
+                indexing, is then read chunk by chunk as without the copy). A damaged
+                record still raises (or is reported) at the batch that holds it,
+                exactly as without the copy. ``None`` (default) does so when the files
+                total at most :data:`IN_MEMORY_LIMIT` bytes (1 GiB, or an eighth of
+                the machine's memory if less); ``True`` whatever their size, ``False``
+                never. The copy is one per file, shared by concurrent epochs of this
+                dataset, and a snapshot of the files as indexed. When the last epoch
+                holding it ends or is closed, it is kept for the next epoch (which then
+                reads nothing, in either order), unless the file changed meanwhile
+                (device, inode, size or modification time, or a change less than 3 s
+                before the read): the copies kept for all datasets of the process stay
+                within :data:`IN_MEMORY_LIMIT` bytes, the least recently used dropped
+                first; :meth:`close` drops this dataset's (docs/reliability.md). In
+                PyTorch ``DataLoader`` workers (``tfrecord_engine.torch``) the copy is
+                one per machine, shared by the workers, and the limit counts for the
+                machine (docs/workers.md). Output is the same either way.
             balance: an index column name (or a :class:`~tfrecord_engine.Balance`):
                 class-balanced epochs, each class of the column drawn equally often
                 (by default as many records of each as the smallest class has, a new
@@ -258,6 +262,7 @@ class EpochMethods:
             in_memory=in_memory,
             padded=padded,
             pad_value=pad_value,
+            numbers=self._numbers,
         )
 
     def epoch(

@@ -24,11 +24,12 @@ from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 
-from ..errors import DataLossError, InvalidArgumentError, WorkerError
+from ..errors import DataLossError, InvalidArgumentError, StaleIndexError, WorkerError
 from ..index.damage import reporter
 from ..records.recovery import DamageCallback
 from .compressed_source import CompressedFileRecords
 from .fetcher_source import FetcherRecords
+from .held import Joint
 from .held_shared import SharedCopies
 from .local_source import LocalFileRecords
 from .located import LocatingSource, locate
@@ -36,7 +37,7 @@ from .padding import Padded, pad_batch
 from .pipeline import ReadAhead
 from .prepare import MASK_KEY, ChunkSource, Ready, prepare_chunk
 from .procpool import DecodePool, PoolSource, PoolStream
-from .sampler import IndexBatch, IndexBatchIterator, Shuffle
+from .sampler import IndexBatch, IndexBatchIterator, IntArray, Shuffle
 
 __all__ = [
     "CHUNK_BYTES",
@@ -193,19 +194,27 @@ def chunk_records(shuffle: Shuffle, record_bytes: float) -> int:
 
 
 def files_to_hold(
-    readers: Sequence[FileRecords], shuffle: Shuffle, workers: int, in_memory: bool | None
+    readers: Sequence[FileRecords],
+    shuffle: Shuffle,
+    workers: int,
+    in_memory: bool | None,
+    *,
+    in_order: bool = False,
 ) -> list[LocalFileRecords]:
-    """The files a shuffled epoch reads whole into memory (see ``batches``'
-    ``in_memory``): all of them when all are local and uncompressed and, unless
-    ``in_memory=True``, they total at most :data:`IN_MEMORY_LIMIT` bytes.
+    """The files an epoch reads whole into memory (see ``batches``' ``in_memory``): all
+    of them when all are local and uncompressed and, unless ``in_memory=True``, they
+    total at most :data:`IN_MEMORY_LIMIT` bytes; for a shuffled epoch, or one in file
+    order that holds each file as it reaches it (``in_order``, see
+    :class:`RecordBatchIterator`'s ``hold_of``).
 
-    An epoch in file order reads none whole, but takes the copies that shuffled epochs
-    kept (:meth:`~.local_source.LocalFileRecords.hold`, each checked unchanged): its
-    chunks are then views of them, where reading the files would copy every byte.
+    Otherwise an epoch in file order reads none whole, but takes the copies that
+    earlier epochs kept (:meth:`~.local_source.LocalFileRecords.hold`, each checked
+    unchanged): its chunks are then views of them, where reading the files would copy
+    every byte.
     """
     if workers > 0 or in_memory is False:
         return []
-    if not shuffle:
+    if not shuffle and not in_order:
         return [r for r in readers if isinstance(r, LocalFileRecords) and r._kept is not None]
     if not all(isinstance(r, LocalFileRecords) for r in readers):
         return []
@@ -214,6 +223,20 @@ def files_to_hold(
     if in_memory is None and total > IN_MEMORY_LIMIT:
         return []
     return local
+
+
+def files_reached(
+    readers: Sequence[FileRecords], numbers: Callable[[IntArray], IntArray]
+) -> Callable[[IntArray], list[FileRecords]]:
+    """For an epoch in file order: the files that the records at a chunk's dataset
+    indices lie in (``numbers``: those indices to record numbers across the files)."""
+    first = np.cumsum([0] + [len(r.index) for r in readers[:-1]])
+
+    def reached(indices: IntArray) -> list[FileRecords]:
+        found = np.unique(np.searchsorted(first, numbers(indices), "right") - 1)
+        return [readers[k] for k in found.tolist()]
+
+    return reached
 
 
 def start_epoch(
@@ -232,10 +255,14 @@ def start_epoch(
     padded: Padded = False,
     pad_value: Any = 0,
     share: SharedCopies | None = None,
+    numbers: Callable[[IntArray], IntArray] | None = None,
 ) -> RecordBatchIterator:
     """The iterator of one epoch of ``ds`` (files ``readers``, records of
     ``record_bytes`` on average) over ``sampler``'s batches, its arguments checked
     (:func:`check_epoch`; ``random_access``: a shuffled or balanced order).
+    ``numbers``: the dataset's indices to record numbers across the files; given, an
+    epoch in file order reads each file whole as it reaches it and keeps the copy for
+    later epochs, as shuffled ones do (within the same budget).
     ``share``: the files held are the copies shared by a loader's processes
     (:mod:`.held_shared`), within :data:`IN_MEMORY_LIMIT` for the machine unless
     ``in_memory=True``."""
@@ -248,6 +275,7 @@ def start_epoch(
         workers=workers,
         strings=strings,
     )
+    in_order = numbers is not None and not random_access
     return RecordBatchIterator(
         ds,
         sampler,
@@ -255,7 +283,8 @@ def start_epoch(
         readahead=readahead,
         workers=workers,
         drop_keys=drop,
-        hold=files_to_hold(readers, shuffle, workers, in_memory),
+        hold=files_to_hold(readers, shuffle, workers, in_memory, in_order=in_order),
+        hold_of=files_reached(readers, numbers) if in_order and numbers is not None else None,
         keep=IN_MEMORY_LIMIT,
         padded=padded,
         pad_value=pad_value,
@@ -380,6 +409,7 @@ class RecordBatchIterator(Iterator[Any]):
         workers: int = 0,
         drop_keys: frozenset[str] = frozenset(),
         hold: Sequence[LocalFileRecords] = (),
+        hold_of: Callable[[IntArray], list[FileRecords]] | None = None,
         keep: int = 0,
         padded: Padded = False,
         pad_value: Any = 0,
@@ -394,6 +424,9 @@ class RecordBatchIterator(Iterator[Any]):
         # in_memory), held until the epoch ends or closes; their copies are then kept
         # for the next epoch within ``keep`` bytes for all files (LocalFileRecords.release).
         self._to_hold = list(hold)
+        self._region: Joint | Literal[False] | None = None  # (see _joint)
+        # (An epoch in file order: only the files a chunk reaches, as it reaches them.)
+        self._hold_of = hold_of
         self._keep = keep
         # (A loader's worker: the copies are its processes' shared ones, .held_shared.)
         self._share = share
@@ -421,19 +454,54 @@ class RecordBatchIterator(Iterator[Any]):
 
     def _prepare(self, batches: list[IndexBatch]) -> list[Ready]:
         if self._to_hold:
-            self._hold()
+            self._hold_for(batches)
         return prepare_chunk(self._dataset, batches)
 
-    def _hold(self) -> None:
+    def _hold_for(self, batches: list[IndexBatch]) -> None:
+        """Holds the files to hold before ``batches`` are read: all of them, or in file
+        order those the batches reach."""
+        if self._hold_of is None:
+            self._hold(self._to_hold)
+        else:
+            reached = self._hold_of(np.concatenate([b.indices for b in batches]))
+            self._hold([r for r in self._to_hold if any(r is f for f in reached)])
+
+    def _hold(self, readers: list[LocalFileRecords]) -> None:
+        """Holds ``readers`` (those of them still to hold), the epoch releasing them."""
         with self._hold_lock:
+            joint = self._joint()
             # (On the read-ahead thread: close() may have come first.)
-            while self._to_hold and not self._closed:
-                reader = self._to_hold.pop()
-                reader.hold(self._dataset.verify, self._share, self._share_budget)
+            for reader in list(readers):
+                if self._closed:
+                    break
+                if not any(reader is r for r in self._to_hold):
+                    continue  # (another chunk's call held it)
+                self._to_hold = [r for r in self._to_hold if r is not reader]
+                try:
+                    reader.hold(self._dataset.verify, self._share, self._share_budget, joint)
+                except (StaleIndexError, OSError):
+                    if self._hold_of is None:
+                        raise
+                    # In file order, the chunks read the file as without a copy: the
+                    # batches before the damage are delivered, the error comes where
+                    # it lies.
+                    continue
                 self._held.append(reader)
+
+    def _joint(self) -> Joint | None:
+        """The region that the copies this epoch reads share (made at its first hold,
+        for every file still to hold that has no copy and none kept), or ``None``:
+        fewer than two such files, or copies shared between processes."""
+        if self._region is None:
+            self._region = False
+            fresh = [r for r in self._to_hold if r._copy is None and r._kept is None]
+            if self._share is None and len(fresh) > 1:
+                self._region = Joint(list(fresh))
+        return self._region or None
 
     def _release(self) -> None:
         with self._hold_lock:
+            self._region = False  # (the copies in it hold it while they live)
             self._closed = True
             self._to_hold.clear()
             held, self._held = self._held, []

@@ -290,7 +290,16 @@ class LocalFilesGather:
         arrays = {f: c.array for f, c in zip(files, copies, strict=True) if c is not None}
         if len(arrays) < len(files):
             return None
-        spans = self._spans_by_file(idx, file_of, arrays)
+        spans: Spans | None
+        region = copies[0].region if copies[0] is not None else None
+        if region is not None and all(c is not None and c.region is region for c in copies):
+            # Copies read into one region: the batch is a view of it, nothing copied.
+            at = np.zeros(len(self._readers), np.int64)
+            at[files] = [c.at for c in copies if c is not None]
+            shift = at[file_of]
+            spans = Spans(region, self._start[idx] + shift, self._end[idx] + shift)
+        else:
+            spans = self._spans_by_file(idx, file_of, arrays)
         if spans is not None and verify and not all(c is not None and c.all_ok for c in copies):
             self._raise_first(bad_spans(spans), idx, file_of)
         return spans

@@ -36,6 +36,7 @@ from .spans import U8, IntArray, crc_spans, short, stored_crcs, verify_batch
 __all__ = [
     "Held",
     "Holder",
+    "Joint",
     "anonymous",
     "current_identity",
     "identity",
@@ -167,6 +168,10 @@ class Held(NamedTuple):
     #: The file's (device, inode, size, mtime) before and after it was read, when both
     #: were equal (``None``: it changed meanwhile, or was not read: never kept).
     identity: tuple[int, int, int, int] | None = None
+    #: Copies read together into one region (:class:`Joint`): that region, and where
+    #: this copy starts in it (batches across such files are views of it, not copies).
+    region: U8 | None = None
+    at: int = 0
 
     def intact(self, local: IntArray) -> bool:
         """Whether the records ``local`` were all found intact as the file was read."""
@@ -252,12 +257,50 @@ def anonymous(size: int) -> mmap.mmap:
     return cast(mmap.mmap, (ctypes.c_char * size).from_buffer(memory, skip))
 
 
-def read_whole(reader: Holder, verify: bool, into: mmap.mmap | None = None) -> Held:
+class Joint:
+    """One region of memory for the copies of several files read for one epoch, each
+    at its own place (:meth:`part`): a batch of records from several of them is then a
+    view of the region, where separate copies would be gathered into a new buffer.
+
+    The region lives while any copy in it (or any view of it) does; the copies are
+    still kept or dropped one by one (:func:`keep`), each counted at its own size.
+
+    Args:
+        readers: the files, in the order their parts are laid out.
+    """
+
+    def __init__(self, readers: list[Holder]) -> None:
+        sizes = [r.index.data_size for r in readers]
+        self._at = {
+            id(r): int(a) for r, a in zip(readers, np.cumsum([0, *sizes[:-1]]), strict=True)
+        }
+        self._sizes = {id(r): int(n) for r, n in zip(readers, sizes, strict=True)}
+        total = max(1, sum(sizes))
+        self._memory = anonymous(total)
+        #: The whole region, read-only (as each copy's array is): batches are views of it.
+        self.region: U8 = np.frombuffer(self._memory, np.uint8, total)
+        self.region.flags.writeable = False
+
+    def part(self, reader: Holder) -> tuple[mmap.mmap, int] | None:
+        """Where ``reader``'s copy goes: a buffer of its size and its offset in the
+        region (``None``: not one of this region's files)."""
+        at = self._at.get(id(reader))
+        if at is None:
+            return None
+        size = self._sizes[id(reader)]
+        # (Typed as a map, as anonymous() does: it slices to bytes, as a map does.)
+        return cast(mmap.mmap, (ctypes.c_char * size).from_buffer(self._memory, at)), at
+
+
+def read_whole(
+    reader: Holder, verify: bool, into: mmap.mmap | None = None, joint: Joint | None = None
+) -> Held:
     """The whole file, read :data:`_HOLD_STEP` bytes at a time into huge pages, with
     each record's CRC checked (``verify``) as soon as its piece is in.
 
     ``into``: a writable map of at least the file's size to read it into (a shared
-    copy, :mod:`.held_shared`) instead of new private memory.
+    copy, :mod:`.held_shared`) instead of new private memory; or ``joint``: the region
+    this file's copy shares with others read for the same epoch (:class:`Joint`).
 
     Two threads share the pieces (this one and a helper, where the machine has more
     than one core): the copy and the check both run without the GIL, so the hold
@@ -268,6 +311,12 @@ def read_whole(reader: Holder, verify: bool, into: mmap.mmap | None = None) -> H
     ok = np.zeros(count, np.bool_) if verify else None
     if size == 0:
         return Held(b"", np.zeros(0, np.uint8), ok, verify, [])
+    region: U8 | None = None
+    region_at = 0
+    part = joint.part(reader) if joint is not None and into is None else None
+    if part is not None:
+        into, region_at = part
+        region = joint.region if joint is not None else None
     data = anonymous(size) if into is None else into
     buf = np.frombuffer(data, np.uint8, size)
     pieces = list(range(0, size, _HOLD_STEP))
@@ -338,7 +387,7 @@ def read_whole(reader: Holder, verify: bool, into: mmap.mmap | None = None) -> H
     buf.flags.writeable = False
     settled = before[3] < started - _SETTLED_NS
     same = before if after == before and settled else None
-    return Held(data, buf, ok, ok is not None and bool(ok.all()), [], same)
+    return Held(data, buf, ok, ok is not None and bool(ok.all()), [], same, region, region_at)
 
 
 def _check_held(reader: Holder, buf: U8, ok: npt.NDArray[np.bool_], first: int, stop: int) -> None:

@@ -17,7 +17,7 @@ from ..index.sidecar import Index
 from ..records import framing
 from ..storage import descriptors, safecopy
 from . import held as _held
-from .held import BIG_RECORD, Held, read_held, read_whole, unkeep
+from .held import BIG_RECORD, Held, Joint, read_held, read_whole, unkeep
 from .held_shared import NO_COPY, SharedCopies, shared_copy
 from .localfile import MappedFile
 from .spans import (
@@ -85,7 +85,11 @@ class LocalFileRecords(MappedFile):
         self._end_at = memoryview(self._end.data).cast("B").cast("q")
 
     def hold(
-        self, verify: bool = True, share: SharedCopies | None = None, budget: int | None = None
+        self,
+        verify: bool = True,
+        share: SharedCopies | None = None,
+        budget: int | None = None,
+        joint: Joint | None = None,
     ) -> None:
         """Reads the whole file into memory (sequentially) for the reads that follow,
         until as many :meth:`release` calls; a file already held is not read again, nor
@@ -109,6 +113,8 @@ class LocalFileRecords(MappedFile):
         needs it; ``budget`` bytes for all shared copies of the machine (``None``: no
         limit). Where the budget leaves no room the file is not copied (reads go to
         the file); where no segment can be made, the copy is private as without it.
+        Otherwise ``joint``: the region this file's copy shares with the other files
+        of the epoch (:class:`~.held.Joint`), where it is one of them.
         """
         with self._lock:
             self._holders += 1
@@ -127,7 +133,10 @@ class LocalFileRecords(MappedFile):
             got = None if share is None else shared_copy(self, verify, share, budget)
             if got is NO_COPY:
                 return  # held without a copy: reads go to the file
-            copy = got if isinstance(got, Held) else self._read_all(verify)
+            if isinstance(got, Held):
+                copy = got
+            else:
+                copy = self._read_all(verify) if joint is None else self._read_all(verify, joint)
         except BaseException:
             with self._lock:
                 self._holders -= 1
@@ -158,10 +167,10 @@ class LocalFileRecords(MappedFile):
         with self._lock:
             self._kept = None
 
-    def _read_all(self, verify: bool) -> Held:
-        """The whole file read into memory, each record's CRC checked (``verify``): see
-        :func:`~.held.read_whole`."""
-        return read_whole(self, verify)
+    def _read_all(self, verify: bool, joint: Joint | None = None) -> Held:
+        """The whole file read into memory, each record's CRC checked (``verify``), into
+        its part of ``joint`` if given: see :func:`~.held.read_whole`."""
+        return read_whole(self, verify, joint=joint)
 
     def _pread(self, fd: int, want: int, at: int, local: IntArray) -> bytes:
         """Exactly ``want`` bytes at ``at``; a short read is the file cut under us."""

@@ -80,7 +80,7 @@ class SampleBatchIterator(RecordBatchIterator):
 
     def _prepare(self, batches: list[IndexBatch]) -> list[Ready]:
         if self._to_hold:
-            self._hold()
+            self._hold_for(batches)
         return [self._prepare_one(b) for b in batches]
 
     def _prepare_one(self, batch: IndexBatch) -> Ready:
