@@ -74,10 +74,12 @@ SCENARIOS = {
         "ds = tfe.RecordDataset([path]); ds[0]; cut();"
         " outcome(lambda: [b for b in ds.batches(256, shuffle=True, seed=1)])"
     ),
-    # Read-ahead threads already running when the file is cut under them.
+    # Read-ahead threads already running when the file is cut under them (reading it
+    # in runs: with its in-memory copy, an epoch under way reads the file no more).
     "epoch under way": (
-        "ds = tfe.RecordDataset([path], features=spec); it = iter(ds.batches(64));"
-        " next(it); cut(); outcome(lambda: [b for b in it])"
+        "ds = tfe.RecordDataset([path], features=spec);"
+        " it = iter(ds.batches(64, in_memory=False)); next(it); cut();"
+        " outcome(lambda: [b for b in it])"
     ),
     # Decode workers (separate processes) and their parent.
     "workers": (
@@ -138,6 +140,28 @@ def test_a_file_cut_under_a_reader_raises_a_located_error(
     # Located: the file and where the missing bytes were expected.
     assert "data.tfrecord" in line
     assert re.search(r"record \d+ at offset \d+", line), line
+
+
+def test_an_epoch_holding_its_copy_delivers_the_file_as_it_was(tmp_path: Path) -> None:
+    # The epoch read the file whole (CRC-checked) when it reached it: cut afterwards, it
+    # delivers every record of that snapshot, and the next epoch finds the file cut.
+    done = run_child(
+        tmp_path,
+        """
+        ds = tfe.RecordDataset([path], features=spec)
+        it = iter(ds.batches(64))
+        first = next(it)
+        cut()
+        xs = [int(x) for x in first["x"]] + [int(x) for b in it for x in b["x"]]
+        print("HELD", xs == list(range(N)))
+        outcome(lambda: [b for b in ds.batches(64)])
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0] == "HELD True"
+    assert lines[1].startswith("ERROR StaleIndexError"), lines[1]
+    assert "data.tfrecord" in lines[1]
 
 
 def test_a_file_replaced_by_rename_keeps_the_open_one_or_says_it_changed(tmp_path: Path) -> None:
