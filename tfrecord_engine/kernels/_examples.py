@@ -35,7 +35,7 @@ except ImportError as exc:
     ) from exc
 
 from ._dense import key_hash
-from ._intrinsics import LOW_BYTES, load8
+from ._intrinsics import LOW_BYTES, load8, prefetch
 
 __all__ = ["bytes_lists", "load", "padded_rows", "sparse_indices", "walk_examples"]
 
@@ -149,6 +149,20 @@ def _record(buf, r, s, e, table, table_hash, key_at, keys, kind, ps, pe):  # noq
     return True
 
 
+#: Records ahead whose first lines the walk asks for (scattered records, as a shuffled
+#: epoch's views of its in-memory copy, each begin with a cache miss: asking ahead keeps
+#: several in flight), and how many of their first bytes: the walk reads a record's
+#: keys and list headers, not the payloads past them.
+_AHEAD = 8
+_ASK_BYTES = 256
+
+
+@njit(nogil=True, cache=True)
+def _ask(buf, a, e):
+    for p in range(a, min(e, a + _ASK_BYTES), 64):
+        prefetch(buf, p)
+
+
 @njit(nogil=True, cache=True)
 def walk_examples(buf, starts, ends, table, table_hash, key_at, keys, kind, ps, pe, bad):  # noqa: PLR0917
     """Walks the Examples ``buf[starts[r]:ends[r]]``.
@@ -162,7 +176,12 @@ def walk_examples(buf, starts, ends, table, table_hash, key_at, keys, kind, ps, 
     shape (then its other outputs are meaningless).
     """
     nkeys = key_at.shape[0] - 1
-    for r in range(starts.shape[0]):
+    n = starts.shape[0]
+    for r in range(min(_AHEAD, n)):
+        _ask(buf, starts[r], ends[r])
+    for r in range(n):
+        if r + _AHEAD < n:
+            _ask(buf, starts[r + _AHEAD], ends[r + _AHEAD])
         for k in range(nkeys):
             kind[r, k] = -1
         good = _record(buf, r, starts[r], ends[r], table, table_hash, key_at, keys, kind, ps, pe)
