@@ -646,9 +646,14 @@ def test_in_order_a_file_cut_under_its_index_gives_what_reading_it_gives(
     assert len(held) >= 700  # every record of the first file, at least
 
 
-def test_copies_read_for_one_epoch_share_a_region(files: list[str]) -> None:
+def test_copies_read_for_one_epoch_share_a_region(
+    files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The files an epoch reads whole go into one region: a batch from several of them
-    is then a view of it (no gather into a new buffer), read-only like each copy."""
+    is then a view of it (no gather into a new buffer), read-only like each copy; one
+    of small records (these: ~60 bytes) is still gathered."""
+    from tfrecord_engine.data import gather
+
     ds = tfe.RecordDataset(files, features=SPEC)
     plain = tfe.RecordDataset(files, features=SPEC)
     it = ds.batches(64, shuffle=True, seed=4)
@@ -659,7 +664,12 @@ def test_copies_read_for_one_epoch_share_a_region(files: list[str]) -> None:
     assert region is not None
     assert all(c.region is region for c in copies)  # type: ignore[union-attr]
     assert not region.flags.writeable
-    picks = [3, 699, 700, 1000, 5]  # both files, out of order
+    picks = [3, 699, 700, 1000, 5, *range(998, 10, -9)]  # both files, out of order
+    small = ds.read_spans(picks)
+    assert small is not None
+    assert small.buf is not region
+    assert small.records() == plain.read_raw(picks)
+    monkeypatch.setattr(gather, "_VIEW_BYTES", 1)
     spans = ds.read_spans(picks)
     assert spans is not None
     assert spans.buf is region
