@@ -91,31 +91,30 @@ def check(features: SequenceFeatures, records: list[bytes]) -> int:
     return taken
 
 
+def check_served(case: SequenceBatch | SequenceCase, records: list[bytes]) -> None:
+    """:func:`check` on the specs of ``case`` the per-call path serves (if any)."""
+    features = served(case.context_features, case.sequence_features)
+    assume(features is not None)
+    assert features is not None
+    check(features, records)
+
+
 @needs_kernels
 @given(sequence_batches(faults=True))
 def test_agrees_with_the_exact_path_on_written_records(batch: SequenceBatch) -> None:
-    features = served(batch.context_features, batch.sequence_features)
-    assume(features is not None)
-    assert features is not None
-    check(features, batch.records)
+    check_served(batch, batch.records)
 
 
 @needs_kernels
 @given(sequence_cases(max_batch=3, mixed=True))
 def test_agrees_on_mixed_list_encodings_and_garbage(case: SequenceCase) -> None:
-    features = served(case.context_features, case.sequence_features)
-    assume(features is not None)
-    assert features is not None
-    check(features, case.records)
+    check_served(case, case.records)
 
 
 @needs_kernels
 @given(st.data())
 def test_agrees_on_cut_and_corrupted_records(data: st.DataObject) -> None:
     batch = data.draw(sequence_batches(max_batch=1))
-    features = served(batch.context_features, batch.sequence_features)
-    assume(features is not None)
-    assert features is not None
     record = bytearray(batch.records[0])
     assume(record)
     if data.draw(st.booleans()):
@@ -123,7 +122,7 @@ def test_agrees_on_cut_and_corrupted_records(data: st.DataObject) -> None:
     else:
         at = data.draw(st.integers(0, len(record) - 1))
         record[at] = data.draw(st.integers(0, 255))
-    check(features, [bytes(record)])
+    check_served(batch, [bytes(record)])
 
 
 FEATURES = SequenceFeatures(
