@@ -463,20 +463,18 @@ class RecordBatchIterator(Iterator[Any]):
         if self._hold_of is None:
             self._hold(self._to_hold)
         else:
-            reached = self._hold_of(np.concatenate([b.indices for b in batches]))
-            self._hold([r for r in self._to_hold if any(r is f for f in reached)])
+            self._hold(self._hold_of(np.concatenate([b.indices for b in batches])))
 
-    def _hold(self, readers: list[LocalFileRecords]) -> None:
-        """Holds ``readers`` (those of them still to hold), the epoch releasing them."""
+    def _hold(self, readers: Sequence[FileRecords]) -> None:
+        """Holds those of ``readers`` still to hold, the epoch releasing them."""
         with self._hold_lock:
             joint = self._joint()
-            # (On the read-ahead thread: close() may have come first.)
-            for reader in list(readers):
+            wanted = {id(r) for r in readers}
+            take = [r for r in self._to_hold if id(r) in wanted]
+            self._to_hold = [r for r in self._to_hold if id(r) not in wanted]
+            for reader in take:
                 if self._closed:
-                    break
-                if not any(reader is r for r in self._to_hold):
-                    continue  # (another chunk's call held it)
-                self._to_hold = [r for r in self._to_hold if r is not reader]
+                    break  # (on the read-ahead thread: close() may have come first)
                 try:
                     reader.hold(self._dataset.verify, self._share, self._share_budget, joint)
                 except (StaleIndexError, OSError):

@@ -133,10 +133,7 @@ class LocalFileRecords(MappedFile):
             got = None if share is None else shared_copy(self, verify, share, budget)
             if got is NO_COPY:
                 return  # held without a copy: reads go to the file
-            if isinstance(got, Held):
-                copy = got
-            else:
-                copy = self._read_all(verify) if joint is None else self._read_all(verify, joint)
+            copy = got if isinstance(got, Held) else self._read_all(verify, joint)
         except BaseException:
             with self._lock:
                 self._holders -= 1

@@ -182,20 +182,7 @@ class OneSequenceWalk:
         self, buf: U8, start: I64, end: I64, kind: int
     ) -> tuple[npt.NDArray[np.int64] | npt.NDArray[np.float32], I64] | None:
         """:func:`numeric_lists` through the loop looked up with the walk's."""
-        kernel = self._numeric
-        if kernel is None:
-            return None
-        size = int(end.sum() - start.sum())
-        counts = np.empty(start.shape[0], np.int64)
-        if kind == 3:
-            ints = np.empty(size, np.int64)
-            total = kernel(buf, start, end, kind, ints, _NO_BYTES, counts)
-            assert isinstance(total, int)
-            return (ints[:total], counts) if total >= 0 else None
-        floats = np.empty(size // 4, np.float32)
-        total = kernel(buf, start, end, kind, _NO_INTS, floats.view(np.uint8), counts)
-        assert isinstance(total, int)
-        return floats[:total], counts
+        return _numeric_lists(self._numeric, buf, start, end, kind)
 
 
 _FIRST = np.zeros(1, np.int64)
@@ -250,18 +237,23 @@ def numeric_lists(
     ``buf[start[j]:end[j]]``, found canonical by :func:`walk_sequences`; None where the
     kernel is not there or a varint is over 10 bytes (the exact path then decides).
     """
-    kernel = _kernel("seq_numeric")
+    return _numeric_lists(_kernel("seq_numeric"), buf, start, end, kind)
+
+
+def _numeric_lists(
+    kernel: Callable[..., object] | None, buf: U8, start: I64, end: I64, kind: int
+) -> tuple[npt.NDArray[np.int64] | npt.NDArray[np.float32], I64] | None:
     if kernel is None:
         return None
     size = int(end.sum() - start.sum()) if start.shape[0] else 0
     counts = np.empty(start.shape[0], np.int64)
     if kind == 3:
         ints = np.empty(size, np.int64)
-        total = kernel(buf, start, end, kind, ints, np.zeros(0, np.uint8), counts)
+        total = kernel(buf, start, end, kind, ints, _NO_BYTES, counts)
         assert isinstance(total, int)
         return (ints[:total], counts) if total >= 0 else None
     floats = np.empty(size // 4, np.float32)
-    total = kernel(buf, start, end, kind, np.zeros(0, np.int64), floats.view(np.uint8), counts)
+    total = kernel(buf, start, end, kind, _NO_INTS, floats.view(np.uint8), counts)
     assert isinstance(total, int)
     return floats[:total], counts
 
