@@ -6,26 +6,26 @@ process, so it works as a PyTorch map-style dataset or a Grain random-access sou
 (``__len__``, ``__getitem__``, ``__getitems__``) without importing either:
 ``__getitems__`` returns a list of per-record samples (see :mod:`.samples`).
 
-The class holds the arguments, the decoding and the public methods; the opened files and
-reads by record number live in :mod:`.files` (:class:`~.files.DatasetFiles`), epochs
-(:class:`~.epochs.RecordBatchIterator`, decode pools) in :mod:`.epochs`.
+The class holds the arguments, the reads and the public methods; random access and
+decoding (``ds[i]``, ``__getitems__``, ``decoder``) are its methods in
+:mod:`.access_methods`, epochs in :mod:`.epoch_methods`, views in :mod:`.view_methods`,
+output in :mod:`.output_methods`. The opened files and reads by record number live in
+:mod:`.files` (:class:`~.files.DatasetFiles`), epochs (:class:`~.epochs.RecordBatchIterator`,
+decode pools) in :mod:`.epochs`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .. import kernels
-from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError, ParseError, TFRecordError
+from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError, TFRecordError
 from ..index.placement import normalize_placement
 from ..index.sidecar import Index
 from ..records.compression import Compression
@@ -35,11 +35,10 @@ from ..records.recovery import DamageCallback, DamagePolicy, DamageReport, norma
 from ..storage.options import StorageOptions, StorageOptionsArg, normalize_storage_options
 from ..storage.remote import DEFAULT_MAX_GAP
 from . import views
+from .access_methods import AccessMethods, _is_sequence, _sequences
 from .arguments import (
     check_local_files,
     expand_paths,
-    record_indices,
-    refuse_record_key,
 )
 from .epoch_methods import EpochMethods
 from .epochs import (
@@ -49,7 +48,6 @@ from .epochs import (
     close_pools,
     in_file_order,
 )
-from .explain import DecodePath, explain_decode
 from .files import DatasetFiles, FileRecords, open_indexes, open_records
 from .located import locate
 from .output import SampleOutput, check_transform, sample_output
@@ -57,7 +55,6 @@ from .output_methods import OutputMethods
 from .prepare import MASK_KEY, PaddedBatch
 from .procpool import DecodePool, WorkerInit
 from .remote_cache import DatasetCache
-from .samples import sample_of, samples_of
 from .single import SingleDecoder
 from .source import Fetcher, RandomAccessSource
 from .spans import Spans
@@ -86,43 +83,6 @@ PathArg = str | os.PathLike[str]
 FileArg = str | bytes | os.PathLike[str]
 
 
-_MODULES: dict[str, Any] = {}
-
-
-def _example() -> Any:
-    # Imported on first use: Example parsing is only needed with ``features=``, and the
-    # rest of this module must work without it. Kept: import_module costs ~15 µs a call.
-    module = _MODULES.get("example")
-    if module is None:
-        module = _MODULES["example"] = importlib.import_module("..example", __package__)
-    return module
-
-
-def _example_batch() -> Any:
-    module = _MODULES.get("batch")
-    if module is None:
-        module = _MODULES["batch"] = importlib.import_module("..example.batch", __package__)
-    return module
-
-
-def _sequences() -> Any:
-    # SequenceExample datasets (see .sequences), imported when one is made.
-    module = _MODULES.get("sequences")
-    if module is None:
-        module = _MODULES["sequences"] = importlib.import_module(".sequences", __package__)
-    return module
-
-
-_SEQSPECS = __name__.rsplit(".", 2)[0] + ".example.seqspecs"
-
-
-def _is_sequence(features: object) -> bool:
-    """Whether ``features`` are a SequenceExample dataset's specs (a ``SequenceFeatures``:
-    none exists before its module is imported, here or by unpickling)."""
-    module = sys.modules.get(_SEQSPECS)
-    return module is not None and isinstance(features, module.SequenceFeatures)
-
-
 def _expand(
     paths_or_globs: FileArg | Sequence[FileArg], storage_options: StorageOptionsArg = None
 ) -> list[str]:
@@ -130,7 +90,7 @@ def _expand(
     return expand_paths(paths_or_globs, storage_options)
 
 
-class RecordDataset(ViewMethods, EpochMethods, OutputMethods):
+class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
     """Indexed TFRecord files with ``len()``, random access and exact epochs.
 
     Each file's index is loaded on first use (from the ``.tfeidx/`` sub-folder the writer
@@ -508,41 +468,6 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods):
         files = self._opened()
         return files.salvage(self._numbers(indices), self.verify)
 
-    @property
-    def decoder(self) -> Any:
-        """The :class:`~tfrecord_engine.example.batch.BatchDecoder` of ``features``
-        (of SequenceExamples: a :class:`~.sequences.SequenceBatchDecoder`).
-
-        Its ``stats`` count the records decoded and how many took the exact path.
-        """
-        if self.features is None:
-            raise InvalidArgumentError("this dataset has no features to decode")
-        if self._decoder is None:
-            if _is_sequence(self.features):
-                self._decoder = _sequences().SequenceBatchDecoder(self.features)
-            else:
-                self._decoder = _example_batch().BatchDecoder(self.features)
-        return self._decoder
-
-    def _parse(self, records: list[bytes]) -> dict[str, Any]:
-        return dict(self.decoder.decode_records(records))
-
-    def _decode(self, spans: Spans) -> dict[str, Any]:
-        """The batch of the records ``spans``; one that holds an error is decoded by the
-        exact path, which raises it (outside any handler: the one error shown)."""
-        decoder = self.decoder
-        columns = decoder.columns(*spans)
-        if columns is None:
-            return dict(decoder.decode_exact(spans.records()))
-        return dict(decoder.assemble(columns, 0, len(spans.starts)))
-
-    def _single_decoder(self) -> SingleDecoder:
-        assert self.features is not None
-        single = self._single
-        if single is None:
-            single = self._single = SingleDecoder(self.features)
-        return single
-
     def _few(self, key: Sequence[int] | IntArray, *, scalars: bool = True) -> list[bytes] | None:
         """The records of a small parsed batch, read to be decoded record by record
         (cheaper than a batch decode's set-up for a few records), or ``None`` for the
@@ -564,101 +489,6 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods):
             key = mapped
         return files.read_few(key, self.verify)
 
-    def _sample(self, record: bytes) -> dict[str, Any]:
-        if _is_sequence(self.features):
-            return self.decoder.sample(record)  # type: ignore[no-any-return]
-        single = self._single_decoder()
-        out = single.sample(record)
-        if out is not None:
-            return out
-        # Defaults, unusual specs or encodings, errors: the exact path decides.
-        assert self.features is not None
-        return sample_of(self.features, _example().parse_single_example(record, self.features))
-
-    def _samples(self, indices: IntArray) -> list[dict[str, Any]]:
-        """One sample per record, cut from one batch decode (no per-record parsing)."""
-        assert self.features is not None
-        if len(indices) == 0:
-            return []
-        spans = self.read_spans(indices)
-        records: list[bytes] | None = None
-        if spans is None:
-            records = self.read_raw(indices)
-            spans = Spans(*_example_batch().join_records(records))
-        buf, starts, ends = spans
-        decoder = self.decoder
-        columns = decoder.columns(buf, starts, ends)
-        if _is_sequence(self.features):
-            return decoder.samples(columns)  # type: ignore[no-any-return]
-        if columns is None:
-            # The batch holds an error: the exact path raises it (index within the batch).
-            if records is None:
-                records = spans.records()
-            decoder.decode_exact(records)
-            return [self._sample(r) for r in records]  # not reached while exact agrees
-        n = len(indices)
-        return samples_of(self.features, decoder.assemble(columns, 0, n), columns, n)
-
-    def __getitem__(self, key: int | str | slice | Sequence[int] | IntArray) -> Any:
-        """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.
-
-        With ``features``, one record is a *sample* (see :mod:`tfrecord_engine.data.samples`):
-        a dict of numpy values and ``bytes`` that PyTorch's ``default_collate`` batches
-        (a scalar string is ``bytes``, a number a numpy scalar, a ``VarLenFeature`` a 1-D
-        array), the same as ``ds.__getitems__([i])[0]``. A batch (list, slice or array
-        of indices) is a dict of columns exactly as ``tfe.parse_example`` returns it.
-
-        Raises:
-            OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
-            InvalidArgumentTypeError: a key that is no int, slice or list of ints
-                (``ds[1.0]``; a ``TypeError``).
-            ParseError: a record does not match ``features``; it names the file, the
-                record and its offset (as damage errors do) and what to do.
-        """
-        if type(key) is int or isinstance(key, (int, np.integer)):
-            try:
-                record = self._read_one(int(key))
-                if self.features is None and self._output is None:
-                    return record
-                out = record if self.features is None else self._sample(record)
-                return self._out_one(out, int(key))
-            except (ParseError, DataLossError) as exc:
-                locate(exc, self, int(key))  # the file, record and offset; a hint
-                raise
-        if isinstance(key, str):
-            return self._column_by_name(key)
-        if isinstance(key, slice):
-            key = np.arange(len(self), dtype=np.int64)[key]
-        elif not isinstance(key, (Sequence, np.ndarray)) or isinstance(key, (bytes, bytearray)):
-            raise refuse_record_key(key)
-        try:
-            if self.features is None:
-                return self.read_raw(record_indices(key))
-            few = self._few(cast("Sequence[int] | IntArray", key))
-            if few is not None:
-                columns = self._single_decoder().columns(few)
-                if columns is not None:
-                    return self._out_batch(columns)
-            key = record_indices(key)  # (floats refused, never truncated)
-            # Decoded from the buffer the records were read into (no bytes per record).
-            spans = self.read_spans(key)
-            if spans is None:
-                return self._out_batch(self._parse(self.read_raw(key)))
-            return self._out_batch(self._decode(spans))
-        except (ParseError, DataLossError) as exc:
-            locate(exc, self, key)
-            raise
-
-    def _column_by_name(self, key: str) -> Any:
-        """``ds["label"]``: one feature's values for every record, in order (Hugging
-        Face's column access): from the index column when every file's index has it
-        (no record is read), else from one read of the feature (see
-        :func:`.views.column_by_name`).
-        """
-        if _is_sequence(self.features):
-            return _sequences().sequence_column(self, key)
-        return views.column_by_name(self, key)
-
     def _with_view(self, view: views.Selection) -> RecordDataset:
         """A copy over the same files holding the records of ``view`` (a fresh epoch
         count: a view's epochs are its own)."""
@@ -672,72 +502,6 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods):
         return in_file_order(
             self, None if self.features is None and self._output is None else self._one
         )
-
-    def _one(self, record: bytes, i: int) -> Any:
-        """What iteration yields for record ``i``; a parse error names its record."""
-        try:
-            sample = record if self.features is None else self._sample(record)
-        except ParseError as exc:
-            locate(exc, self, i)
-            raise
-        return self._out_one(sample, i)
-
-    def __getitems__(self, indices: Sequence[int] | IntArray) -> list[Any]:
-        """The records at ``indices`` as a list, one item per record (PyTorch's contract).
-
-        ``torch.utils.data.DataLoader`` calls this with each batch of sampler indices and
-        hands the list straight to ``collate_fn``; ``Subset`` and ``random_split``
-        forward to it. Raw datasets give ``bytes``; with ``features`` each item is a
-        sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
-        kinds, :func:`tfrecord_engine.collate` every kind). A few records are read and
-        decoded record by record (``ds[i]``'s decoder; a batch decode's set-up costs more
-        for them): up to ``SMALL_BATCH`` for specs of a few scalars in records of a few
-        lengths, up to 11 for other specs once the compiled kernels are loaded (from 12
-        on, their compiled batch walk is cheaper). More are cut from one batch decode, as
-        fast as ``ds[indices]``, which returns the columnar batch dict.
-
-        Raises:
-            OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
-            ParseError: a record does not match ``features`` (it names the file, the
-                record and its offset).
-        """
-        idx = record_indices(indices)  # (floats refused, never truncated)
-        try:
-            if self.features is None:
-                return self._out_many(self.read_raw(idx), idx)
-            few = None if self._walk_beats_single(len(idx)) else self._few(idx, scalars=False)
-            if few is not None:
-                single = self._single_decoder()
-                samples = single.samples(few) if single.scalars else single.sample_list(few)
-                if samples is not None:
-                    return self._out_many(samples, idx)
-            self._open()
-            return self._out_many(self._samples(self._normalize(idx)), idx)
-        except (ParseError, DataLossError) as exc:
-            locate(exc, self, idx)
-            raise
-
-    def explain_decode(self, batch_size: int = 256) -> DecodePath:
-        """Which decode path this dataset's batches of ``batch_size`` take and why, with
-        what its decoder did so far (see :func:`tfrecord_engine.explain_decode`)."""
-        return explain_decode(self, batch_size=batch_size)
-
-    def _walk_beats_single(self, n: int) -> bool:
-        """Whether ``n`` samples are cheaper cut from one batch decode (the compiled
-        walk, once the kernels are loaded) than decoded record by record: from
-        ``WALK_MIN_RECORDS`` records on, for the specs ``SingleDecoder.prefers_walk``
-        names (not all scalars; scalars of many keys or of varied record lengths: 2-4x
-        on images, detection boxes, tokens, mixed and wide records at 64)."""
-        return (
-            n >= _example_batch().WALK_MIN_RECORDS
-            and self._single_decoder().prefers_walk
-            and not _is_sequence(self.features)
-            and kernels.ready()
-        )
-
-    def _getitems(self, indices: Sequence[int] | IntArray) -> list[Any]:
-        """Grain's batched read hook: the same list of records as :meth:`__getitems__`."""
-        return self.__getitems__(indices)
 
 
 def _open_in_worker(state: dict[str, Any], indexes: list[Index]) -> RecordDataset:
