@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import numpy as np
@@ -53,18 +54,31 @@ def check(case: ParseCase) -> int:
     features = {k: s for k, s in case.features.items() if isinstance(s, FAST_KINDS)}
     assume(features)
     decoder = SingleDecoder(features)
-    taken = 0
-    for record in case.records:
-        fast = decoder.sample(record)
-        if fast is None:
-            continue
-        taken += 1
-        want = exact(record, features)
-        assert want is not None, "the fast path accepted a record the exact path rejects"
-        assert same(fast, want), (fast, want)
+    taken = agreeing(decoder.sample, lambda r: exact(r, features), case.records)
+    for fast in taken:
         for value in fast.values():
             if isinstance(value, np.ndarray):
                 assert value.flags.writeable
+    return len(taken)
+
+
+def agreeing(
+    fast: Callable[[bytes], dict[str, Any] | None],
+    exact: Callable[[bytes], dict[str, Any] | None],
+    records: Iterable[bytes],
+    equal: Callable[[Any, Any], bool] = same,
+) -> list[dict[str, Any]]:
+    """The samples a fast path took of ``records`` (``None``: declined), each checked
+    ``equal`` to the exact path's, which must accept every record the fast path took."""
+    taken = []
+    for record in records:
+        got = fast(record)
+        if got is None:
+            continue
+        want = exact(record)
+        assert want is not None, "the fast path accepted a record the exact path rejects"
+        assert equal(got, want), (got, want)
+        taken.append(got)
     return taken
 
 
