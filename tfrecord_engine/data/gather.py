@@ -292,26 +292,27 @@ class LocalFilesGather:
         LocalFileRecords.hold), one compiled gather per file, when every file of the
         batch is held and holds a few records of it at least; else ``None``."""
         files = np.unique(file_of).tolist()
-        copies = [self._readers[f]._copy for f in files]
-        arrays = {f: c.array for f, c in zip(files, copies, strict=True) if c is not None}
-        if len(arrays) < len(files):
+        found = [self._readers[f]._copy for f in files]
+        copies = [c for c in found if c is not None]
+        if len(copies) < len(files):
             return None
         spans: Spans | None
-        region = copies[0].region if copies[0] is not None else None
+        region = copies[0].region
         starts = self._start[idx]
         if (
             region is not None
             and int((self._end[idx] - starts).sum()) >= _VIEW_BYTES * len(idx)
-            and all(c is not None and c.region is region for c in copies)
+            and all(c.region is region for c in copies)
         ):
             # Copies read into one region: the batch is a view of it, nothing copied.
             at = np.zeros(len(self._readers), np.int64)
-            at[files] = [c.at for c in copies if c is not None]
+            at[files] = [c.at for c in copies]
             shift = at[file_of]
             spans = Spans(region, starts + shift, self._end[idx] + shift)
         else:
+            arrays = {f: c.array for f, c in zip(files, copies, strict=True)}
             spans = self._spans_by_file(idx, file_of, arrays)
-        if spans is not None and verify and not all(c is not None and c.all_ok for c in copies):
+        if spans is not None and verify and not all(c.all_ok for c in copies):
             self._raise_first(bad_spans(spans), idx, file_of)
         return spans
 

@@ -85,13 +85,15 @@ class SingleSequenceDecoder:
         self._context: SingleDecoder | None = None
         self.enabled = True
         for name, spec in features.sequence.items():
-            if not isinstance(spec, FixedLenSequenceFeature) or spec.dtype not in _NUMERIC:
+            # (Steps of no values, a 0 in the shape: the exact path counts them.)
+            if (
+                not isinstance(spec, FixedLenSequenceFeature)
+                or spec.dtype not in _NUMERIC
+                or math.prod(spec.shape) == 0
+            ):
                 self.enabled = False
                 return
             self._lists.append(_List(name, spec))
-        if any(item.stride == 0 for item in self._lists):
-            self.enabled = False  # (steps of no values: the exact path counts them)
-            return
         if features.context:
             self._context = SingleDecoder(features.context)
             if not self._context.enabled:
@@ -100,7 +102,6 @@ class SingleSequenceDecoder:
         self._walk = seqk.OneSequenceWalk(
             [name.encode() for name in features.sequence], [item.kind for item in self._lists]
         )
-        self._order = features.output_keys
 
     def sample(self, record: bytes) -> dict[str, Any] | None:
         """The sample of ``record`` (as ``parse_single_sequence_example`` and the
@@ -140,7 +141,7 @@ class SingleSequenceDecoder:
             out[item.name] = varlen_array(value)
             counts[lengths_key(item.name)] = np.int64(steps)
         out.update(counts)
-        return out if len(out) == len(self._order) else {k: out[k] for k in self._order}
+        return out  # (context, sequence, then step counts: the batches' key order)
 
     def _context_sample(self, record: bytes) -> dict[str, Any] | None:
         """The context's sample: the record up to the end of its context field is an
