@@ -19,10 +19,11 @@ Four tiers, fastest first:
 1. a *layout* per record length: the bytes of a record the walk below accepted, less its
    values, compiled to straight-line code that compares the fixed bytes and reads the
    values (see :class:`_Layout`; only for specs of scalars, at most 64 lengths);
-2. the compiled walk of one record (:func:`~..kernels.single.walk_one`, once the
-   kernels are loaded, for specs of ``_COMPILED_KEYS`` keys or more: its ~2 µs a call
-   beat the Python walk's ~0.6 µs an entry from there): every key's Feature span and
-   the scalars in one call, then one step per non-scalar feature;
+2. the compiled decode of one record (:func:`~..kernels.single.decode_one`, once the
+   kernels are loaded; for every spec that is not all scalars, and for scalars where
+   the layouts do not serve): every numeric key's values decoded in one call, then the
+   spec's straight-line code (:mod:`.single_take`) makes the sample, with one step per
+   string list (tabular records: ~3.5 µs against the Python walk's ~10 µs);
 3. :meth:`SingleDecoder.values`: one straight walk in Python over the layout writers
    emit (one ``features`` field, entries of key then value, each requested Feature one
    list that fills it), scalars read inline;
@@ -52,8 +53,9 @@ from ..example.wire import (
     decode_feature,
     example_feature_map,
 )
-from ..kernels.single import one_table, walk_one
+from ..kernels.single import one_table
 from .single_steps import Read, plan, uvarint
+from .single_take import compile_take
 
 __all__ = ["SingleDecoder"]
 
@@ -84,10 +86,8 @@ def _int_at(rec: bytes, start: int, end: int) -> int | None:
 #: At most this many record layouts are kept per decoder (records of varying lengths
 #: beyond it are walked each time).
 _MAX_LAYOUTS = 64
-#: From this many requested keys on, the compiled walk of one record (~2 µs a call)
-#: beats the Python walk (~0.6 µs an entry); and for scalars, the per-length layouts.
-_COMPILED_KEYS = 5
-#: From this many keys on, a batch walk beats the per-record walk (see prefers_walk).
+#: From this many keys on, a batch walk beats the per-record walk (see prefers_walk),
+#: and the compiled decode the per-length layouts of scalars.
 _WALK_KEYS = 16
 #: A layout keeps (and compares) at most this many bytes besides the values.
 _MAX_FIXED = 4096
@@ -229,13 +229,18 @@ class SingleDecoder:
         self._layouts: dict[int, _Layout | None] = {}
         self._ints = [j for j, c in enumerate(self._codes) if c == _INT]
         self._floats = [j for j, c in enumerate(self._codes) if c == _FLOAT]
-        self._bytes = [j for j, c in enumerate(self._codes) if c == _BYTES]
-        self._others = [
-            (j, s.read) for j, s in enumerate(self.steps) if self._codes[j] >= _OTHER_INT
-        ]
-        # The compiled walk's table (its codes: 0 a Feature's span, 1-3 a scalar).
-        one = [{_INT: 1, _FLOAT: 2, _BYTES: 3}.get(c, 0) for c in self._codes]
-        self._one = one_table([s.key for s in self.steps], one) if self.enabled else None
+        # The compiled decode's table, and how each key's value is taken from it.
+        compiled = [s.compiled for s in self.steps]
+        self._one = (
+            one_table(
+                [s.key for s in self.steps],
+                [c.code for c in compiled],
+                [c.count for c in compiled],
+            )
+            if self.enabled
+            else None
+        )
+        self._take = compile_take(self.steps, outputs) if self.enabled else None
 
     @property
     def prefers_walk(self) -> bool:
@@ -387,7 +392,7 @@ class SingleDecoder:
         if not self.enabled:
             return None
         layouts = self._layouts
-        if len(self.steps) >= _COMPILED_KEYS and (
+        if (
             not self.scalars
             or len(self.steps) >= _WALK_KEYS
             or (len(layouts) >= _MAX_LAYOUTS and layouts.get(len(record)) is None)
@@ -406,36 +411,18 @@ class SingleDecoder:
         return self._sample_of(vals)
 
     def _compiled_sample(self, record: bytes) -> dict[str, Any] | None:
-        """The sample through the compiled walk of the record (scalars read there too),
-        or ``None``: the kernels are not loaded, or the Python walk decides."""
+        """The sample through the compiled decode of the record (numbers decoded there)
+        and the spec's straight-line take (:mod:`.single_take`), or ``None``: the
+        kernels are not loaded, or the Python walk decides."""
         assert self._one is not None
+        assert self._take is not None
+        got = self._one.decode(record)
+        if got is None:
+            return None
         try:
-            out = walk_one(record, self._one, len(self.steps))
-            if out is None:
-                return None
-            vals: list[Any] = [None] * len(self.steps)
-            ints = out[2]
-            for j in self._ints:
-                vals[j] = ints[j]  # (numpy scalars, as np.int64(value))
-            if self._floats:
-                floats = out[3].astype(np.uint32).view(np.float32)
-                for j in self._floats:
-                    vals[j] = floats[j]
-            if self._bytes or self._others:
-                starts, ends = out[0].tolist(), out[1].tolist()
-                for j in self._bytes:
-                    vals[j] = record[starts[j] : ends[j]]
-                for j, read in self._others:
-                    start = starts[j]
-                    if start == ends[j]:
-                        return None  # an empty Feature: defaults, the exact path
-                    value = read(record, start, ends[j])
-                    if value is None:
-                        return None
-                    vals[j] = value
+            return self._take(record, *got)
         except (IndexError, MalformedExampleError):
             return None
-        return self._sample_of(vals)
 
     def _sample_of(self, vals: list[Any]) -> dict[str, Any] | None:
         """The sample from every key's value (by slot), or ``None`` for the exact path."""

@@ -42,10 +42,22 @@ from ..example.specs import (
 from ..example.values import RaggedValue
 from ..example.varints import decode_packed
 from ..example.wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, RawValues, decode_feature
-from ..kernels.single import packed_int64
+from ..kernels.single import FLOATS, INTS, ONE_BYTES, OTHER, packed_int64
 from .varlen import VarLenList, varlen_array
 
-__all__ = ["KeyStep", "Output", "plan", "uvarint"]
+__all__ = [
+    "TAKE_ARRAY",
+    "TAKE_BYTES",
+    "TAKE_READ",
+    "TAKE_SCALAR",
+    "TAKE_VALUE",
+    "TAKE_VARLEN",
+    "Compiled",
+    "KeyStep",
+    "Output",
+    "plan",
+    "uvarint",
+]
 
 #: A key's value from its decoded values, or ``None`` for the exact path.
 Convert = Callable[[RawValues], Any]
@@ -61,9 +73,36 @@ _MASK64 = (1 << 64) - 1
 _LOOP_MAX_BYTES = 12
 
 
+#: How :class:`~.single.SingleDecoder` makes a key's value from the compiled decode
+#: (:func:`~..kernels.single.decode_one`): its one number (a numpy scalar), its numbers
+#: (an array, reshaped to ``Compiled.shape`` where that has two dimensions or more), its
+#: numbers as a :class:`~.varlen.VarLenArray`, its one ``bytes`` value, that value
+#: through ``Compiled.value`` (``RawFeature``), or ``read`` on its ``Feature``.
+TAKE_SCALAR, TAKE_ARRAY, TAKE_VARLEN, TAKE_BYTES, TAKE_VALUE, TAKE_READ = range(6)
+#: A value from the record and the span of its one ``bytes`` value, or ``None``.
+Value = Callable[[bytes, int, int], Any]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """How the compiled decode takes a key: its code there (``kernels.single``'s
+    ``OTHER``, ``INTS``, ``FLOATS``, ``ONE_BYTES``), the values it must have (-1: any),
+    and how the value is made from what it gives (a ``TAKE_*``)."""
+
+    code: int = OTHER
+    count: int = -1
+    take: int = TAKE_READ
+    shape: tuple[int, ...] | None = None
+    value: Value | None = None
+
+
+_READ = Compiled()
+
+
 @dataclass(frozen=True)
 class KeyStep:
-    """One requested key: its name and bytes, wire kind and tag, and its readers."""
+    """One requested key: its name and bytes, wire kind and tag, its readers, and how
+    the compiled decode takes it."""
 
     name: str
     key: bytes
@@ -71,6 +110,7 @@ class KeyStep:
     tag: int
     convert: Convert
     read: Read
+    compiled: Compiled = _READ
 
 
 @dataclass(frozen=True)
@@ -204,7 +244,12 @@ def _then(read: Read, shape: Callable[[Any], Any]) -> Read:
     return step
 
 
-def _fixed(spec: FixedLenFeature) -> tuple[Convert, Read] | None:
+#: A key's readers and how the compiled decode takes it.
+Steps = tuple[Convert, Read, Compiled]
+_CODE_OF = {KIND_INT64: INTS, KIND_FLOAT: FLOATS}
+
+
+def _fixed(spec: FixedLenFeature) -> Steps | None:
     count = math.prod(spec.shape)
     if count == 0:
         return None
@@ -212,7 +257,7 @@ def _fixed(spec: FixedLenFeature) -> tuple[Convert, Read] | None:
     if spec.dtype == "string":
         if not shape:
             one: Convert = lambda v: v[0] if len(v) == 1 else None  # noqa: E731
-            return one, _then(read_strings, one)
+            return one, _then(read_strings, one), Compiled(ONE_BYTES, 1, TAKE_BYTES)
 
         def strings(v: RawValues) -> Any:
             if len(v) != count:
@@ -221,18 +266,20 @@ def _fixed(spec: FixedLenFeature) -> tuple[Convert, Read] | None:
             out[:] = v
             return out.reshape(shape).tolist()
 
-        return strings, _then(read_strings, strings)
+        return strings, _then(read_strings, strings), _READ
     scalar = _NUMPY[spec.dtype]
     kind = KIND_OF[spec.dtype]
     if not shape:
         first: Convert = lambda v: scalar(v[0]) if len(v) == 1 else None  # noqa: E731
-        return first, _then(_READ_OF[kind], first)
+        return first, _then(_READ_OF[kind], first), Compiled(_CODE_OF[kind], 1, TAKE_SCALAR)
     dtype = np.dtype(scalar)
     convert: Convert = lambda v: np.array(v, dtype).reshape(shape) if len(v) == count else None  # noqa: E731
-    return convert, _then(_READ_OF[kind], lambda a: a.reshape(shape) if a.size == count else None)
+    read = _then(_READ_OF[kind], lambda a: a.reshape(shape) if a.size == count else None)
+    compiled = Compiled(_CODE_OF[kind], count, TAKE_ARRAY, shape if len(shape) > 1 else None)
+    return convert, read, compiled
 
 
-def _raw(spec: RawFeature) -> tuple[Convert, Read] | None:
+def _raw(spec: RawFeature) -> Steps | None:
     nbytes = spec.nbytes
     if nbytes == 0:
         return None
@@ -251,16 +298,32 @@ def _raw(spec: RawFeature) -> tuple[Convert, Read] | None:
         out = np.frombuffer(data, little).astype(dtype)
         return out.reshape(shape) if shape else out[0]  # shape []: a numpy scalar
 
-    return raw, _then(read_strings, raw)
+    count = nbytes // little.itemsize
+
+    def value(rec: bytes, start: int, end: int) -> Any:
+        if end - start != nbytes:
+            return None  # cut or padded to fixed_length: the Python path
+        out = np.frombuffer(rec, little, count, start).astype(dtype)
+        return out.reshape(shape) if shape else out[0]
+
+    compiled = (
+        _READ if spec.fixed_length is not None else Compiled(ONE_BYTES, 1, TAKE_VALUE, value=value)
+    )
+    return raw, _then(read_strings, raw), compiled
 
 
-def _variable(kind: int) -> tuple[Convert, Read]:
+def _variable(kind: int) -> Steps:
     """A ``VarLenFeature`` (or unpartitioned ``RaggedFeature``) value, typed as
     variable-length values as :func:`~.samples.sample_of` gives them (see .varlen)."""
     if kind == KIND_BYTES:
-        return VarLenList, _then(read_strings, VarLenList)
+        return VarLenList, _then(read_strings, VarLenList), _READ
     dtype = np.int64 if kind == KIND_INT64 else np.float32
-    return (lambda v: varlen_array(np.array(v, dtype))), _then(_READ_OF[kind], varlen_array)
+    compiled = Compiled(_CODE_OF[kind], -1, TAKE_VARLEN)
+    return (
+        (lambda v: varlen_array(np.array(v, dtype))),
+        _then(_READ_OF[kind], varlen_array),
+        compiled,
+    )
 
 
 def _ragged_finish(name: str, spec: RaggedFeature, slots: dict[str, int]) -> Finish:
@@ -307,15 +370,17 @@ def plan(features: Mapping[str, FeatureSpec]) -> tuple[list[KeyStep], list[Outpu
     outputs: list[Output] = []
     slots: dict[str, int] = {}
 
-    def add(key: str, kind: int, convert: Convert, read: Read) -> int | None:
+    def add(
+        key: str, kind: int, convert: Convert, read: Read, compiled: Compiled = _READ
+    ) -> int | None:
         if key in slots:
             return None  # a key shared by two specs: the exact path
         slots[key] = len(steps)
-        steps.append(KeyStep(key, key.encode("utf-8"), kind, TAG_OF[kind], convert, read))
+        steps.append(KeyStep(key, key.encode("utf-8"), kind, TAG_OF[kind], convert, read, compiled))
         return slots[key]
 
     for name, spec in features.items():
-        pair: tuple[Convert, Read] | None
+        pair: Steps | None
         if isinstance(spec, FixedLenFeature):
             pair, kind = _fixed(spec), KIND_OF[spec.dtype]
         elif isinstance(spec, RawFeature):
@@ -339,9 +404,11 @@ def plan(features: Mapping[str, FeatureSpec]) -> tuple[list[KeyStep], list[Outpu
                 (p.key, KIND_INT64) for p in spec.partitions if not isinstance(p, UniformRowLength)
             ]
             for key, k in keys:
-                slot = add(
-                    key, k, _array_convert(k), read_strings if k == KIND_BYTES else _READ_OF[k]
-                )
+                if k == KIND_BYTES:
+                    slot = add(key, k, _array_convert(k), read_strings)
+                else:
+                    array = Compiled(_CODE_OF[k], -1, TAKE_ARRAY)
+                    slot = add(key, k, _array_convert(k), _READ_OF[k], array)
                 if slot is None:
                     return None
                 mine[key] = slot

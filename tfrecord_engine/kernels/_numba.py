@@ -29,7 +29,9 @@ except ImportError as exc:
     ) from exc
 
 from ._dense import dense_examples, key_hash
+from ._intrinsics import LOW_BYTES
 from ._intrinsics import copy as _copy
+from ._intrinsics import ctz as _ctz
 from ._intrinsics import load8 as _load8
 from ._intrinsics import prefetch as _prefetch
 
@@ -235,43 +237,80 @@ def crc_spans_folded(buf, words, base, starts, ends, out):  # noqa: PLR0917
             out[j] = _crc_span(buf, words, base, s, e)
 
 
+_CONTINUED = np.uint64(0x8080808080808080)  # every byte's continuation bit
+
+
 @njit(nogil=True, cache=True)
-def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
-    """Decodes the runs ``buf[p_start[r]:p_end[r]]``; returns how many values it wrote.
+def varint_run(buf, i, e, values, n):
+    """Decodes the varints of ``buf[i:e]`` into ``values[n:]``; returns ``n`` past the
+    last, or -1 where the run is torn at its end or holds a varint over 10 bytes.
 
     Protobuf varints: 7-bit groups, low group first, the high bit set on every byte but
-    the last; a 10th byte contributes only bit 63 (the shift drops the rest). A run
-    torn at its end or holding a varint over 10 bytes gets ``ok[r] = False``, count 0
-    and no values.
+    the last; a 10th byte contributes only bit 63 (the shift drops the rest). Where 8
+    bytes can be loaded at once: 8 one-byte varints are copied as they are, and a varint
+    of up to 8 bytes is found by its first clear high bit (``ctz``) and its groups joined
+    by shifts and masks, without a branch per byte; longer ones, and the buffer's last
+    bytes, go byte by byte.
+    """
+    size = buf.shape[0]
+    while i < e:
+        if i + 8 <= size:
+            w = _load8(buf, i)
+            if i + 8 <= e and (w & _CONTINUED) == 0:
+                for t in range(8):
+                    values[n + t] = np.int64((w >> np.uint64(8 * t)) & np.uint64(0xFF))
+                n += 8
+                i += 8
+                continue
+            ends = ~w & _CONTINUED
+            if ends != 0:
+                length = np.int64(_ctz(ends) >> np.uint64(3)) + 1
+                if i + length > e:
+                    return -1  # its last byte lies past the run
+                w &= LOW_BYTES[length]
+                values[n] = np.int64(
+                    (w & np.uint64(0x7F))
+                    | ((w >> np.uint64(1)) & np.uint64(0x3F80))
+                    | ((w >> np.uint64(2)) & np.uint64(0x1FC000))
+                    | ((w >> np.uint64(3)) & np.uint64(0xFE00000))
+                    | ((w >> np.uint64(4)) & np.uint64(0x7F0000000))
+                    | ((w >> np.uint64(5)) & np.uint64(0x3F800000000))
+                    | ((w >> np.uint64(6)) & np.uint64(0x1FC0000000000))
+                    | ((w >> np.uint64(7)) & np.uint64(0xFE000000000000))
+                )
+                n += 1
+                i += length
+                continue
+        value = np.uint64(0)
+        shift = 0
+        while True:
+            if i >= e or shift == 70:
+                return -1
+            byte = buf[i]
+            i += 1
+            value |= np.uint64(byte & 0x7F) << np.uint64(shift)
+            shift += 7
+            if byte < 0x80:
+                break
+        values[n] = np.int64(value)
+        n += 1
+    return n
+
+
+@njit(nogil=True, cache=True)
+def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
+    """Decodes the runs ``buf[p_start[r]:p_end[r]]`` (see :func:`varint_run`); returns
+    how many values it wrote. A run torn at its end or holding a varint over 10 bytes
+    gets ``ok[r] = False``, count 0 and no values.
     """
     n = 0
     for r in range(p_start.shape[0]):
-        i = p_start[r]
-        e = p_end[r]
-        first = n
-        good = True
-        while i < e:
-            value = np.uint64(0)
-            size = 0
-            while True:
-                if i >= e or size == 10:
-                    good = False
-                    break
-                byte = buf[i]
-                i += 1
-                value |= np.uint64(byte & 0x7F) << np.uint64(7 * size)
-                size += 1
-                if byte < 0x80:
-                    break
-            if not good:
-                break
-            values[n] = np.int64(value)
-            n += 1
-        if good:
-            counts[r] = n - first
+        got = varint_run(buf, p_start[r], p_end[r], values, n)
+        if got >= 0:
+            counts[r] = got - n
             ok[r] = True
+            n = got
         else:
-            n = first
             counts[r] = 0
             ok[r] = False
     return n

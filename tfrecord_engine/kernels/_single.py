@@ -1,22 +1,27 @@
 # mypy: ignore-errors
 # (numba types these functions itself, from the arrays they are called with; the typed
 # entry point is in kernels/single.py.)
-"""The numba-compiled walk of one Example for ``ds[i]``'s decoder (imported only by
+"""The numba-compiled decode of one Example for ``ds[i]``'s decoder (imported only by
 :mod:`tfrecord_engine.kernels` when it loads the kernels).
 
-:func:`walk_one` does in one call what ``data/single.py``'s Python walk does entry by
-entry: it walks the record's feature map, looks each key up in a hashed table of the
-requested keys (``_dense.key_hash``, the batch walk's; the table is built by
-:func:`tfrecord_engine.kernels.single.one_table`) and, per requested key, records the
-span of its ``Feature``; scalars (``FixedLenFeature([])``) it reads too: an int64's
-varint, a float32's bits, a string's payload span.
+:func:`decode_one` does in one call what ``data/single.py``'s Python walk does entry by
+entry and its per-key readers do after it: it walks the record's feature map, looks
+each key up in a hashed table of the requested keys (``_dense.key_hash``, the batch
+walk's; the table is built by :func:`tfrecord_engine.kernels.single.one_table`) and,
+per requested key, by the key's code:
+
+- ``OTHER``: records the span of its ``Feature`` (the caller reads it);
+- ``INTS`` / ``FLOATS``: decodes its int64 or float32 list into one int64 or one
+  float32 array shared by the record's keys, and records where its values lie there;
+- ``ONE_BYTES``: records the span of its one ``bytes`` value.
 
 It takes only what the Python walk takes: one ``features`` field filling the record,
 map entries of key then value, the value filling its entry, no requested key twice,
-every requested key present, scalars as writers emit them (one list filling the
-Feature, one value filling the list). Anything else returns False and the caller takes
-the Python path, which declines the same records to the exact parser. Every read is
-bounds-checked against the record's end.
+every requested key present and not empty, each list as writers emit it (one list
+filling the ``Feature``; numbers in one packed run filling the list), as many values as
+the key's expected count where it has one. Anything else returns False and the caller
+takes the Python path, which declines the same records to the exact parser. Every read
+is bounds-checked against the record's end.
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ except ImportError as exc:
 
 from ._dense import key_hash
 from ._examples import _span
+from ._numba import varint_run
 
-__all__ = ["OTHER", "SCALAR_BYTES", "SCALAR_FLOAT", "SCALAR_INT", "load", "walk_one"]
+__all__ = ["FLOATS", "INTS", "ONE_BYTES", "OTHER", "decode_fixed", "decode_one", "load"]
 
-#: What the walk reads of a requested key (``code``): its Feature's span only, or a scalar.
-OTHER, SCALAR_INT, SCALAR_FLOAT, SCALAR_BYTES = 0, 1, 2, 3
+#: What the decode does with a requested key (``code``): see the module's docstring.
+OTHER, INTS, FLOATS, ONE_BYTES = 0, 1, 2, 3
+_TAG = (0, 0x1A, 0x12, 0x0A)  # each code's list tag (Int64List 3, FloatList 2, BytesList 1)
 
 
 @njit(nogil=True, cache=True)
@@ -65,102 +72,162 @@ def _slot(buf, p, n, meta, keys):
 
 
 @njit(nogil=True, cache=True)
-def _scalar(buf, c, vs, ve, out, k):  # noqa: PLR0917
-    """Reads the scalar Feature ``buf[vs:ve]`` of code ``c`` into ``out[:, k]``; False
-    where it is not one value filling one list filling it."""
-    if vs >= ve:
-        return False
-    if c == SCALAR_FLOAT:
-        # FloatList { packed [one float] }: 12 06 0A 04 <4 bytes>.
-        if ve - vs != 8 or buf[vs] != 0x12 or buf[vs + 1] != 6:
-            return False
-        if buf[vs + 2] != 0x0A or buf[vs + 3] != 4:
-            return False
-        bits = (
-            np.uint32(buf[vs + 4])
-            | (np.uint32(buf[vs + 5]) << np.uint32(8))
-            | (np.uint32(buf[vs + 6]) << np.uint32(16))
-            | (np.uint32(buf[vs + 7]) << np.uint32(24))
-        )
-        out[3, k] = np.int64(bits)
-        return True
-    tag = 0x1A if c == SCALAR_INT else 0x0A
-    if buf[vs] != tag:
-        return False
+def _run(buf, vs, ve, tag):
+    """``(a, b, values)`` of the list ``tag`` filling the Feature ``buf[vs:ve]``: the span
+    of its one field-1 run filling it, and whether it has one (``(ve, ve, False)``: an
+    empty list); ``(-1, -1, False)`` where it is not that."""
+    if vs >= ve or buf[vs] != tag:
+        return -1, -1, False
     ls, le = _span(buf, vs + 1, ve)
-    if ls < 0 or le != ve or ls >= le or buf[ls] != 0x0A:
-        return False
-    ps, pe = _span(buf, ls + 1, le)
-    if ps < 0 or pe != le:
-        return False
-    if c == SCALAR_BYTES:
-        out[0, k] = ps
-        out[1, k] = pe
-        return True
-    # Int64List { packed [one varint] }: the varint fills the run (at most 10 bytes).
-    value = np.uint64(0)
-    i = ps
-    size = 0
-    while True:
-        if i >= pe or size == 10:
-            return False
-        b = buf[i]
-        i += 1
-        value |= np.uint64(b & 0x7F) << np.uint64(7 * size)
-        size += 1
-        if b < 0x80:
-            break
-    if i != pe:
-        return False
-    out[2, k] = np.int64(value)
-    return True
+    if ls < 0 or le != ve:
+        return -1, -1, False
+    if ls == le:
+        return le, le, False
+    if buf[ls] != 0x0A:
+        return -1, -1, False  # unpacked numbers, or another field: the Python path
+    a, b = _span(buf, ls + 1, le)
+    if a < 0 or b != le:
+        return -1, -1, False
+    return a, b, True
 
 
 @njit(nogil=True, cache=True)
-def walk_one(buf, meta, keys, out):
-    """Walks the Example ``buf``; True when it has the shape described above.
-
-    ``meta``: int64 rows of the key table: the slots' keys (-1 free), their hashes
-    (uint64 bits), the keys' offsets in ``keys`` (``nk + 1``), their codes (``nk``).
-    ``out[0, k]``/``out[1, k]``: the span of requested key ``k``'s Feature (of a string
-    scalar: its value); ``out[2, k]``: an int64 scalar; ``out[3, k]``: a float32
-    scalar's bits. (Few arguments: each costs numba's dispatch ~0.2 µs a call.)
-    """
+def _walk(buf, meta, keys, out):
+    """Pass 1: every requested key's spans and counts (see :func:`decode_one`); returns
+    the numbers of int64 and float32 values, or ``(-1, -1)``."""
     n = buf.shape[0]
     nk = out.shape[1]
     for k in range(nk):
         out[0, k] = -1
     if n < 2 or buf[0] != 0x0A:
-        return False
+        return -1, -1
     p, fe = _span(buf, 1, n)
     if p < 0 or fe != n:
-        return False
+        return -1, -1
     found = 0
+    # Keys of expected counts sit first, at their fixed places (meta[5]); others follow.
+    ints = 0
+    floats = 0
+    for k in range(nk):
+        if meta[4, k] >= 0:
+            if meta[3, k] == INTS:
+                ints += meta[4, k]
+            elif meta[3, k] == FLOATS:
+                floats += meta[4, k]
     while p < n:
         if buf[p] != 0x0A:
-            return False
+            return -1, -1
         es, ee = _span(buf, p + 1, n)
         if es < 0 or es >= ee or buf[es] != 0x0A:
-            return False
+            return -1, -1
         ks, ke = _span(buf, es + 1, ee)
         if ks < 0 or ke >= ee or buf[ke] != 0x12:
-            return False
+            return -1, -1
         vs, ve = _span(buf, ke + 1, ee)
         if vs < 0 or ve != ee:
-            return False
+            return -1, -1
         p = ee
         k = _slot(buf, ks, ke - ks, meta, keys)
         if k < 0:
             continue  # a key nobody asked for
-        if out[0, k] >= 0:
-            return False  # a requested key twice: TensorFlow's rules for duplicates
-        c = meta[3, k]
-        out[0, k] = vs
-        out[1, k] = ve
-        if c != OTHER and not _scalar(buf, c, vs, ve, out, k):
-            return False
+        if out[0, k] >= 0 or vs == ve:
+            return -1, -1  # a requested key twice, or an empty Feature (defaults)
         found += 1
-    return found == nk
+        c = meta[3, k]
+        if c == OTHER:
+            out[0, k] = vs
+            out[1, k] = ve
+            continue
+        a, b, some = _run(buf, vs, ve, _TAG[c])
+        if a < 0 or (c == ONE_BYTES and not some):
+            return -1, -1
+        out[0, k] = a
+        out[1, k] = b
+        if c == ONE_BYTES:
+            continue
+        if c == FLOATS:
+            if (b - a) % 4:
+                return -1, -1
+            count = (b - a) >> 2
+            out[2, k] = floats
+        else:
+            if a < b and buf[b - 1] >= 0x80:
+                return -1, -1  # the run's last varint is torn
+            count = 0
+            for i in range(a, b):
+                count += buf[i] < 0x80
+            out[2, k] = ints
+        out[3, k] = count
+        if meta[4, k] < 0:
+            if c == FLOATS:
+                floats += count
+            else:
+                ints += count
+        elif count != meta[4, k]:
+            return -1, -1  # another count than the spec's: the exact path
+        else:
+            out[2, k] = meta[5, k]
+    if found != nk:
+        return -1, -1
+    return ints, floats
+
+
+@njit(nogil=True, cache=True)
+def _fill(buf, meta, out, ints, bits):
+    """Pass 2: decodes every numeric key's run into ``ints`` or ``bits`` (float32 bits);
+    False where a varint is over 10 bytes."""
+    for k in range(out.shape[1]):
+        c = meta[3, k]
+        a = out[0, k]
+        at = out[2, k]
+        if c == INTS:
+            if varint_run(buf, a, out[1, k], ints, at) < 0:
+                return False
+        elif c == FLOATS:
+            for j in range(out[3, k]):
+                i = a + 4 * j
+                bits[at + j] = (
+                    np.uint32(buf[i])
+                    | (np.uint32(buf[i + 1]) << np.uint32(8))
+                    | (np.uint32(buf[i + 2]) << np.uint32(16))
+                    | (np.uint32(buf[i + 3]) << np.uint32(24))
+                )
+    return True
+
+
+@njit(nogil=True, cache=True)
+def decode_one(buf, meta, keys, out):
+    """Decodes the Example ``buf``: ``(ok, ints, floats)``, ``ok`` when it has the shape
+    described above, ``ints`` and ``floats`` made to the record's counts.
+
+    ``meta``: int64 rows of the key table: the slots' keys (-1 free), their hashes
+    (uint64 bits), the keys' offsets in ``keys`` (``nk + 1``), their codes (``nk``),
+    their expected counts (``nk``; -1: any) and, for keys with one, where their values
+    go in ``ints`` or ``floats`` (``nk``; the others' follow).
+
+    ``out[0, k]``/``out[1, k]``: the span of key ``k``'s Feature (``OTHER``), its packed
+    run (``INTS``, ``FLOATS``) or its value (``ONE_BYTES``); ``out[2, k]``/``out[3, k]``:
+    where its values start in ``ints`` or ``floats``, and how many. (Few arguments:
+    each costs numba's dispatch a little.)
+    """
+    n_ints, n_floats = _walk(buf, meta, keys, out)
+    if n_ints >= 0:
+        ints = np.empty(n_ints, np.int64)
+        bits = np.empty(n_floats, np.uint32)
+        if _fill(buf, meta, out, ints, bits):
+            return True, ints, bits.view(np.float32)
+    return False, np.empty(0, np.int64), np.empty(0, np.float32)
+
+
+@njit(nogil=True, cache=True)
+def decode_fixed(buf, meta, keys, out, ints, floats):  # noqa: PLR0917
+    """:func:`decode_one` for a table whose every numeric key has an expected count,
+    into the caller's ``ints`` and ``floats`` of the counts' totals (returning arrays
+    costs numba's boxing more than the caller's ``np.empty``); True when taken."""
+    n_ints, n_floats = _walk(buf, meta, keys, out)
+    if n_ints != ints.shape[0] or n_floats != floats.shape[0]:
+        return False
+    return _fill(buf, meta, out, ints, floats.view(np.uint32))
 
 
 def load(errors: tuple[type[Exception], ...]) -> dict[str, object]:
@@ -169,12 +236,17 @@ def load(errors: tuple[type[Exception], ...]) -> dict[str, object]:
         ok = _self_test()
     except (*errors, NumbaError):
         ok = False
-    return {"one_walk": walk_one if ok else None, "one_hash": key_hash if ok else None}
+    return {
+        "one_decode": decode_one if ok else None,
+        "one_fixed": decode_fixed if ok else None,
+        "one_hash": key_hash if ok else None,
+    }
 
 
 def _self_test() -> bool:
-    """Compiles (or loads from the cache) the walk and checks it on a known record:
-    {"u": 1.0, "x": 300, "b": b"hi", "z": [1, 2]} with "x", "b", "u" and "z" requested."""
+    """Compiles (or loads from the cache) the decode and checks it on a known record:
+    {"u": 1.0, "x": 300, "b": b"hi", "z": [1, 2], "f": [0.5, 2.0]} with every key
+    requested ("f" with no expected count, "z" as its Feature)."""
 
     def entry(key: bytes, feature: bytes) -> bytes:
         body = b"\x0a" + bytes([len(key)]) + key + b"\x12" + bytes([len(feature)]) + feature
@@ -185,28 +257,52 @@ def _self_test() -> bool:
         + entry(b"x", b"\x1a\x04\x0a\x02\xac\x02")
         + entry(b"b", b"\x0a\x04\x0a\x02hi")
         + entry(b"z", b"\x1a\x04\x0a\x02\x01\x02")
+        + entry(b"f", b"\x12\x0a\x0a\x08\x00\x00\x00\x3f\x00\x00\x00\x40")
     )
     record = np.frombuffer(b"\x0a" + bytes([len(entries)]) + entries, np.uint8)
-    keys = [b"x", b"b", b"u", b"z"]
-    meta = np.full((4, 8), -1, np.int64)
+    keys = [b"x", b"b", b"u", b"z", b"f"]
+    meta = np.full((6, 16), -1, np.int64)
     for k, key in enumerate(keys):
         h = key_hash(np.frombuffer(key, np.uint8), 0, len(key))
-        idx = int(h & np.uint64(7))
+        idx = int(h & np.uint64(15))
         while meta[0, idx] >= 0:
-            idx = (idx + 1) & 7
+            idx = (idx + 1) & 15
         meta[0, idx] = k
         meta[1, idx] = np.int64(np.uint64(h).view(np.int64))
-    meta[2, :5] = [0, 1, 2, 3, 4]
-    meta[3, :4] = [SCALAR_INT, SCALAR_BYTES, SCALAR_FLOAT, OTHER]
-    out = np.empty((4, 4), np.int64)
-    keyb = np.frombuffer(b"xbuz", np.uint8)
-    if not walk_one(record, meta, keyb, out):
+    meta[2, :6] = [0, 1, 2, 3, 4, 5]
+    meta[3, :5] = [INTS, ONE_BYTES, FLOATS, OTHER, FLOATS]
+    meta[4, :5] = [1, -1, 1, -1, -1]
+    meta[5, :5] = [0, -1, 0, -1, -1]
+    out = np.empty((4, 5), np.int64)
+    keyb = np.frombuffer(b"xbuzf", np.uint8)
+    ok, ints, floats = decode_one(record, meta, keyb, out)
+    if not ok:
         return False
     raw = record.tobytes()
     return (
-        int(out[2, 0]) == 300
+        ints.tolist() == [300]
+        and floats.tolist() == [1.0, 0.5, 2.0]
+        and int(out[2, 2]) == 0
+        and int(out[2, 4]) == 1
+        and int(out[3, 4]) == 2
         and raw[out[0, 1] : out[1, 1]] == b"hi"
-        and out[3, 2:3].astype(np.uint32).view(np.float32)[0] == 1.0
         and raw[out[0, 3] : out[1, 3]] == b"\x1a\x04\x0a\x02\x01\x02"
-        and not walk_one(record[:-1], meta, keyb, out)
+        and not decode_one(record[:-1], meta, keyb, out)[0]
+        and _self_test_fixed(record, meta, keyb)
+    )
+
+
+def _self_test_fixed(record, meta, keyb) -> bool:
+    """:func:`decode_fixed` on the self-test's record ("f" given its count)."""
+    meta = meta.copy()
+    meta[4, 4] = 2
+    meta[5, 4] = 1
+    out = np.empty((4, 5), np.int64)
+    ints = np.empty(1, np.int64)
+    floats = np.empty(3, np.float32)
+    return (
+        decode_fixed(record, meta, keyb, out, ints, floats)
+        and ints.tolist() == [300]
+        and floats.tolist() == [1.0, 0.5, 2.0]
+        and not decode_fixed(record, meta, keyb, out, ints, floats[:2])
     )

@@ -1,6 +1,6 @@
-"""The compiled loops of ``ds[i]``'s decoder: one record's walk, one packed varint run.
+"""The compiled loops of ``ds[i]``'s decoder: one record's decode, one packed varint run.
 
-:func:`walk_one` walks one Example's feature map in one call (see :mod:`._single`).
+:func:`decode_one` decodes one Example's requested keys in one call (see :mod:`._single`).
 
 :func:`tfrecord_engine.kernels.varint_runs` serves batches: its checks and conversions
 cost ~10 µs a call, more than the decode of one record's run. :func:`packed_int64` calls
@@ -14,13 +14,23 @@ caller's exact path then reports it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _kernels, key_hashes
 
-__all__ = ["OneTable", "one_table", "packed_int64", "walk_one"]
+__all__ = [
+    "FLOATS",
+    "INTS",
+    "ONE_BYTES",
+    "OTHER",
+    "OneTable",
+    "decode_one",
+    "one_table",
+    "packed_int64",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -55,18 +65,34 @@ def packed_int64(record: bytes, start: int, end: int) -> I64 | None:
     return values if n == values.size else values[:n]
 
 
-class OneTable:
-    """The requested keys of a spec for :func:`walk_one` (build once, with
-    :func:`one_table`): ``meta``, int64 rows of the hashed table (slots' keys, their
-    hashes' bits), the keys' offsets in ``keys`` and how each is read (codes). The
-    hashes are the compiled ``key_hash``'s, so the table is made on the first walk
-    once the kernels are loaded."""
+#: :func:`decode_one`'s codes (``_single``'s): a key's Feature span only, an int64 list,
+#: a float32 list, one ``bytes`` value.
+OTHER, INTS, FLOATS, ONE_BYTES = 0, 1, 2, 3
+_NO_INTS = np.empty(0, np.int64)  # (never written: a table without such keys)
+_NO_FLOATS = np.empty(0, np.float32)
+F32 = npt.NDArray[np.float32]
+Decoded = tuple[I64, I64, F32]
 
-    def __init__(self, names: list[bytes], code: list[int]) -> None:
+
+class OneTable:
+    """The requested keys of a spec for :func:`decode_one` (build once, with
+    :func:`one_table`): ``meta``, int64 rows of the hashed table (slots' keys, their
+    hashes' bits), the keys' offsets in ``keys``, how each is decoded (codes) and how
+    many values each must have (-1: any). The hashes are the compiled ``key_hash``'s,
+    so the table is made on the first decode once the kernels are loaded."""
+
+    def __init__(self, names: list[bytes], code: list[int], counts: list[int]) -> None:
         self.names = names
         self.code = code
+        self.counts = counts
         self.keys = np.frombuffer(b"".join(names) or b"\0", np.uint8)
         self._meta: I64 | None = None
+        numeric = [(c, n) for c, n in zip(code, counts, strict=True) if c in (INTS, FLOATS)]
+        # Every numeric key's count known: the caller's arrays (decode_fixed).
+        self._fixed = all(n >= 0 for _c, n in numeric)
+        self._ints = sum(n for c, n in numeric if c == INTS)
+        self._floats = sum(n for c, n in numeric if c == FLOATS)
+        self._kernel: Callable[..., Any] | None = None
 
     def meta(self) -> I64 | None:
         """The table (None while the kernels are not loaded)."""
@@ -74,15 +100,38 @@ class OneTable:
             hashed = key_hashes(self.names)
             if hashed is None:
                 return None
-            self._meta = _table(self.names, self.code, hashed[0])
+            self._meta = _table(self.names, self.code, self.counts, hashed[0])
         return self._meta
 
+    def decode(self, record: bytes) -> Decoded | None:
+        """:func:`decode_one` (the per-call path: the kernel and table kept once loaded)."""
+        kernel = self._kernel
+        if kernel is None:
+            kernels = _kernels()
+            if kernels is None or self.meta() is None:
+                return None
+            kernel = self._kernel = kernels.get("one_fixed" if self._fixed else "one_decode")
+            if kernel is None:
+                return None
+        out = np.empty((4, len(self.names)), np.int64)
+        buf = np.frombuffer(record, np.uint8)
+        if self._fixed:
+            ints = np.empty(self._ints, np.int64) if self._ints else _NO_INTS
+            floats = np.empty(self._floats, np.float32) if self._floats else _NO_FLOATS
+            if kernel(buf, self._meta, self.keys, out, ints, floats):
+                return out, ints, floats
+            return None
+        ok, ints, floats = kernel(buf, self._meta, self.keys, out)
+        return (out, ints, floats) if ok else None
 
-def _table(names: list[bytes], code: list[int], hashed: npt.NDArray[np.uint64]) -> I64:
+
+def _table(
+    names: list[bytes], code: list[int], counts: list[int], hashed: npt.NDArray[np.uint64]
+) -> I64:
     size = 8
     while size < 2 * len(names):
         size *= 2
-    meta = np.full((4, size), -1, np.int64)
+    meta = np.full((6, size), -1, np.int64)
     hashes = np.zeros(size, np.uint64)
     for k in range(len(names)):
         h = int(hashed[k])
@@ -94,33 +143,44 @@ def _table(names: list[bytes], code: list[int], hashed: npt.NDArray[np.uint64]) 
     meta[1] = hashes.view(np.int64)
     meta[2, : len(names) + 1] = np.cumsum([0] + [len(k) for k in names])
     meta[3, : len(names)] = code
+    meta[4, : len(names)] = counts
+    meta[5, : len(names)] = fixed_places(code, counts)
     return meta
 
 
-def one_table(keys: list[bytes], code: list[int]) -> OneTable:
-    """The table of ``keys`` (distinct); ``code[k]``: 0 the Feature's span only, 1 an
-    int64 scalar, 2 a float32 scalar, 3 a string scalar (``_single``'s codes)."""
-    return OneTable(keys, code)
+def fixed_places(code: list[int], counts: list[int]) -> list[int]:
+    """Where the values of each numeric key with an expected count go in the decode's
+    ``ints`` or ``floats`` (in key order, each array's from 0); -1 for the others (their
+    values follow, in the record's order).
 
-
-def walk_one(record: bytes, keys: OneTable, n: int) -> I64 | None:
-    """Walks one Example (see :mod:`._single`) for the ``n`` keys of ``keys``: ``out``
-    where ``out[0, k]``, ``out[1, k]`` is the span of key ``k``'s Feature (a string
-    scalar's value), ``out[2, k]`` an int64 scalar and ``out[3, k]`` a float32
-    scalar's bits; None when the kernels are not loaded or the record is not of the
-    shape the walk takes (every key present once, scalars as writers emit them): the
-    caller's Python path decides.
+    >>> fixed_places([INTS, FLOATS, INTS, INTS, OTHER], [1, 3, 16, -1, -1])
+    [0, 0, 1, -1, -1]
     """
-    kernels = _kernels()
-    if kernels is None:
-        return None
-    kernel: Callable[..., bool] | None = kernels.get("one_walk")
-    if kernel is None:
-        return None
-    meta = keys.meta()
-    if meta is None:
-        return None
-    out = np.empty((4, n), np.int64)
-    if not kernel(np.frombuffer(record, np.uint8), meta, keys.keys, out):
-        return None
-    return out
+    at = {INTS: 0, FLOATS: 0}
+    places = []
+    for c, n in zip(code, counts, strict=True):
+        if c in at and n >= 0:
+            places.append(at[c])
+            at[c] += n
+        else:
+            places.append(-1)
+    return places
+
+
+def one_table(keys: list[bytes], code: list[int], counts: list[int]) -> OneTable:
+    """The table of ``keys`` (distinct): ``code[k]`` says how key ``k`` is decoded
+    (``OTHER``, ``INTS``, ``FLOATS``, ``ONE_BYTES``), ``counts[k]`` how many values it
+    must have (-1: any)."""
+    return OneTable(keys, code, counts)
+
+
+def decode_one(record: bytes, keys: OneTable) -> Decoded | None:
+    """Decodes one Example (see :mod:`._single`) for the keys of ``keys``: ``(out,
+    ints, floats)`` where ``out[0, k]:out[1, k]`` is the span of key ``k``'s Feature
+    (``OTHER``) or of its one value (``ONE_BYTES``), and a numeric key's values are
+    ``ints`` (or ``floats``) ``[out[2, k]:out[2, k] + out[3, k]]``, arrays the call
+    owns; None when the kernels are not loaded or the record is not of the shape the
+    decode takes (every key present once, lists as writers emit them, the expected
+    counts): the caller's Python path decides.
+    """
+    return keys.decode(record)

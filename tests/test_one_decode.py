@@ -1,0 +1,196 @@
+"""The compiled one-record decode of ``ds[i]`` (``kernels.single``): what it decodes,
+what it declines (the Python path then decides), and its table of keys, which takes the
+compiled key hash and so is made once the kernels load."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tfrecord_engine as tfe
+from tfrecord_engine import kernels
+from tfrecord_engine.data.single import SingleDecoder
+from tfrecord_engine.kernels import single
+from tfrecord_engine.kernels.single import FLOATS, INTS, ONE_BYTES, OTHER
+
+
+@pytest.fixture(autouse=True)
+def _loaded() -> None:
+    kernels.wait()
+    if not kernels.enabled():
+        pytest.skip("the compiled kernels are off here")
+
+
+def entry(key: bytes, feature: bytes) -> bytes:
+    """One feature-map entry (key, then the Feature's bytes)."""
+    body = b"\x0a" + bytes([len(key)]) + key + b"\x12" + bytes([len(feature)]) + feature
+    return b"\x0a" + bytes([len(body)]) + body
+
+
+def example(*entries: bytes) -> bytes:
+    body = b"".join(entries)
+    return b"\x0a" + bytes([len(body)]) + body
+
+
+def values(record: bytes, table: single.OneTable, k: int) -> list[Any]:
+    got = single.decode_one(record, table)
+    assert got is not None
+    out, ints, floats = got
+    array = floats if table.code[k] == FLOATS else ints
+    return array[out[2, k] : out[2, k] + out[3, k]].tolist()  # type: ignore[no-any-return]
+
+
+def test_the_decode_reads_numbers_and_spans_the_rest() -> None:
+    record = tfe.encode_example(
+        {"e": [b"p", b"q"], "a": [7, -1, 2**62], "c": [b"xy"], "b": [2.5, -0.25]}
+    )
+    table = single.one_table(
+        [b"a", b"b", b"c", b"e"], [INTS, FLOATS, ONE_BYTES, OTHER], [3, -1, 1, -1]
+    )
+    got = single.decode_one(record, table)
+    assert got is not None
+    out, ints, floats = got
+    assert ints.tolist() == [7, -1, 2**62]
+    assert floats.tolist() == [2.5, -0.25]
+    assert record[out[0, 2] : out[1, 2]] == b"xy"
+    assert record[out[0, 3] : out[1, 3]] == b"\x0a\x06\x0a\x01p\x0a\x01q"  # e's Feature
+    assert ints.flags.writeable
+    assert floats.flags.writeable
+    missing = single.one_table([b"a", b"zz"], [INTS, INTS], [-1, -1])
+    assert single.decode_one(record, missing) is None  # the Python path decides
+
+
+@given(
+    st.permutations(range(4)),
+    st.lists(st.integers(-(2**63), 2**63 - 1), min_size=0, max_size=40),
+    st.lists(st.floats(width=32, allow_nan=False), min_size=0, max_size=20),
+)
+def test_fixed_places_whatever_the_record_key_order(
+    order: list[int], varlen: list[int], floats: list[float]
+) -> None:
+    """Keys of expected counts land at their fixed places, the others after them, in
+    whatever order the record's keys come."""
+    fixed = [3, 2**40, -5]
+    feats: dict[str, Any] = {
+        "f": fixed,
+        "v": np.array(varlen, np.int64),
+        "g": np.array(floats, np.float32),
+        "s": [1.0],
+    }
+    names = list(feats)
+    record = tfe.encode_example({names[i]: feats[names[i]] for i in order})
+    table = single.one_table([b"f", b"v", b"g", b"s"], [INTS, INTS, FLOATS, FLOATS], [3, -1, -1, 1])
+    got = single.decode_one(record, table)
+    assert got is not None
+    out, ints, flts = got
+    assert ints[:3].tolist() == fixed
+    assert ints[3:].tolist() == varlen
+    assert flts[0] == 1.0
+    assert flts[1:].tolist() == floats
+    assert out[2, 0] == 0
+    assert out[2, 3] == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "feature", "code", "count"),
+    [
+        ("an 11-byte varint", b"\x1a\x0d\x0a\x0b" + b"\xff" * 10 + b"\x01", INTS, -1),
+        ("a torn varint", b"\x1a\x04\x0a\x02\x01\x80", INTS, -1),
+        ("another count", b"\x1a\x04\x0a\x02\x01\x02", INTS, 3),
+        ("unpacked int64s", b"\x1a\x04\x08\x01\x08\x02", INTS, -1),
+        ("a float run of 5 bytes", b"\x12\x07\x0a\x05\x00\x00\x80\x3f\x00", FLOATS, -1),
+        ("an empty Feature (defaults)", b"", INTS, -1),
+        ("another kind", b"\x12\x06\x0a\x04\x00\x00\x80\x3f", INTS, -1),
+        ("no bytes value", b"\x0a\x00", ONE_BYTES, 1),
+        ("two bytes values", b"\x0a\x06\x0a\x01a\x0a\x01b", ONE_BYTES, 1),
+        ("a list past its Feature", b"\x1a\x09\x0a\x02\x01\x02", INTS, -1),
+    ],
+)
+def test_the_decode_declines_what_the_python_path_decides(
+    name: str, feature: bytes, code: int, count: int
+) -> None:
+    table = single.one_table([b"k"], [code], [count])
+    assert single.decode_one(example(entry(b"k", feature)), table) is None, name
+
+
+def test_the_decode_takes_empty_lists_of_any_count_and_the_10th_varint_byte() -> None:
+    table = single.one_table([b"k", b"t"], [INTS, INTS], [-1, 1])
+    # An empty Int64List; 10 bytes: the 10th contributes bit 63 only (as protobuf).
+    record = example(
+        entry(b"k", b"\x1a\x00"), entry(b"t", b"\x1a\x0c\x0a\x0a" + b"\xff" * 9 + b"\x7f")
+    )
+    assert values(record, table, 0) == []
+    assert values(record, table, 1) == [-1]
+
+
+def test_a_key_twice_or_a_cut_record_is_declined() -> None:
+    one = entry(b"k", b"\x1a\x03\x0a\x01\x05")
+    table = single.one_table([b"k"], [INTS], [1])
+    assert values(example(one), table, 0) == [5]
+    assert single.decode_one(example(one, one), table) is None
+    assert single.decode_one(example(one)[:-1], table) is None
+
+
+def test_a_table_made_before_the_kernels_load_is_filled_at_its_first_decode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record = tfe.encode_example({"a": [5]})
+    monkeypatch.setattr(single, "key_hashes", lambda keys: None)  # (not loaded yet)
+    table = single.one_table([b"a"], [INTS], [1])
+    assert single.decode_one(record, table) is None
+    monkeypatch.undo()
+    assert values(record, table, 0) == [5]
+
+
+def test_ds_getitem_takes_the_compiled_decode_and_its_generated_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spec of every kind the decode takes; the Python walk is never called."""
+    features: dict[str, Any] = {
+        "x": tfe.FixedLenFeature([2, 3], "float32"),
+        "ids": tfe.VarLenFeature("int64"),
+        "w": tfe.FixedLenFeature([], "float32"),
+        "n": tfe.FixedLenFeature([], "int64"),
+        "name": tfe.FixedLenFeature([], "string"),
+        "raw": tfe.RawFeature([2], "int16"),
+        "tags": tfe.VarLenFeature("string"),
+        "r": tfe.RaggedFeature("int64", partitions=[tfe.RaggedFeature.RowLengths("len")]),
+    }
+    record = tfe.encode_example(
+        {
+            "tags": [b"a", b"bc"],
+            "len": [1, 2],
+            "raw": [np.array([3, -4], "<i2").tobytes()],
+            "x": [0.5, 1, 2, 3, 4, 5],
+            "r": [7, 8, 9],
+            "name": [b"nm"],
+            "n": [-3],
+            "w": [0.25],
+            "ids": np.zeros(0, np.int64),
+        }
+    )
+    decoder = SingleDecoder(features)
+    monkeypatch.setattr(decoder, "values", None)  # (the Python walk: not called)
+    got = decoder.sample(record)
+    assert got is not None
+    assert got["x"].shape == (2, 3)
+    assert got["x"].dtype == np.float32
+    assert got["x"].tolist() == [[0.5, 1, 2], [3, 4, 5]]
+    assert got["ids"].tolist() == []
+    assert got["ids"].dtype == np.int64
+    assert type(got["w"]) is np.float32
+    assert got["w"] == 0.25
+    assert type(got["n"]) is np.int64
+    assert got["n"] == -3
+    assert got["name"] == b"nm"
+    assert got["raw"].tolist() == [3, -4]
+    assert got["raw"].dtype == np.int16
+    assert got["tags"] == [b"a", b"bc"]
+    assert got["r"].values.tolist() == [7, 8, 9]
+    assert got["r"].row_splits.tolist() == [0, 1, 3]
+    want = tfe.data.samples.sample_of(features, tfe.parse_single_example(record, features))
+    assert list(got) == list(want)

@@ -1,0 +1,103 @@
+"""``ds[i]``'s sample from the compiled decode of one record, as straight-line code.
+
+:func:`~..kernels.single.decode_one` leaves every requested key's values in one int64
+and one float32 array (keys of an expected count at fixed places) and the spans of the
+rest. :func:`compile_take` writes, once per spec, the function that makes the sample
+from them: for a spec of fixed counts, constant slices (``floats[0:64]``,
+``ints[16]``), no loop and no lookup; ``bytes`` values and the keys the caller's
+readers take (string lists, ``RawFeature`` values) by their spans; ``RaggedFeature``
+values through their finish. A reader's ``None`` (a record the exact path must decide)
+makes the whole function return ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..kernels.single import FLOATS, fixed_places
+from .single_steps import (
+    TAKE_ARRAY,
+    TAKE_BYTES,
+    TAKE_SCALAR,
+    TAKE_VALUE,
+    TAKE_VARLEN,
+    KeyStep,
+    Output,
+)
+from .varlen import VarLenArray
+
+__all__ = ["Take", "compile_take"]
+
+#: The sample from the record and the decode's ``(out, ints, floats)``, or ``None``.
+Take = Callable[
+    [bytes, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]],
+    "dict[str, Any] | None",
+]
+
+
+def compile_take(steps: list[KeyStep], outputs: list[Output]) -> Take:
+    """The function making the sample of ``outputs`` from the decode of ``steps``' keys.
+
+    Only integers and names go into its source; shapes, readers and finishes are passed
+    in by name.
+
+    >>> from tfrecord_engine.data.single_steps import plan
+    >>> from tfrecord_engine.example.specs import FixedLenFeature
+    >>> steps, outputs = plan({"x": FixedLenFeature([2], "float32")})
+    >>> take = compile_take(steps, outputs)
+    >>> out = np.zeros((4, 1), np.int64)
+    >>> take(b"", out, np.zeros(0, np.int64), np.array([1.5, 2.5], np.float32))["x"].tolist()
+    [1.5, 2.5]
+    """
+    compiled = [s.compiled for s in steps]
+    places = fixed_places([c.code for c in compiled], [c.count for c in compiled])
+    names: dict[str, Any] = {"VarLenArray": VarLenArray}
+    body: list[str] = []
+    spans = False
+    for j, (step, c, place) in enumerate(zip(steps, compiled, places, strict=True)):
+        array = "floats" if c.code == FLOATS else "ints"
+        v = f"v{j}"
+        if c.take == TAKE_SCALAR:
+            body.append(f"{v} = {array}[{place}]")  # (a count of 1: always placed)
+        elif c.take in (TAKE_ARRAY, TAKE_VARLEN):
+            if place >= 0:
+                got = f"{array}[{place}:{place + c.count}]"
+            else:
+                spans = True
+                got = f"{array}[at[{j}]:at[{j}] + cnt[{j}]]"
+            if c.take == TAKE_VARLEN:
+                got += ".view(VarLenArray)"
+            elif c.shape is not None:
+                names[f"S{j}"] = c.shape
+                got += f".reshape(S{j})"
+            body.append(f"{v} = {got}")
+        elif c.take == TAKE_BYTES:
+            spans = True
+            body.append(f"{v} = record[st[{j}]:en[{j}]]")
+        else:  # a reader on the value (TAKE_VALUE) or on the Feature (TAKE_READ)
+            spans = True
+            names[f"R{j}"] = c.value if c.take == TAKE_VALUE else step.read
+            body += [f"{v} = R{j}(record, st[{j}], en[{j}])", f"if {v} is None: return None"]
+    items = []
+    for i, output in enumerate(outputs):
+        if output.finish is None:
+            names[f"K{i}"] = output.name
+            items.append(f"K{i}: v{output.slot}")
+            continue
+        if not any(line.startswith("vals = ") for line in body):
+            body.append(f"vals = [{', '.join(f'v{j}' for j in range(len(steps)))}]")
+        names[f"F{i}"] = output.finish
+        body += [f"o{i} = F{i}(vals)", f"if o{i} is None: return None"]
+        names[f"K{i}"] = output.name
+        items.append(f"K{i}: o{i}")
+    if spans:
+        body.insert(0, "st, en, at, cnt = out.tolist()")
+    body.append(f"return {{{', '.join(items)}}}")
+    source = "def take(record, out, ints, floats):\n" + "".join(f"    {b}\n" for b in body)
+    exec(source, names)  # (generated from integers and names)
+    take: Take = names["take"]
+    return take
