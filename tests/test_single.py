@@ -17,8 +17,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
+from tfrecord_engine import kernels
+from tfrecord_engine.data import access_methods, local_source, localfile, source
 from tfrecord_engine.data import dataset as dataset_module
-from tfrecord_engine.data import localfile, source
 from tfrecord_engine.data.samples import sample_of
 from tfrecord_engine.data.single import SingleDecoder
 from tfrecord_engine.storage import safecopy
@@ -483,3 +484,47 @@ def test_ds_getitem_on_a_mapped_file_reads_through_a_spare_descriptor(
     assert again[7] == records[7]
     assert cast("source.LocalFileRecords", again._open()[0])._fd is None
     again.close()
+
+
+def test_small_getitems_over_shards_read_each_file_once_in_the_order_asked(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few records across shards: one ``read_few`` per file touched (not per record),
+    and the samples in the order asked, repeats and negative indices included; up to
+    ``SAMPLES_WALK_MIN - 1`` records of a spec that is not all scalars are decoded record
+    by record, and equal the batch decode's samples."""
+    features = {"v": tfe.VarLenFeature("int64"), "x": tfe.FixedLenFeature([2], "float32")}
+    paths = []
+    for shard in range(3):
+        path = str(tmp_path / f"part-{shard}.tfrecord")
+        with tfe.TFRecordWriter(path, index=True) as w:
+            w.write_many(
+                [
+                    tfe.encode_example({"v": [shard * 100 + k] * k, "x": [k / 2, -k / 2]})
+                    for k in range(1, 9)
+                ]
+            )
+        paths.append(path)
+    ds = tfe.RecordDataset(paths, features=features)
+    calls: list[list[int]] = []
+    real = local_source.LocalFileRecords.read_few
+
+    def counted(self: Any, local: list[int], verify: bool = True) -> Any:
+        calls.append(list(local))
+        return real(self, local, verify)
+
+    monkeypatch.setattr(local_source.LocalFileRecords, "read_few", counted)
+    keys = [17, 0, 9, -1, 0, 3, 23, 8]
+    got = ds.__getitems__(keys)
+    assert sorted(map(sorted, calls)) == [[0, 0, 3], [0, 1], [1, 7, 7]]
+    want = [[202], [1], [102], [208], [1], [4], [208], [101]]
+    assert [s["v"].tolist()[:1] for s in got] == want
+    calls.clear()
+    n = access_methods.SAMPLES_WALK_MIN - 1
+    idx = [(7 * j) % len(ds) for j in range(n)]
+    per_record = ds.__getitems__(idx)
+    assert calls  # (the per-record path read them)
+    monkeypatch.setattr(access_methods, "SAMPLES_WALK_MIN", 1)
+    calls.clear()
+    assert same(per_record, ds.__getitems__(idx))
+    assert not calls or not kernels.ready()  # (the batch path: not read record by record)

@@ -34,7 +34,14 @@ if TYPE_CHECKING:
     from .files import DatasetFiles, FileRecords
     from .output import SampleOutput
 
-__all__ = ["AccessMethods"]
+__all__ = ["SAMPLES_WALK_MIN", "AccessMethods"]
+
+#: From this many records on, ``__getitems__`` cuts samples that are not all scalars
+#: from one compiled batch decode; fewer are decoded record by record (the per-record
+#: compiled decode). Where the two cross, over 4 shards, per record: image, ragged and
+#: tabular records at 24, tokens at 32, mixed at 48, detection past 64. At 16 the
+#: per-record path took 15-23 µs a record where the batch's set-up made it 17-35 µs.
+SAMPLES_WALK_MIN = 24
 
 IntArray = npt.NDArray[np.int64]
 
@@ -255,9 +262,10 @@ class AccessMethods:
         kinds, :func:`tfrecord_engine.collate` every kind). A few records are read and
         decoded record by record (``ds[i]``'s decoder; a batch decode's set-up costs more
         for them): up to ``SMALL_BATCH`` for specs of a few scalars in records of a few
-        lengths, up to 11 for other specs once the compiled kernels are loaded (from 12
-        on, their compiled batch walk is cheaper). More are cut from one batch decode, as
-        fast as ``ds[indices]``, which returns the columnar batch dict.
+        lengths, up to ``SAMPLES_WALK_MIN - 1`` (23) for other specs once the compiled
+        kernels are loaded (from there on, their compiled batch walk is cheaper). More
+        are cut from one batch decode, as fast as ``ds[indices]``, which returns the
+        columnar batch dict.
 
         Raises:
             OutOfRangeError: an index outside ``[-len, len)`` (an ``IndexError``).
@@ -288,11 +296,10 @@ class AccessMethods:
     def _walk_beats_single(self, n: int) -> bool:
         """Whether ``n`` samples are cheaper cut from one batch decode (the compiled
         walk, once the kernels are loaded) than decoded record by record: from
-        ``WALK_MIN_RECORDS`` records on, for the specs ``SingleDecoder.prefers_walk``
-        names (not all scalars; scalars of many keys or of varied record lengths: 2-4x
-        on images, detection boxes, tokens, mixed and wide records at 64)."""
+        ``SAMPLES_WALK_MIN`` records on, for the specs ``SingleDecoder.prefers_walk``
+        names (not all scalars; scalars of many keys or of varied record lengths)."""
         return (
-            n >= _example_batch().WALK_MIN_RECORDS
+            n >= SAMPLES_WALK_MIN
             and self._single_decoder().prefers_walk
             and not _is_sequence(self.features)
             and kernels.ready()

@@ -281,21 +281,28 @@ class DatasetFiles:
         try:
             if len(readers) == 1:
                 return readers[0].read_few(local, verify)
-            # Shards: each record from its file (a batch of a few touches a few files).
+            # Shards: one read_few per file touched (its CRCs checked together), then
+            # the records back in the order asked.
             starts = self.starts_list
-            records: list[bytes] = []
+            by_file: dict[int, list[int]] = {}
+            place: list[tuple[int, int]] = []
             for i in local:
                 f = bisect.bisect_right(starts, i) - 1
+                mine = by_file.setdefault(f, [])
+                place.append((f, len(mine)))
+                mine.append(i - starts[f])
+            read: dict[int, list[bytes]] = {}
+            for f, mine in by_file.items():
                 reader = readers[f]
                 if not isinstance(reader, LocalFileRecords):
                     return None
-                got = reader.read_few([i - starts[f]], verify)
+                got = reader.read_few(mine, verify)
                 if got is None:
                     return None
-                records += got
+                read[f] = got
         except TFRecordError:
             return None
-        return records
+        return [read[f][k] for f, k in place]
 
     def salvage(self, idx: IntArray, verify: bool) -> tuple[list[bytes | None], list[DamageReport]]:
         """Reads ``idx`` (valid numbers) one by one: ``None`` and a report for each
