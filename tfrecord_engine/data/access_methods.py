@@ -181,7 +181,8 @@ class AccessMethods:
             decoder.decode_exact(records)
             return [self._sample(r) for r in records]  # not reached while exact agrees
         n = len(indices)
-        return samples_of(self.features, decoder.assemble(columns, 0, n), columns, n)
+        batch = decoder.assemble(columns, 0, n, sparse=False)
+        return samples_of(self.features, batch, columns, n)
 
     def __getitem__(self, key: int | str | slice | Sequence[int] | IntArray) -> Any:
         """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.

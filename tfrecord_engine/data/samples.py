@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..example.columns import Column
+from ..example.columns import Column, object_array
 from ..example.image import ImageFeature
 from ..example.specs import (
     FeatureSpec,
@@ -68,14 +68,24 @@ def samples_of(
 
     Args:
         features: the specs the batch was decoded with.
-        batch: the batch outputs (``BatchDecoder.assemble``).
+        batch: the batch outputs (``BatchDecoder.assemble``; with ``sparse=False``,
+            without the ``VarLenFeature`` ones: those are cut from ``columns``).
         columns: the decoded columns of the same records (for sequence lengths).
         n: the number of records.
     """
     out: list[Sample] = [{} for _ in range(n)]
     for name, spec in features.items():
+        if name in batch:
+            values = _split(spec, batch[name], columns.get(name), n)
+        else:  # a VarLenFeature assembled without its sparse indices: cut from its column
+            assert isinstance(spec, VarLenFeature)
+            col = columns[name]
+            flat = col.values
+            if spec.dtype == "string" and flat.dtype != object:
+                flat = object_array(list(flat))
+            values = _cut(flat, col.offsets)
         # Filled a key at a time: about half the cost of a dict(zip(...)) per record.
-        for sample, value in zip(out, _split(spec, batch[name], columns.get(name), n), strict=True):
+        for sample, value in zip(out, values, strict=True):
             sample[name] = value
     return out
 

@@ -39,7 +39,7 @@ from .names import example_name_list, named_errors
 from .parse import _plan, parse_single_example
 from .parse import parse_example as parse_example_exact
 from .records import Request, tensor_value, to_records
-from .specs import FeatureSpec, FixedLenFeature, RawFeature, as_feature_specs
+from .specs import FeatureSpec, FixedLenFeature, RawFeature, VarLenFeature, as_feature_specs
 
 __all__ = [
     "BatchDecoder",
@@ -238,14 +238,24 @@ class BatchDecoder:
             self._exact_batch()
             return None
 
-    def assemble(self, columns: Columns, start: int, stop: int) -> dict[str, Any]:
-        """Outputs for records ``[start, stop)`` of a decoded chunk, as one batch."""
+    def assemble(
+        self, columns: Columns, start: int, stop: int, *, sparse: bool = True
+    ) -> dict[str, Any]:
+        """Outputs for records ``[start, stop)`` of a decoded chunk, as one batch.
+
+        ``sparse=False`` leaves the ``VarLenFeature`` outputs out (their sparse indices
+        are the costly part, and raise nothing): a caller cutting per-record samples takes
+        those values from the columns (:func:`~..data.samples.samples_of`).
+        """
         n = next(iter(columns.values())).counts.shape[0]
         if start == 0 and stop == n:
             part = columns
         else:
             part = {k: c.slice(start, stop) for k, c in columns.items()}
-        return assemble(self.features, part.__getitem__, single=False)
+        features = self.features
+        if not sparse:
+            features = {k: s for k, s in features.items() if not isinstance(s, VarLenFeature)}
+        return assemble(features, part.__getitem__, single=False)
 
     def assemble_batches(
         self, columns: Columns, bounds: Sequence[int]
