@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tests.test_batch_decoder import assert_same
+from tfrecord_engine.data import epochs
 from tfrecord_engine.example.specs import FeatureSpec
 
 FEATURES: dict[str, FeatureSpec] = {
@@ -143,3 +145,49 @@ def test_in_order_chunks_of_big_records_are_cut_by_bytes(
     shuffled = [x for b in ds.batches(batch, shuffle=True, seed=1) for x in b["label"].tolist()]
     assert sorted(shuffled) == list(range(50))
     assert max(sizes) == 50  # shuffled epochs keep their chunk size
+
+
+def test_read_ahead_threads_follow_the_records() -> None:
+    """Two threads for specs decoded in compiled code; one for raw records, for records
+    of large strings (their bytes objects are made under the GIL) unless dropped, and
+    where only one chunk is read ahead or the machine has one core."""
+    threads = epochs.read_ahead_threads
+    numbers = {"x": tfe.FixedLenFeature([4], "float32"), "v": tfe.VarLenFeature("int64")}
+    image = {"img": tfe.FixedLenFeature([], "string"), "y": tfe.FixedLenFeature([], "int64")}
+    two = min(2, os.cpu_count() or 1)
+    assert threads(2, numbers, 50_000.0) == two
+    assert threads(2, image, 300.0) == two
+    assert threads(2, image, 8_000.0) == 1
+    assert threads(2, image, 8_000.0, frozenset({"img"})) == two
+    assert threads(2, {"raw": tfe.RawFeature([8192], "uint8")}, 8_200.0) == two
+    assert threads(2, None, 100.0) == 1
+    assert threads(1, numbers, 100.0) == 1
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_chunks_prepared_on_two_threads_equal_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shuffle: bool
+) -> None:
+    """Chunks of 64 records on two read-ahead threads: the same batches in the same
+    order as prepared on demand, the decoder's counts exact, and an error at its batch
+    with every batch before it delivered."""
+    monkeypatch.setattr(epochs, "DEFAULT_CHUNK_RECORDS", 64)
+    monkeypatch.setattr(epochs, "CHUNK_BYTES", 64 * 40)
+    records = [_record(i) for i in range(1_000)]
+    ds = _dataset(tmp_path, records)
+    assert epochs.read_ahead_threads(2, ds.features, 40.0) == min(2, os.cpu_count() or 1)
+    want = list(ds.batches(16, shuffle=shuffle, seed=5, readahead=0))
+    fresh = _dataset(tmp_path, records)
+    got = list(fresh.batches(16, shuffle=shuffle, seed=5, readahead=2))
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert_same(g, w)
+    assert fresh.decoder.stats.records == 1_000
+    records[700] = tfe.encode_example({"label": 1.5})  # batch 43 of 16 in file order
+    bad = _dataset(tmp_path, records)
+    it = bad.batches(16, readahead=2)
+    labels = [int(next(it)["label"][0]) for _ in range(43)]
+    assert labels == [16 * k for k in range(43)]
+    with pytest.raises(tfe.ExampleParseError) as info:
+        next(it)
+    assert info.value.index == 700 - 16 * 43

@@ -97,9 +97,12 @@ class EpochMethods:
                 batches get a boolean ``"mask"`` entry. Every record is still counted
                 exactly once (where the mask is True).
             readahead: chunks of about 4,096 records (in file order, of about 8 MB
-                at most, but at least one batch) prepared ahead on a worker thread
-                (read, CRC-checked, decoded); ``0`` prepares each chunk on demand.
-                Output and order are the same whatever the value.
+                at most, but at least one batch) prepared ahead (read, CRC-checked,
+                decoded) on worker threads: two at once on a machine of two cores or
+                more, as their decode releases the GIL; one for records of 4 KiB or
+                more with a string feature, whose ``bytes`` values are made under the
+                GIL (``epochs.read_ahead_threads``). ``0`` prepares each chunk on
+                demand. Output and order are the same whatever the value.
             workers: decode in this many worker processes instead of the read-ahead
                 thread (parsed datasets: decoding then runs on several cores and the
                 consumer only receives finished arrays; see

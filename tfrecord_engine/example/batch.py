@@ -158,14 +158,14 @@ class BatchDecoder:
         if done is None:
             return None
         out, slow = done
-        self.stats.fallback_records += slow
+        self.stats.count("fallback_records", slow)
         return out
 
     def decode_records(self, records: Sequence[bytes]) -> dict[str, Any]:
         """Decodes a list of serialized Examples (joined into one buffer first)."""
         plan = self._compiled_plan() if self._dense_plan is not False else None
         if plan is not None:
-            self.stats.records += len(records)
+            self.stats.count("records", len(records))
             try:
                 done = plan.decode_records(records)
                 exact = False
@@ -176,7 +176,7 @@ class BatchDecoder:
                 self._exact_batch()
                 return self.decode_exact(records)
             if done is not None:
-                self.stats.fallback_records += done[1]
+                self.stats.count("fallback_records", done[1])
                 return done[0]
             self.stats.records -= len(records)
         buf, starts, ends = join_records(records)
@@ -201,7 +201,7 @@ class BatchDecoder:
             ExampleParseError / MalformedExampleError: exactly as :func:`parse_example`.
         """
         if self._dense_plan is not False:
-            self.stats.records += int(starts.shape[0])
+            self.stats.count("records", int(starts.shape[0]))
             delegated = False
             try:
                 out = self._decode_dense(buf, starts, ends)
@@ -227,7 +227,7 @@ class BatchDecoder:
         parsed batch by batch with :meth:`decode_exact`, which raises the error for the
         batch that holds it (with its index within that batch).
         """
-        self.stats.records += int(starts.shape[0])
+        self.stats.count("records", int(starts.shape[0]))
         try:
             if self._dense_plan is not False:
                 out = self._decode_dense(buf, starts, ends)
@@ -290,7 +290,7 @@ class BatchDecoder:
 
     def _exact_batch(self) -> None:
         """Counts (and logs at DEBUG) a batch handed whole to the exact path."""
-        self.stats.exact_batches += 1
+        self.stats.count("exact_batches", 1)
         _LOG.debug(
             "decode: a batch holds an error (or a record the fast paths cannot place): "
             "the exact path parses it and raises TensorFlow's error"
@@ -340,7 +340,7 @@ class BatchDecoder:
         if not groups:
             return None
         walked = self._walk_columns(buf, starts[rest], ends[rest]) if rest.size else None
-        self.stats.template_records += n - int(rest.size)
+        self.stats.count("template_records", n - int(rest.size))
         return {
             req.key: merging.merge_groups(
                 buf,
@@ -430,7 +430,7 @@ class BatchDecoder:
             widths=self._widths,
             requests=self._requests,
         )
-        self.stats.fallback_records += int(fb.size)
+        self.stats.count("fallback_records", int(fb.size))
         if fb.size and _LOG.isEnabledFor(logging.DEBUG):
             _LOG.debug(
                 "decode: %d of %d records are not in the canonical layout (the first: "
@@ -456,7 +456,7 @@ class BatchDecoder:
         walk = None if table is None else kernel_examples.walk_examples(buf, starts, ends, table)
         if walk is None:
             return None
-        self.stats.walked_records += int(starts.shape[0])
+        self.stats.count("walked_records", int(starts.shape[0]))
         if self._fusion is None:
             self._fusion = batchwalk.fused_layout(self._kinds, self._widths)
         return batchwalk.walked_lists(buf, walk, self._kinds, self._widths, self._fusion)

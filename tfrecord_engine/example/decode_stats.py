@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
-__all__ = ["DecodeStats"]
+__all__ = ["Counters", "DecodeStats"]
+
+# (Epochs decode chunks on two read-ahead threads: counts are added under one lock, a
+# module's, so that the counters stay plain picklable dataclasses.)
+_COUNTING = threading.Lock()
+
+
+class Counters:
+    """A decoder's counters: :meth:`count` adds to one, safely from several threads."""
+
+    def count(self, name: str, n: int) -> None:
+        """Adds ``n`` to the counter ``name``."""
+        with _COUNTING:
+            setattr(self, name, getattr(self, name) + n)
 
 
 @dataclass
-class DecodeStats:
+class DecodeStats(Counters):
     """Counters of a :class:`BatchDecoder` (cumulative).
 
     Attributes:

@@ -31,6 +31,7 @@ from ..kernels import sequences as seqk
 from . import lockstep
 from .batch import join_records
 from .columns import Column, empty_values, object_array
+from .decode_stats import Counters
 from .records import KIND_OF
 from .seqexact import Result3, assemble_context, parse_records, plan, ragged_steps, sparse_steps
 from .specs import FeatureSpec, FixedLenSequenceFeature, VarLenFeature, as_feature_specs
@@ -46,7 +47,7 @@ _ALL_OK = np.ones(1, np.bool_)  # "every list decoded cleanly" (for .all())
 
 
 @dataclass
-class SequenceDecodeStats:
+class SequenceDecodeStats(Counters):
     """Counters of a :class:`SequenceDecoder` (cumulative).
 
     Attributes:
@@ -128,12 +129,12 @@ class SequenceDecoder:
         Raises:
             ExampleParseError / MalformedExampleError: as ``parse_sequence_example``.
         """
-        self.stats.records += int(starts.shape[0])
+        self.stats.count("records", int(starts.shape[0]))
         try:
             return self._fast(buf, starts, ends)
         except _Exact:
             pass
-        self.stats.exact_batches += 1
+        self.stats.count("exact_batches", 1)
         if records is None:
             mv = buf.data
             records = [
