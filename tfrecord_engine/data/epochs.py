@@ -81,8 +81,8 @@ STRING_HEAVY_BYTES = 4096
 
 def read_ahead_threads(
     readahead: int,
-    features: Mapping[str, Any] | None = None,
-    record_bytes: float = 0.0,
+    features: Mapping[str, Any] | None,
+    record_bytes: float,
     dropped: frozenset[str] = frozenset(),
 ) -> int:
     """The threads an epoch reading ``readahead`` chunks ahead prepares them on: up to

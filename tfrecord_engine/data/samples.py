@@ -37,8 +37,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..example.columns import Column, object_array
+from ..example.assemble import varlen_values
+from ..example.columns import Column
 from ..example.image import ImageFeature
+from ..example.records import KIND_OF
 from ..example.specs import (
     FeatureSpec,
     FixedLenFeature,
@@ -80,10 +82,7 @@ def samples_of(
         else:  # a VarLenFeature assembled without its sparse indices: cut from its column
             assert isinstance(spec, VarLenFeature)
             col = columns[name]
-            flat = col.values
-            if spec.dtype == "string" and flat.dtype != object:
-                flat = object_array(list(flat))
-            values = _cut(flat, col.offsets)
+            values = _cut(varlen_values(col, KIND_OF[spec.dtype]), col.offsets)
         # Filled a key at a time: about half the cost of a dict(zip(...)) per record.
         for sample, value in zip(out, values, strict=True):
             sample[name] = value

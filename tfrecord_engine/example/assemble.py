@@ -34,7 +34,7 @@ from .tensors import TensorFeature, decode_tensors
 from .values import RaggedValue, SparseValue
 from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64
 
-__all__ = ["assemble", "fixed", "ragged", "varlen"]
+__all__ = ["assemble", "fixed", "ragged", "varlen", "varlen_values"]
 
 ColumnOf = Callable[[str], Column]
 
@@ -152,11 +152,17 @@ def _sequence(
     return out[0] if single else out
 
 
-def varlen(col: Column, kind: int, single: bool) -> SparseValue:
-    counts = col.counts
+def varlen_values(col: Column, kind: int) -> npt.NDArray[Any]:
+    """The values of a variable-length column of ``kind`` (strings as an object array)."""
     values = col.values
     if kind == KIND_BYTES and values.dtype != object:
         values = object_array(list(values))
+    return values
+
+
+def varlen(col: Column, kind: int, single: bool) -> SparseValue:
+    counts = col.counts
+    values = varlen_values(col, kind)
     if not single:
         n = counts.shape[0]
         dense_shape = np.array([n, int(counts.max(initial=0))], dtype=np.int64)
@@ -211,9 +217,7 @@ def ragged(name: str, spec: RaggedFeature, column: ColumnOf, single: bool) -> An
     batched: dict[str, RaggedValue] = {}
     for key, kind in zip(keys, kinds, strict=True):
         col = column(key)
-        values = col.values
-        if kind == KIND_BYTES and values.dtype != object:
-            values = object_array(list(values))
+        values = varlen_values(col, kind)
         if single:
             splits = np.array([0, values.size], splits_dtype)
         else:
