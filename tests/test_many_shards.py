@@ -196,10 +196,14 @@ def dataset(name):
     return tfe.RecordDataset(paths)
 
 
-# Every read once, on other files: what they import on first use is imported now.
+# Every read once, on other files: what they import on first use is imported now, and
+# the compiled kernels' background load is done (it opens files of its own, and the
+# reads below take other paths while it runs).
 warm = dataset("warm")
 warm[0], warm[[0, 2, 4]], list(warm.batches(4))
 warm.close()
+from tfrecord_engine import kernels
+kernels.wait()
 ds = dataset("part")
 assert len(ds) == 6  # the indexes are loaded; no data file is open yet
 free = os.dup(0)  # the lowest free descriptor number: the limit makes it the last
