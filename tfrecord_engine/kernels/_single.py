@@ -40,6 +40,7 @@ except ImportError as exc:
 
 from ._dense import key_hash
 from ._examples import _span
+from ._intrinsics import copy as _memcpy
 from ._numba import varint_run
 
 __all__ = ["FLOATS", "INTS", "ONE_BYTES", "OTHER", "decode_fixed", "decode_one", "load"]
@@ -184,14 +185,7 @@ def _fill(buf, meta, out, ints, bits):
             if varint_run(buf, a, out[1, k], ints, at) < 0:
                 return False
         elif c == FLOATS:
-            for j in range(out[3, k]):
-                i = a + 4 * j
-                bits[at + j] = (
-                    np.uint32(buf[i])
-                    | (np.uint32(buf[i + 1]) << np.uint32(8))
-                    | (np.uint32(buf[i + 2]) << np.uint32(16))
-                    | (np.uint32(buf[i + 3]) << np.uint32(24))
-                )
+            _memcpy(bits, at, buf, a, 4 * out[3, k])  # (little-endian bits, as stored)
     return True
 
 
