@@ -143,7 +143,7 @@ def test_a_file_cut_before_the_epoch_is_a_stale_index(files: list[str]) -> None:
 
 def test_the_default_limit_is_at_most_1_gib() -> None:
     assert 0 < epochs.IN_MEMORY_LIMIT <= 1 << 30
-    assert np.int64(epochs.IN_MEMORY_LIMIT) == epochs._in_memory_limit()
+    assert np.int64(epochs.IN_MEMORY_LIMIT) == held_module._in_memory_limit()
 
 
 # ---- the held copy's own read path: CRCs checked as the file is read, records gathered

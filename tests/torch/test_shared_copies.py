@@ -19,7 +19,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -33,7 +33,7 @@ from tfrecord_engine.data.local_source import LocalFileRecords
 from ..optional import require
 
 torch = require("torch")
-from torch.utils.data import DataLoader  # noqa: E402 - after the skip
+from torch.utils.data import DataLoader, Dataset  # noqa: E402 - after the skip
 
 from tfrecord_engine.torch import RecordIterableDataset  # noqa: E402
 
@@ -124,6 +124,28 @@ def test_two_workers_share_one_copy_and_deliver_every_record_once(paths: list[st
     del it
     gc.collect()
     assert not [n for n in held_shared.segments() if token in n]
+
+
+def test_map_style_workers_share_the_random_reads_copies(paths: list[str]) -> None:
+    # DataLoader(ds, shuffle=True, num_workers=2) over the dataset itself: each worker's
+    # random reads reach a quarter of each file, which is then read whole once for the
+    # machine (data/random_holds.py), and both workers map that one segment.
+    ds = tfe.RecordDataset(paths, features=SPEC)
+    seen: list[int] = []
+    mapstyle = cast("Dataset[dict[str, Any]]", ds)  # (duck-typed)
+    loader = iter(DataLoader(mapstyle, batch_size=16, shuffle=True, num_workers=2))
+    for batch in loader:
+        seen += batch["i"].tolist()
+    assert sorted(seen) == list(range(N))
+    share = ds._holds.share
+    assert share is not None  # made as the loader forked its workers
+    names = share.names()
+    assert len(names) == len(paths)  # one segment per file, for both workers
+    # The main process read nothing at random: no private copy there.
+    assert not any(getattr(r, "_auto", False) for r in ds._readers or [])
+    del loader, ds, mapstyle, share
+    gc.collect()
+    assert not [n for n in held_shared.segments() if n in names]
 
 
 def test_main_process_epochs_keep_private_copies(paths: list[str]) -> None:

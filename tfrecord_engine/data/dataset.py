@@ -54,6 +54,7 @@ from .output import SampleOutput, check_transform, sample_output
 from .output_methods import OutputMethods
 from .prepare import MASK_KEY, PaddedBatch
 from .procpool import DecodePool, WorkerInit
+from .random_holds import RandomHolds
 from .remote_cache import DatasetCache
 from .single import SingleDecoder
 from .source import Fetcher, RandomAccessSource
@@ -175,6 +176,14 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
             which no Python code can catch. Use it only for files nothing rewrites
             while they are read (see ``docs/reliability.md``). Kept by views, copies
             and pickling (``DataLoader`` and decode workers).
+        random_holds: random reads (``ds[i]``, ``ds[list]``, a map-style
+            ``DataLoader``) read a local uncompressed file whole into memory once they
+            took a quarter of its records, then slice that copy, its CRCs checked once
+            (default ``True``; only where the files' data total at most
+            ``IN_MEMORY_LIMIT``, 1 GiB or an eighth of the machine's memory; one copy
+            per machine shared by a loader's worker processes; a file that changes is
+            noticed within a second and read from disk again). ``False``: random reads
+            always go to the files. See ``docs/reliability.md``.
 
     ``with tfe.RecordDataset(...) as ds:`` closes it (:meth:`close`) when the block ends.
 
@@ -211,6 +220,7 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
         cache_limit: int | None = None,
         storage_options: StorageOptionsArg = None,
         mapped_reads: bool = False,
+        random_holds: bool = True,
     ) -> None:
         if max_gap is not None and max_gap < 0:
             raise InvalidArgumentError(f"max_gap must be >= 0 or None, got {max_gap}")
@@ -244,6 +254,8 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
         self.max_record_bytes = normalize_limit(max_record_bytes)
         #: Local files read straight out of their maps (unguarded: see the docstring).
         self.mapped_reads = bool(mapped_reads)
+        #: Random reads' whole-file copies (see the docstring), shared by views and copies.
+        self._holds = RandomHolds(bool(random_holds))
         #: The files once opened (:meth:`_opened`), ``None`` until then.
         self._files: DatasetFiles | None = None
         self._decoder: Any = None
@@ -294,7 +306,9 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
 
     def _use(self, indexes: list[Index]) -> DatasetFiles:
         """Opens the files through these indexes (a decode worker gets its parent's)."""
-        files = self._files = DatasetFiles(indexes, max_gap=self.max_gap, mapped=self.mapped_reads)
+        files = self._files = DatasetFiles(
+            indexes, max_gap=self.max_gap, mapped=self.mapped_reads, holds=self._holds
+        )
         return files
 
     @property
@@ -345,6 +359,7 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
             "cache": None if self._cache is None else self._cache.state(),
             "storage_options": self.storage_options,
             "mapped_reads": self.mapped_reads,
+            "random_holds": self._holds,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -369,6 +384,8 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
         self._cache = DatasetCache.from_state(state.get("cache"))
         self.storage_options = state.get("storage_options")
         self.mapped_reads = state.get("mapped_reads", False)
+        holds = state.get("random_holds")
+        self._holds = holds if isinstance(holds, RandomHolds) else RandomHolds()
 
     def worker_init(self) -> WorkerInit:
         """What a decode worker needs to open this dataset (see :class:`DecodePool`)."""

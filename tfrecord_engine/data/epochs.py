@@ -29,7 +29,7 @@ from ..index.damage import reporter
 from ..records.recovery import DamageCallback
 from .compressed_source import CompressedFileRecords
 from .fetcher_source import FetcherRecords
-from .held import Joint
+from .held import IN_MEMORY_LIMIT, Joint
 from .held_shared import SharedCopies
 from .local_source import LocalFileRecords
 from .located import LocatingSource, locate
@@ -101,17 +101,6 @@ def read_ahead_threads(
     return max(1, min(readahead, READ_AHEAD_THREADS, os.cpu_count() or 1))
 
 
-def _in_memory_limit() -> int:
-    try:
-        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # not on every platform
-        return 1 << 30
-    return min(1 << 30, max(physical, 0) // 8)
-
-
-#: The most bytes of files that a shuffled epoch reads whole into memory by default
-#: (``batches(..., in_memory=None)``): 1 GiB, or an eighth of the machine's memory.
-IN_MEMORY_LIMIT: int = _in_memory_limit()
 #: Guards every dataset's decode pools (epochs may start on several threads). Reentrant:
 #: the collector may hand back an abandoned epoch's pool (PoolStream.__del__) inside it.
 _POOLS_LOCK = threading.RLock()

@@ -32,10 +32,12 @@ from ..storage.options import StorageOptionsArg
 from ..storage.remote import DEFAULT_MAX_GAP
 from ..storage.sequential import SequentialRanges
 from ..storage.sequential import link as link_sequential
+from . import held
 from .compressed_source import CompressedFileRecords
 from .fetcher_source import FetcherRecords
 from .gather import LocalFilesGather
 from .local_source import LocalFileRecords
+from .random_holds import RandomHolds
 from .remote_cache import DatasetCache
 from .spans import IntArray, Spans
 
@@ -156,10 +158,18 @@ class DatasetFiles:
         max_gap: for uncompressed remote files (see :func:`open_records`).
         mapped: uncompressed local files read straight out of their maps (see
             :func:`open_records`).
+        holds: the dataset's random holds (:mod:`.random_holds`): used where every file
+            is local and uncompressed, not ``mapped``, and the files' data fit in
+            :data:`~.held.IN_MEMORY_LIMIT` together.
     """
 
     def __init__(
-        self, indexes: Sequence[Index], *, max_gap: int | None, mapped: bool = False
+        self,
+        indexes: Sequence[Index],
+        *,
+        max_gap: int | None,
+        mapped: bool = False,
+        holds: RandomHolds | None = None,
     ) -> None:
         readers = [open_records(index, max_gap=max_gap, mapped=mapped) for index in indexes]
         # A sequential epoch reads each remote file ahead into the next one.
@@ -174,6 +184,11 @@ class DatasetFiles:
         #: The mean record's size in bytes.
         self.record_bytes = data_bytes / max(1, sum(counts))
         local = [r for r in readers if isinstance(r, LocalFileRecords)]
+        all_local = len(local) == len(readers)
+        fits = data_bytes <= held.IN_MEMORY_LIMIT
+        if holds is not None and holds.enabled and all_local and fits and not mapped:
+            for r in local:
+                r.enable_random_holds(holds)
         self.gather = (
             LocalFilesGather(local, mapped=mapped) if len(local) == len(readers) > 1 else None
         )

@@ -21,7 +21,8 @@ import numpy.typing as npt
 from .. import kernels
 from ..records import framing
 from ..storage import descriptors, safecopy
-from .local_source import LocalFileRecords
+from .local_source import LocalFileRecords, scattered
+from .random_holds import RECHECK_READS
 from .spans import U8, IntArray, Spans, bad_records, bad_spans, short, unpacked_spans
 
 __all__ = ["LocalFilesGather"]
@@ -69,9 +70,16 @@ class LocalFilesGather:
         #: Buffers that ``read`` gathers batches into, reused; one per thread at once.
         self._scratch: list[U8] = []
         self._seen = 0  # the budget's evictions when _bases was last valid
+        # Random holds (.random_holds): records each file gave to scattered batches since
+        # its last hold, and where each file is read whole (the readers' thresholds).
+        self._random = np.zeros(len(readers), np.int64)
+        self._auto_at = np.array([r._auto_at for r in readers], np.int64)
+        self._counting = any(r.random_holds is not None for r in readers)
+        self._ticks = RECHECK_READS  # batches left before the copies' next recheck
 
     def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records at dataset-wide indices ``idx`` (files ``file_of``)."""
+        self._count_random(idx, file_of, verify)
         held = self._held_records(idx, file_of, verify)
         if held is not None:
             return held
@@ -89,6 +97,30 @@ class LocalFilesGather:
         if isinstance(used, np.ndarray) and used.base is None and used.shape[0] <= _SCRATCH_MAX:
             self._scratch.append(used)
         return records
+
+    def _count_random(self, idx: IntArray, file_of: IntArray, verify: bool) -> None:
+        """Counts a scattered batch against its files' random holds: a file that gave a
+        quarter of its records is read whole for the reads that follow
+        (:meth:`~.local_source.LocalFileRecords.random_read`); every
+        :data:`~.random_holds.RECHECK_READS` batches the copies are rechecked."""
+        if not self._counting:
+            return
+        self._ticks -= 1
+        if self._ticks <= 0:
+            self._ticks = RECHECK_READS
+            for reader in self._readers:
+                if reader._auto:
+                    reader.auto_recheck()
+        if not scattered(idx):
+            return
+        self._random += np.bincount(file_of, minlength=len(self._readers))
+        hit = np.flatnonzero(self._random >= self._auto_at)
+        if len(hit):
+            self._random[hit] = 0
+            for f in hit.tolist():
+                reader = self._readers[f]
+                if reader._copy is None:
+                    reader.hold_for_random(verify)
 
     def _maps(
         self, idx: IntArray, file_of: IntArray
@@ -281,6 +313,7 @@ class LocalFilesGather:
         held in memory, no gather here, a map closed meanwhile): use :meth:`read`."""
         if not len(idx):
             return None
+        self._count_random(idx, file_of, verify)
         if any(self._readers[f]._copy is not None for f in np.unique(file_of).tolist()):
             return self._held_spans(idx, file_of, verify)
         if self._mapped:

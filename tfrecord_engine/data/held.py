@@ -34,6 +34,7 @@ from ..records import framing
 from .spans import U8, IntArray, crc_spans, short, stored_crcs, verify_batch
 
 __all__ = [
+    "IN_MEMORY_LIMIT",
     "Held",
     "Holder",
     "Joint",
@@ -49,6 +50,21 @@ __all__ = [
 
 _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
+
+
+def _in_memory_limit() -> int:
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not on every platform
+        return 1 << 30
+    return min(1 << 30, max(physical, 0) // 8)
+
+
+#: The most bytes of files that a shuffled epoch reads whole into memory by default
+#: (``batches(..., in_memory=None)``), and that random reads copy (:mod:`.random_holds`):
+#: 1 GiB, or an eighth of the machine's memory.
+IN_MEMORY_LIMIT: int = _in_memory_limit()
+
 # Average record size from which a batch is read record by record (see read_held).
 BIG_RECORD = 16 << 10
 # A held file is read (and its records' CRCs checked) this many bytes at a time: small

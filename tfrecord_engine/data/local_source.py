@@ -8,11 +8,13 @@ import itertools
 import mmap
 import os
 import struct
+import time
 
 import crc32c as _crc32c
 import numpy as np
 
 from .. import kernels
+from ..errors import StaleIndexError
 from ..index.sidecar import Index
 from ..records import framing
 from ..storage import descriptors, safecopy
@@ -20,6 +22,7 @@ from . import held as _held
 from .held import BIG_RECORD, Held, Joint, read_held, read_whole, unkeep
 from .held_shared import NO_COPY, SharedCopies, shared_copy
 from .localfile import MappedFile
+from .random_holds import RECHECK_READS, RECHECK_S, SHARE, RandomHolds, in_epoch
 from .spans import (
     U8,
     IntArray,
@@ -31,12 +34,14 @@ from .spans import (
     verify_batch,
 )
 
-__all__ = ["LocalFileRecords"]
+__all__ = ["LocalFileRecords", "scattered"]
 
 _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
 _DELTA = framing.MASK_DELTA
 _FOOTER = struct.Struct("<I")
+#: (A count of random reads never reached: random holds off.)
+_NEVER = 1 << 62
 
 
 class LocalFileRecords(MappedFile):
@@ -73,7 +78,19 @@ class LocalFileRecords(MappedFile):
         # ``_copy``, and its data also as ``_held`` (what read_one slices).
         self._copy: Held | None = None
         self._held: mmap.mmap | bytes | None = None
+        # ``_held`` again when every record of it was found intact as it was read (its
+        # reads skip the CRC check), else None.
+        self._held_checked: mmap.mmap | bytes | None = None
         self._holders = 0
+        # Random reads (ds[i], ds[list]) counted until the file is read whole for them
+        # at ``_auto_at`` records (see .random_holds; off until a dataset enables it).
+        self.random_holds: RandomHolds | None = None
+        self._random = 0
+        self._auto_at = _NEVER
+        self._auto = False  # one of the holds is the random reads' (see hold_for_random)
+        self._auto_busy = False
+        self._auto_reads = 0  # held reads left before the next look at the clock
+        self._auto_seen = 0.0  # when the file's identity was last checked
         # The copy kept after the last hold ended (release(keep=...)): the next hold
         # takes it if the file is unchanged since it was read (its identity).
         self._kept: Held | None = None
@@ -127,7 +144,7 @@ class LocalFileRecords(MappedFile):
                 with self._lock:
                     if self._holders > 0 and self._copy is None:
                         self._copy = kept
-                        self._held = kept.data
+                        self._set_held(kept)
                 return
         try:
             got = None if share is None else shared_copy(self, verify, share, budget)
@@ -141,7 +158,12 @@ class LocalFileRecords(MappedFile):
         with self._lock:
             if self._holders > 0 and self._copy is None:
                 self._copy = copy
-                self._held = copy.data
+                self._set_held(copy)
+
+    def _set_held(self, copy: Held) -> None:
+        """Reads slice ``copy`` from now on (the lock held)."""
+        self._held_checked = copy.data if copy.all_ok else None
+        self._held = copy.data
 
     def release(self, keep: int = 0) -> None:
         """Ends one :meth:`hold`. With the last, the copy is dropped, or with ``keep``
@@ -154,15 +176,94 @@ class LocalFileRecords(MappedFile):
                 return
             copy, self._copy = self._copy, None
             self._held = None
+            self._held_checked = None
             if not keep or copy is None or copy.identity is None:
                 return
             self._kept = copy
         _held.keep(self, len(copy.data), keep)
 
     def drop_kept(self) -> None:
-        """Drops the copy kept between holds, if any."""
+        """Drops the copy kept between holds, if any, and the random reads' copy (the
+        budget of kept copies, :func:`~.held.keep`, counts both)."""
         with self._lock:
             self._kept = None
+            auto, self._auto = self._auto, False
+        if auto:
+            self.release()
+
+    # ---- random holds (see .random_holds) -----------------------------------------------
+
+    def enable_random_holds(self, holds: RandomHolds) -> None:
+        """Random reads of this file read it whole once they took a quarter of its
+        records (:data:`~.random_holds.SHARE`), as ``holds`` allows."""
+        self.random_holds = holds
+        self._auto_at = max(1, len(self.index) // SHARE)
+
+    def random_read(self, records: int, verify: bool) -> None:
+        """Counts ``records`` read at random (outside a hold); at the threshold, reads
+        the file whole for the reads that follow (:meth:`hold_for_random`)."""
+        self._random += records
+        if self._random >= self._auto_at:
+            self.hold_for_random(verify)
+
+    def hold_for_random(self, verify: bool) -> None:
+        """Holds the file for random reads (their count starts again): a private
+        copy, or in a loader's worker the one its processes share; within the budget
+        of kept copies (:data:`~.held.IN_MEMORY_LIMIT`), least recently used first.
+        Nothing happens for an epoch's reads (:func:`~.random_holds.epoch_reads`:
+        epochs hold files by their own rule), where the file cannot be read whole now
+        (the reads go on from the file and report what is wrong), changed within the
+        last seconds, or the machine's shared copies leave no room."""
+        self._random = 0
+        holds = self.random_holds
+        may, share = (False, None) if holds is None else holds.here()
+        if not may or in_epoch():
+            return
+        with self._lock:
+            already = self._copy
+            if self._auto or self._auto_busy or already is not None:
+                return
+            self._auto_busy = True
+        try:
+            self.hold(verify, share=share, budget=_held.IN_MEMORY_LIMIT)
+        except (OSError, StaleIndexError):
+            return  # (hold let go of its count) the reads themselves raise what it is
+        finally:
+            self._auto_busy = False
+        with self._lock:
+            copy = self._copy
+            taken = copy is not None and copy.identity is not None and self._holders > 0
+            self._auto = taken
+        if not taken or copy is None:
+            self.release()  # no copy (budget), or one of a file still changing
+            return
+        self._auto_reads = RECHECK_READS
+        self._auto_seen = time.monotonic()
+        _held.keep(self, len(copy.data), _held.IN_MEMORY_LIMIT)
+
+    def auto_tick(self) -> None:
+        """One read from the random reads' copy: about once a second (every
+        :data:`~.random_holds.RECHECK_READS` reads, if a second passed) the file's
+        identity is checked, and the copy dropped if the file changed."""
+        self._auto_reads -= 1
+        if self._auto_reads <= 0:
+            self._auto_reads = RECHECK_READS
+            self.auto_recheck()
+
+    def auto_recheck(self) -> None:
+        """Drops the random reads' copy if the file changed since it was read (checked
+        at most once a second, :data:`~.random_holds.RECHECK_S`)."""
+        now = time.monotonic()
+        if now - self._auto_seen < RECHECK_S:
+            return
+        self._auto_seen = now
+        copy = self._copy
+        if copy is not None and _held.current_identity(self) != copy.identity:
+            with self._lock:
+                auto, self._auto = self._auto, False
+            if auto:
+                unkeep(self)
+                self.release()
 
     def _read_all(self, verify: bool, joint: Joint | None = None) -> Held:
         """The whole file read into memory, each record's CRC checked (``verify``), into
@@ -238,8 +339,18 @@ class LocalFileRecords(MappedFile):
         buf = None
         held = self._held
         self.recently_used = True
+        if held is None:
+            self._random += 1
+            if self._random >= self._auto_at:
+                self.random_read(0, verify)
+                held = self._held
+        elif self._auto:
+            self.auto_tick()
+            held = self._held  # (None if the file changed: read it, and report that)
         if held is not None:
             buf = held[a : a + size + _F]
+            if held is self._held_checked:
+                verify = False  # (found intact as the file was read)
         elif self.mapped:
             return self._mapped_one(local, a, size, verify)
         elif base is not None and self._fd is None and not self._spare():
@@ -346,6 +457,14 @@ class LocalFileRecords(MappedFile):
         start_at = self._start_at
         end_at = self._end_at
         held = self._held
+        if held is None:
+            self.random_read(len(local), verify)
+            held = self._held
+        elif self._auto:
+            self.auto_tick()
+            held = self._held
+        if held is not None and held is self._held_checked:
+            verify = False  # (found intact as the file was read)
         if held is None and self.mapped:
             return self._mapped_read(np.array(local, np.int64), verify)
         chunks: list[bytes] | None = None
@@ -407,6 +526,12 @@ class LocalFileRecords(MappedFile):
         if len(local) == 0:
             return []
         copy = self._copy
+        if copy is None and self._auto_at != _NEVER and scattered(local):
+            self.random_read(len(local), verify)
+            copy = self._copy
+        if copy is not None and self._auto:
+            self.auto_tick()
+            copy = self._copy
         if copy is not None:
             return read_held(self, copy, local, verify)
         if self.mapped:
@@ -481,6 +606,12 @@ class LocalFileRecords(MappedFile):
         if len(local) == 0:
             return Spans.empty()
         copy = self._copy
+        if copy is None and self._auto_at != _NEVER and scattered(local):
+            self.random_read(len(local), verify)
+            copy = self._copy
+        if copy is not None and self._auto:
+            self.auto_tick()
+            copy = self._copy
         if copy is not None:  # read-only, and immutable: the caller may keep it
             spans = Spans(copy.array, self._start[local], self._end[local])
             if copy.intact(local):
@@ -496,8 +627,11 @@ class LocalFileRecords(MappedFile):
     def close(self) -> None:
         self._copy = None
         self._held = None
+        self._held_checked = None
         self._holders = 0
         self._kept = None
+        self._auto = False
+        self._random = 0
         unkeep(self)
         self._close_files()
         descriptors.CACHE.holds(self, 0)
@@ -506,3 +640,9 @@ class LocalFileRecords(MappedFile):
         # (TypeError: at interpreter exit, module globals such as locks may be None.)
         with contextlib.suppress(OSError, AttributeError, TypeError):
             self.close()
+
+
+def scattered(local: IntArray) -> bool:
+    """Whether ``local`` is anything but a run of consecutive records (a sequential
+    chunk): what random holds count."""
+    return len(local) == 1 or int(local[-1]) - int(local[0]) != len(local) - 1

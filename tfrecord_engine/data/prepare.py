@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from ..errors import DataLossError, TFRecordError
 from ..records.recovery import DamageReport
+from .random_holds import epoch_reads
 from .sampler import IndexBatch
 
 __all__ = ["MASK_KEY", "ChunkSource", "PaddedBatch", "Ready", "prepare_batch", "prepare_chunk"]
@@ -91,6 +92,11 @@ def prepare_chunk(ds: ChunkSource, batches: list[IndexBatch]) -> list[Ready]:
     A chunk that holds damage or a parse error is redone batch by batch, so every batch
     before the bad one is delivered and the error surfaces at the batch that holds it.
     """
+    with epoch_reads():  # (an epoch holds files by its own rule, not random reads')
+        return _prepare_chunk(ds, batches)
+
+
+def _prepare_chunk(ds: ChunkSource, batches: list[IndexBatch]) -> list[Ready]:
     sizes = [len(b.indices) for b in batches]
     bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
     indices = np.concatenate([b.indices for b in batches])

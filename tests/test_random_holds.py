@@ -1,0 +1,288 @@
+"""Random reads read a file whole once they took a quarter of it (``data/random_holds.py``).
+
+``ds[i]``, ``ds[list]`` and raw random batches outside an epoch count the records they
+read per file; at a quarter the file is read whole (CRCs checked once) and later reads
+slice that copy. These tests check when a copy is made and when not (epochs, large
+datasets, ``random_holds=False``, files still changing), that every value is the same
+either way, that damage is still reported where it lies, that a file changed under a
+copy is noticed, that the copies stay within the budget, and that a forked process
+shares one copy per file instead of making its own.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import pickle
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tfrecord_engine as tfe
+from tfrecord_engine.data import held, held_shared, random_holds
+from tfrecord_engine.data.local_source import LocalFileRecords
+
+SPEC: dict[str, Any] = {
+    "i": tfe.FixedLenFeature([], "int64"),
+    "v": tfe.VarLenFeature("float32"),
+    "s": tfe.FixedLenFeature([], "string"),
+}
+SIZES = (400, 240, 160)
+N = sum(SIZES)
+
+
+def _example(i: int) -> bytes:
+    return tfe.encode_example(
+        {"i": [i], "v": np.full(i % 7, i, np.float32), "s": [b"r%d" % i * (1 + i % 5)]}
+    )
+
+
+def _settle(path: Path | str) -> None:
+    """Dates the file a minute back: a file changed within the last seconds is never
+    copied (its copy could miss a change made in the same timestamp tick)."""
+    old = time.time_ns() - 60_000_000_000
+    os.utime(path, ns=(old, old))
+
+
+def _write(path: Path, first: int, n: int, settle: bool = True) -> None:
+    with tfe.TFRecordWriter(str(path), index=True) as w:
+        w.write_many(_example(i) for i in range(first, first + n))
+    if settle:
+        _settle(path)
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> list[str]:
+    out, first = [], 0
+    for k, n in enumerate(SIZES):
+        path = tmp_path / f"part-{k}.tfrecord"
+        _write(path, first, n)
+        first += n
+        out.append(str(path))
+    return out
+
+
+def _readers(ds: tfe.RecordDataset) -> list[LocalFileRecords]:
+    ds.indexes  # noqa: B018 - opens the files
+    readers = ds._readers
+    assert readers is not None
+    return [r for r in readers if isinstance(r, LocalFileRecords)]
+
+
+def _copied(ds: tfe.RecordDataset) -> list[bool]:
+    return [r._auto and r._copy is not None for r in _readers(ds)]
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert a.keys() == b.keys()
+    for k, x in a.items():
+        y = b[k]
+        if isinstance(x, tfe.SparseValue):
+            for part in ("indices", "values", "dense_shape"):
+                np.testing.assert_array_equal(getattr(x, part), getattr(y, part))
+        else:
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_a_quarter_of_a_file_read_at_random_makes_its_copy(paths: list[str]) -> None:
+    ds = tfe.RecordDataset(paths, features=SPEC)
+    first = SIZES[0]
+    for i in range(first // 4 - 1):
+        assert ds[i]["i"] == i
+    assert _copied(ds) == [False, False, False]
+    assert ds[first // 4]["i"] == first // 4
+    assert _copied(ds) == [True, False, False]
+    # Later reads slice the copy, and give the same values as the file.
+    plain = tfe.RecordDataset(paths, features=SPEC, random_holds=False)
+    for i in (0, 5, first - 1):
+        _same(ds[i], plain[i])
+    assert _copied(plain) == [False, False, False]
+
+
+@pytest.mark.parametrize("features", [None, SPEC], ids=["raw", "parsed"])
+def test_random_batches_over_shards_give_the_same_records(
+    paths: list[str], features: dict[str, Any] | None
+) -> None:
+    ds = tfe.RecordDataset(paths, features=features)
+    plain = tfe.RecordDataset(paths, features=features, random_holds=False)
+    rng = np.random.default_rng(3)
+    for size in (1, 7, 64, 300):
+        for _ in range(6):
+            idx = rng.integers(0, N, size)
+            got, want = ds[idx], plain[idx]
+            if features is None:
+                assert got == want
+            else:
+                _same(got, want)
+            items = ds.__getitems__(idx.tolist())
+            if features is None:
+                assert items == [_example(i) for i in idx.tolist()]
+            else:
+                assert [x["i"] for x in items] == idx.tolist()
+    assert all(_copied(ds))
+    assert not any(_copied(plain))
+
+
+def test_a_sequential_scan_in_batches_makes_no_copy(paths: list[str]) -> None:
+    ds = tfe.RecordDataset(paths)
+    for a in range(0, N, 50):
+        assert len(ds[np.arange(a, min(N, a + 50))]) == min(50, N - a)
+    assert _copied(ds) == [False, False, False]
+
+
+@pytest.mark.parametrize("kwargs", [{"in_memory": False}, {"workers": 0}])
+def test_epochs_make_no_random_copy(paths: list[str], kwargs: dict[str, Any]) -> None:
+    # An epoch holds files by its own rule (in_memory=); its reads are not random reads.
+    ds = tfe.RecordDataset(paths, features=SPEC)
+    got = [int(x) for b in ds.batches(16, shuffle=True, **kwargs) for x in b["i"]]
+    assert sorted(got) == list(range(N))
+    assert not any(r._auto for r in _readers(ds))
+
+
+def test_a_file_still_changing_is_not_copied(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.tfrecord"
+    _write(path, 0, 100, settle=False)
+    ds = tfe.RecordDataset(str(path))
+    for i in range(100):
+        ds[i]
+    assert _copied(ds) == [False]
+
+
+def test_random_holds_false_and_large_datasets_read_the_files(
+    paths: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    off = tfe.RecordDataset(paths, random_holds=False)
+    monkeypatch.setattr(held, "IN_MEMORY_LIMIT", 1000)  # the files hold more
+    large = tfe.RecordDataset(paths)
+    for ds in (off, large):
+        for i in range(N):
+            ds[i]
+        ds[np.arange(N)[::-1]]
+        assert _copied(ds) == [False, False, False]
+        assert all(r._auto_at > N for r in _readers(ds))
+
+
+def test_damage_in_a_copied_file_is_reported_where_it_lies(tmp_path: Path) -> None:
+    path = tmp_path / "damaged.tfrecord"
+    _write(path, 0, 80, settle=False)
+    victim = 50
+    # A byte of record 50's data (each record framed by 12 bytes before, 4 after).
+    at = sum(len(_example(i)) + 16 for i in range(victim)) + 12 + 2
+    with open(path, "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    _settle(path)
+    ds = tfe.RecordDataset(str(path), features=SPEC)
+    for i in range(25):
+        assert ds[i]["i"] == i
+    assert _copied(ds) == [True]
+    assert ds[victim + 1]["i"] == victim + 1
+    with pytest.raises(tfe.DataLossError) as err:
+        ds[victim]
+    assert err.value.record_index == victim
+    with pytest.raises(tfe.DataLossError):
+        ds.__getitems__([1, victim, 2])
+    raw = tfe.RecordDataset(str(path))
+    for i in range(25):
+        raw[i]
+    with pytest.raises(tfe.DataLossError):
+        raw[np.array([3, 60, victim])]
+
+
+def test_a_file_changed_under_its_copy_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(random_holds, "RECHECK_S", 0.0)
+    monkeypatch.setattr("tfrecord_engine.data.local_source.RECHECK_S", 0.0)
+    monkeypatch.setattr("tfrecord_engine.data.local_source.RECHECK_READS", 1)
+    path = tmp_path / "changing.tfrecord"
+    _write(path, 0, 100)
+    ds = tfe.RecordDataset(str(path))
+    for i in range(30):
+        ds[i]
+    assert _copied(ds) == [True]
+    # Cut in place (a job regenerating it): the next reads see the file, not the copy.
+    with open(path, "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(tfe.StaleIndexError):
+        ds[95]  # (checks the file first: a check every read, at most 0 s apart)
+    assert _copied(ds) == [False]
+
+
+def test_the_copies_stay_within_the_budget(
+    paths: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = tfe.RecordDataset(paths)
+    readers = _readers(ds)
+    # Room for the largest file's copy and no more: each new copy drops the one before.
+    monkeypatch.setattr(held, "IN_MEMORY_LIMIT", max(r.index.data_size for r in readers) + 1)
+    starts = np.cumsum([0, *SIZES])
+    for f in range(3):
+        for i in range(int(starts[f]), int(starts[f + 1])):
+            ds[i]
+        assert sum(_copied(ds)) == 1
+        assert _copied(ds)[f]
+    # A dropped copy is made again once another quarter of its file was read.
+    for i in range(SIZES[0]):
+        assert ds[i] == tfe.RecordDataset(paths, random_holds=False)[i]
+    assert _copied(ds) == [True, False, False]
+
+
+def test_pickled_datasets_keep_the_setting(paths: list[str]) -> None:
+    ds = tfe.RecordDataset(paths, random_holds=False)
+    back = pickle.loads(pickle.dumps(ds))
+    assert back._holds.enabled is False
+    on = pickle.loads(pickle.dumps(tfe.RecordDataset(paths)))
+    assert on._holds.enabled is True
+    # Unpickled in the process that made it (not a child of it): private copies.
+    assert on._holds.here() == (True, None)
+
+
+def _child_reads(ds: tfe.RecordDataset, queue: Any) -> None:
+    try:
+        for i in range(N - 1, -1, -1):
+            assert ds[i] == _example(i)
+        copies = [r._copy for r in _readers(ds)]
+        queue.put(
+            (
+                [c is not None for c in copies],
+                [c is not None and not isinstance(c.data, bytes) for c in copies],
+                held_shared.segments(),
+            )
+        )
+    except (AssertionError, tfe.TFRecordError, OSError) as exc:  # (the parent fails the test)
+        queue.put(repr(exc))
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm")
+def test_forked_processes_share_one_copy_per_file(paths: list[str]) -> None:
+    before = set(held_shared.segments())
+    ds = tfe.RecordDataset(paths)
+    len(ds)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    children = [ctx.Process(target=_child_reads, args=(ds, queue)) for _ in range(2)]
+    for p in children:
+        p.start()
+    results = [queue.get(timeout=120) for _ in children]
+    for p in children:
+        p.join(60)
+    for got in results:
+        assert not isinstance(got, str), got
+        held_now, mapped, _ = got
+        assert held_now == [True, True, True]
+        assert mapped == [True, True, True]  # a map of the shared segment, not private
+    share = ds._holds.share
+    assert share is not None
+    mine = set(share.names())
+    assert len(mine) == 3  # one segment per file, for both children
+    assert not any(_copied(ds))  # the parent read nothing at random
+    del ds, share
+    gc.collect()
+    assert set(held_shared.segments()) <= before
