@@ -1,11 +1,13 @@
 """The tf.data bridge on the record shapes of the matrix, alternating configurations.
 
     python -m benchmarks.bench_bridge_shapes --shapes detection,tokens --workers 0,1 --shuffled
+    python -m benchmarks.bench_bridge_shapes --readahead 0,2
 
 A focused A/B for the bridge rows of ``benchmarks.bench_shapes``: for each shape (20,000
 records, ``benchmarks.shapes``), one process runs TensorFlow's pipeline
 (``TFRecordDataset [-> shuffle(10000)] -> batch(256) -> map(parse, AUTOTUNE) ->
-prefetch``), ``to_tf_dataset(ds, 256, workers=W)`` for each ``W`` and the engine's numpy
+prefetch``), ``to_tf_dataset(ds, 256, workers=W, readahead=R)`` for each ``W`` and ``R``
+and the engine's numpy
 ``batches(256)``, round after round, each consumed as the matrix does (a Python loop
 touching every tensor of each batch). Prints each case's records/s and its ratio to
 TensorFlow, best / median of the rounds: same-process ratios, which on a busy machine
@@ -39,7 +41,9 @@ def _loop(pipe: Any, key: str) -> int:
     return n
 
 
-def run_shape(name: str, workers: list[int], shuffle: bool, rounds: int) -> str:
+def run_shape(
+    name: str, workers: list[int], shuffle: bool, rounds: int, readahead: tuple[int, ...] = (0,)
+) -> str:
     """One line: every case of shape ``name``, records/s and ratio to TensorFlow."""
     import tensorflow as tf
 
@@ -59,8 +63,10 @@ def run_shape(name: str, workers: list[int], shuffle: bool, rounds: int) -> str:
     key = shape.count_key
     cases: dict[str, Callable[[], int]] = {"tf": lambda: _loop(theirs, key)}
     for w in workers:
-        bridge = to_tf_dataset(ds, BATCH, shuffle=shuffle, seed=SEED, workers=w)
-        cases[f"bridge workers={w}"] = functools.partial(_loop, bridge, key)
+        for r in readahead:
+            bridge = to_tf_dataset(ds, BATCH, shuffle=shuffle, seed=SEED, workers=w, readahead=r)
+            label = f"bridge workers={w}" + (f" readahead={r}" if len(readahead) > 1 else "")
+            cases[label] = functools.partial(_loop, bridge, key)
     cases["numpy batches"] = lambda: sum(
         count(b, key) for b in ds.batches(BATCH, shuffle=shuffle, seed=SEED)
     )
@@ -88,13 +94,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--workers", default="0", help="comma-separated, e.g. 0,1")
+    parser.add_argument("--readahead", default="0", help="comma-separated, e.g. 0,2")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shuffled", action="store_true", help="also the shuffled epochs")
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
+    readahead = tuple(int(r) for r in args.readahead.split(","))
     for shuffle in (False, True) if args.shuffled else (False,):
         for name in args.shapes.split(","):
-            print(run_shape(name, workers, shuffle, args.rounds), flush=True)
+            print(run_shape(name, workers, shuffle, args.rounds, readahead), flush=True)
 
 
 if __name__ == "__main__":

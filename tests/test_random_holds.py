@@ -103,11 +103,12 @@ def test_a_quarter_of_a_file_read_at_random_makes_its_copy(paths: list[str]) -> 
     assert _copied(plain) == [False, False, False]
 
 
+@pytest.mark.parametrize("mapped", [False, True], ids=["guarded", "mapped"])
 @pytest.mark.parametrize("features", [None, SPEC], ids=["raw", "parsed"])
 def test_random_batches_over_shards_give_the_same_records(
-    paths: list[str], features: dict[str, Any] | None
+    paths: list[str], features: dict[str, Any] | None, mapped: bool
 ) -> None:
-    ds = tfe.RecordDataset(paths, features=features)
+    ds = tfe.RecordDataset(paths, features=features, mapped_reads=mapped)
     plain = tfe.RecordDataset(paths, features=features, random_holds=False)
     rng = np.random.default_rng(3)
     for size in (1, 7, 64, 300):

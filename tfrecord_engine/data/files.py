@@ -159,7 +159,7 @@ class DatasetFiles:
         mapped: uncompressed local files read straight out of their maps (see
             :func:`open_records`).
         holds: the dataset's random holds (:mod:`.random_holds`): used where every file
-            is local and uncompressed, not ``mapped``, and the files' data fit in
+            is local and uncompressed and the files' data fit in
             :data:`~.held.IN_MEMORY_LIMIT` together.
     """
 
@@ -186,7 +186,7 @@ class DatasetFiles:
         local = [r for r in readers if isinstance(r, LocalFileRecords)]
         all_local = len(local) == len(readers)
         fits = data_bytes <= held.IN_MEMORY_LIMIT
-        if holds is not None and holds.enabled and all_local and fits and not mapped:
+        if holds is not None and holds.enabled and all_local and fits:
             for r in local:
                 r.enable_random_holds(holds)
         self.gather = (

@@ -15,7 +15,8 @@ Rules (:class:`RandomHolds`, one per opened dataset):
 
 - only for datasets of uncompressed local files whose data fit in
   :data:`~.held.IN_MEMORY_LIMIT` together (larger ones would only trade copies in and
-  out of the budget), not read straight from their maps (``mapped_reads=True``);
+  out of the budget); with ``mapped_reads=True`` too (slicing the copy, its CRCs
+  checked once, beats slicing the map and checking every record);
 - the copies count in the process's budget of kept copies (:func:`~.held.keep`): the
   least recently used is dropped first, and its file read at random again from the
   disk until another quarter of it was;
