@@ -120,3 +120,18 @@ def test_quick_matrix_gives_every_row_a_number(data_dir: Path) -> None:
         # 7 TF rows + 1 bridge (Example shapes only) + 8 without TensorFlow.
         assert len(got) == 15 + (name != "sequence"), name
     assert "n/a" in text  # the SequenceExample bridge cell
+
+
+@pytest.mark.parametrize("name", ["image", "sequence"])
+def test_the_random_holds_ab_prints_a_row(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    from benchmarks import bench_random_holds
+
+    monkeypatch.setattr(bench_random_holds, "RECORDS", 2100)
+    row = bench_random_holds.run_shape(name, rounds=1)
+    cells = row.strip("| ").split(" | ")
+    assert cells[0] == name
+    for cell in cells[1:]:
+        before, after = (float(x) for x in cell.split(" → "))
+        assert min(before, after) > 0
