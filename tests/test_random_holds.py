@@ -15,7 +15,6 @@ import gc
 import multiprocessing
 import os
 import pickle
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,8 @@ import pytest
 import tfrecord_engine as tfe
 from tfrecord_engine.data import held, held_shared, random_holds
 from tfrecord_engine.data.local_source import LocalFileRecords
+
+from .shards import settle, settled_shards, write_settled
 
 SPEC: dict[str, Any] = {
     "i": tfe.FixedLenFeature([], "int64"),
@@ -41,29 +42,15 @@ def _example(i: int) -> bytes:
     )
 
 
-def _settle(path: Path | str) -> None:
-    """Dates the file a minute back: a file changed within the last seconds is never
-    copied (its copy could miss a change made in the same timestamp tick)."""
-    old = time.time_ns() - 60_000_000_000
-    os.utime(path, ns=(old, old))
-
-
-def _write(path: Path, first: int, n: int, settle: bool = True) -> None:
+def _write(path: Path, first: int, n: int) -> None:
+    """Written just now: not settled (see tests/shards.py)."""
     with tfe.TFRecordWriter(str(path), index=True) as w:
         w.write_many(_example(i) for i in range(first, first + n))
-    if settle:
-        _settle(path)
 
 
 @pytest.fixture
 def paths(tmp_path: Path) -> list[str]:
-    out, first = [], 0
-    for k, n in enumerate(SIZES):
-        path = tmp_path / f"part-{k}.tfrecord"
-        _write(path, first, n)
-        first += n
-        out.append(str(path))
-    return out
+    return settled_shards(tmp_path, SIZES, _example)
 
 
 def _readers(ds: tfe.RecordDataset) -> list[LocalFileRecords]:
@@ -146,7 +133,7 @@ def test_epochs_make_no_random_copy(paths: list[str], kwargs: dict[str, Any]) ->
 
 def test_a_file_still_changing_is_not_copied(tmp_path: Path) -> None:
     path = tmp_path / "fresh.tfrecord"
-    _write(path, 0, 100, settle=False)
+    _write(path, 0, 100)
     ds = tfe.RecordDataset(str(path))
     for i in range(100):
         ds[i]
@@ -169,7 +156,7 @@ def test_random_holds_false_and_large_datasets_read_the_files(
 
 def test_damage_in_a_copied_file_is_reported_where_it_lies(tmp_path: Path) -> None:
     path = tmp_path / "damaged.tfrecord"
-    _write(path, 0, 80, settle=False)
+    _write(path, 0, 80)
     victim = 50
     # A byte of record 50's data (each record framed by 12 bytes before, 4 after).
     at = sum(len(_example(i)) + 16 for i in range(victim)) + 12 + 2
@@ -178,7 +165,7 @@ def test_damage_in_a_copied_file_is_reported_where_it_lies(tmp_path: Path) -> No
         byte = f.read(1)
         f.seek(at)
         f.write(bytes([byte[0] ^ 0xFF]))
-    _settle(path)
+    settle(path)
     ds = tfe.RecordDataset(str(path), features=SPEC)
     for i in range(25):
         assert ds[i]["i"] == i
@@ -203,7 +190,7 @@ def test_a_file_changed_under_its_copy_is_read_again(
     monkeypatch.setattr("tfrecord_engine.data.local_source.RECHECK_S", 0.0)
     monkeypatch.setattr("tfrecord_engine.data.local_source.RECHECK_READS", 1)
     path = tmp_path / "changing.tfrecord"
-    _write(path, 0, 100)
+    write_settled(path, (_example(i) for i in range(100)))
     ds = tfe.RecordDataset(str(path))
     for i in range(30):
         ds[i]

@@ -31,6 +31,7 @@ from tfrecord_engine.data.held_shared import NO_COPY, SharedCopies, shared_copy
 from tfrecord_engine.data.local_source import LocalFileRecords
 
 from ..optional import require
+from ..shards import settled_shards, write_settled
 
 torch = require("torch")
 from torch.utils.data import DataLoader, Dataset  # noqa: E402 - after the skip
@@ -51,23 +52,16 @@ N = sum(SIZES)
 
 
 def _write(path: Path, first: int, n: int, tag: bytes = b"a") -> None:
-    with tfe.TFRecordWriter(str(path), index=True) as w:
-        w.write_many(
-            tfe.encode_example({"i": [i], "s": [tag * 8]}) for i in range(first, first + n)
-        )
-    old = time.time_ns() - 60_000_000_000  # settled: copies of it may be shared and kept
-    os.utime(path, ns=(old, old))
+    write_settled(path, (_record(i, tag) for i in range(first, first + n)))
+
+
+def _record(i: int, tag: bytes = b"a") -> bytes:
+    return tfe.encode_example({"i": [i], "s": [tag * 8]})
 
 
 @pytest.fixture
 def paths(tmp_path: Path) -> list[str]:
-    out, first = [], 0
-    for k, n in enumerate(SIZES):
-        path = tmp_path / f"part-{k}.tfrecord"
-        _write(path, first, n)
-        first += n
-        out.append(str(path))
-    return out
+    return settled_shards(tmp_path, SIZES, _record)
 
 
 @pytest.fixture(autouse=True)

@@ -265,6 +265,20 @@ class LocalFileRecords(MappedFile):
                 unkeep(self)
                 self.release()
 
+    def _batch_copy(self, local: IntArray, verify: bool) -> Held | None:
+        """The copy a batch read of ``local`` slices, if any: a scattered batch counts
+        as random reads (and may make the copy), a read of the random reads' copy as one
+        of its reads (:meth:`auto_tick`)."""
+        copy = self._copy
+        if copy is None:
+            if self._auto_at != _NEVER and scattered(local):
+                self.random_read(len(local), verify)
+                copy = self._copy
+        elif self._auto:
+            self.auto_tick()
+            copy = self._copy
+        return copy
+
     def _read_all(self, verify: bool, joint: Joint | None = None) -> Held:
         """The whole file read into memory, each record's CRC checked (``verify``), into
         its part of ``joint`` if given: see :func:`~.held.read_whole`."""
@@ -525,13 +539,7 @@ class LocalFileRecords(MappedFile):
         """Returns the records ``local`` (indices within this file), CRC-checked."""
         if len(local) == 0:
             return []
-        copy = self._copy
-        if copy is None and self._auto_at != _NEVER and scattered(local):
-            self.random_read(len(local), verify)
-            copy = self._copy
-        if copy is not None and self._auto:
-            self.auto_tick()
-            copy = self._copy
+        copy = self._batch_copy(local, verify)
         if copy is not None:
             return read_held(self, copy, local, verify)
         if self.mapped:
@@ -605,13 +613,7 @@ class LocalFileRecords(MappedFile):
         CRC-checked (``buf`` is the caller's to keep)."""
         if len(local) == 0:
             return Spans.empty()
-        copy = self._copy
-        if copy is None and self._auto_at != _NEVER and scattered(local):
-            self.random_read(len(local), verify)
-            copy = self._copy
-        if copy is not None and self._auto:
-            self.auto_tick()
-            copy = self._copy
+        copy = self._batch_copy(local, verify)
         if copy is not None:  # read-only, and immutable: the caller may keep it
             spans = Spans(copy.array, self._start[local], self._end[local])
             if copy.intact(local):
