@@ -19,6 +19,8 @@ import pytest
 import tfrecord_engine as tfe
 from tfrecord_engine.data.source import LocalFileRecords
 
+from .shards import settle
+
 N = 6_000
 SPEC = {"i": tfe.FixedLenFeature([], "int64"), "pad": tfe.FixedLenFeature([], "string")}
 
@@ -57,9 +59,17 @@ def _run_all(jobs: list[Callable[[], None]]) -> None:
     assert errors == []
 
 
+@pytest.mark.parametrize("settled", [False, True], ids=["new-files", "settled"])
 @pytest.mark.parametrize("shards", [1, 4])
-def test_threads_reading_one_dataset_get_exactly_their_records(tmp_path: Path, shards: int) -> None:
-    ds = tfe.RecordDataset(_write(tmp_path, shards), features=SPEC)
+def test_threads_reading_one_dataset_get_exactly_their_records(
+    tmp_path: Path, shards: int, settled: bool
+) -> None:
+    # Settled files: the random reads' whole-file copies (data/random_holds.py) are
+    # made while the threads race, between reads of the files and of the copies.
+    paths = _write(tmp_path, shards)
+    for path in paths if settled else []:
+        settle(path)
+    ds = tfe.RecordDataset(paths, features=SPEC)
     raw = tfe.RecordDataset(ds.paths)
 
     def random_access(seed: int) -> Callable[[], None]:
@@ -84,6 +94,9 @@ def test_threads_reading_one_dataset_get_exactly_their_records(tmp_path: Path, s
         return job
 
     _run_all([random_access(s) for s in range(4)] + [epoch(s) for s in range(4)])
+    readers = [*(ds._readers or []), *(raw._readers or [])]
+    copied = [isinstance(r, LocalFileRecords) and r._auto for r in readers]
+    assert all(copied) if settled else not any(copied)
 
 
 # The interleavings the threads above hit only sometimes, made to happen: a gather maps
