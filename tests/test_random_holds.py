@@ -274,3 +274,44 @@ def test_forked_processes_share_one_copy_per_file(paths: list[str]) -> None:
     del ds, share
     gc.collect()
     assert set(held_shared.segments()) <= before
+
+
+def _child_reads_a_few(ds: tfe.RecordDataset, queue: Any, batch_first: bool) -> None:
+    try:
+        starts = np.cumsum([0, *SIZES])
+        # One record of each file (far fewer than a quarter of it), by ds[i] or as one
+        # batch across the files (the shards' gather).
+        pick = [int(s) + 2 for s in starts[:-1]]
+        if batch_first:
+            assert ds[np.array(pick)] == [_example(i) for i in pick]
+        else:
+            assert [ds[i] for i in pick] == [_example(i) for i in pick]
+        copies = [r._copy for r in _readers(ds)]
+        queue.put([c is not None and not isinstance(c.data, bytes) for c in copies])
+    except (AssertionError, tfe.TFRecordError, OSError) as exc:  # (the parent fails the test)
+        queue.put(repr(exc))
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm")
+def test_a_later_child_takes_the_shared_copies_at_its_first_read(paths: list[str]) -> None:
+    # DataLoader workers are new processes each epoch (persistent_workers=False): the
+    # next epoch's workers take the copies the first made, at their first read.
+    before = set(held_shared.segments())
+    ds = tfe.RecordDataset(paths)
+    len(ds)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    first = ctx.Process(target=_child_reads, args=(ds, queue))
+    first.start()
+    got = queue.get(timeout=120)
+    first.join(60)
+    assert not isinstance(got, str), got
+    for batch_first in (False, True):
+        child = ctx.Process(target=_child_reads_a_few, args=(ds, queue, batch_first))
+        child.start()
+        got = queue.get(timeout=120)
+        child.join(60)
+        assert got == [True] * len(SIZES)  # each a map of the first child's segment
+    del ds
+    gc.collect()
+    assert set(held_shared.segments()) <= before

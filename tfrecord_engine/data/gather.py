@@ -76,6 +76,15 @@ class LocalFilesGather:
         self._auto_at = np.array([r._auto_at for r in readers], np.int64)
         self._counting = any(r.random_holds is not None for r in readers)
         self._ticks = RECHECK_READS  # batches left before the copies' next recheck
+        holds = readers[0].random_holds if readers else None
+        if holds is not None:
+            holds.add_user(self)
+
+    def share_started(self) -> None:
+        """The next scattered batch looks for its files' shared copies first (their
+        readers' :meth:`~.local_source.LocalFileRecords.share_started`)."""
+        self._random[:] = 0
+        self._auto_at[:] = [1 if r._copy is None else r._auto_at for r in self._readers]
 
     def read(self, idx: IntArray, file_of: IntArray, verify: bool = True) -> list[bytes]:
         """Returns the records at dataset-wide indices ``idx`` (files ``file_of``)."""
@@ -120,7 +129,8 @@ class LocalFilesGather:
             for f in hit.tolist():
                 reader = self._readers[f]
                 if reader._copy is None:
-                    reader.hold_for_random(verify)
+                    reader.random_reached(verify)
+                self._auto_at[f] = reader._auto_at
 
     def _maps(
         self, idx: IntArray, file_of: IntArray

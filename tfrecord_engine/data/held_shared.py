@@ -51,7 +51,7 @@ import numpy as np
 
 from .held import Held, Holder, current_identity, read_whole
 
-__all__ = ["NO_COPY", "SharedCopies", "remove_stale", "segments", "shared_copy"]
+__all__ = ["NO_COPY", "SharedCopies", "attached_copy", "remove_stale", "segments", "shared_copy"]
 
 #: Where the segments live (a tmpfs on Linux).
 SHM_DIR = "/dev/shm"
@@ -176,21 +176,16 @@ def shared_copy(
     Raises:
         StaleIndexError, OSError: reading the file failed (as a private copy's read).
     """
+    segment = _segment(reader, owner)
+    if segment is None:
+        return None
+    name, ident = segment
     size = reader.index.data_size
-    if size == 0 or not os.path.isdir(SHM_DIR):
-        return None
-    ident = current_identity(reader)
-    if ident is None:
-        return None
     count = len(reader.index)
     total = size + count + _TRAILER
-    dev, ino, st_size, mtime = ident
-    # (Every field a plain decimal: a timestamp before 1970 must not add a "-".)
-    name = f"{PREFIX}{owner.scope()}-{dev}-{ino}-{st_size}-{mtime % (1 << 64)}-{size}-{count}"
-    path = os.path.join(SHM_DIR, name)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(os.path.join(SHM_DIR, name), flags, 0o600)
     except OSError:
         return None
     try:
@@ -207,6 +202,56 @@ def shared_copy(
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def attached_copy(reader: Holder, owner: SharedCopies) -> Held | None:
+    """``owner``'s shared copy of ``reader``'s file if one is complete now (made by
+    another of its processes, e.g. a loader's worker of an earlier epoch), else
+    ``None``: nothing is made or waited for (a segment being filled is locked)."""
+    segment = _segment(reader, owner)
+    if segment is None:
+        return None
+    name, ident = segment
+    size = reader.index.data_size
+    count = len(reader.index)
+    total = size + count + _TRAILER
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(os.path.join(SHM_DIR, name), flags)
+    except OSError:
+        return None  # (none made yet)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return None  # being filled: the reads go on, and look again later
+        st = os.fstat(fd)
+        if st.st_nlink == 0 or st.st_size != total:
+            return None
+        if os.pread(fd, 8, total - _TRAILER) != _MAGIC:
+            return None
+        return _attach(fd, size, count, total, ident)
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _segment(reader: Holder, owner: SharedCopies) -> tuple[str, tuple[int, int, int, int]] | None:
+    """The name of ``owner``'s segment for ``reader``'s file as it is now, and the
+    file's identity; ``None`` where no segment can serve it (an empty file, no
+    shared-memory folder, no identity to be had)."""
+    size = reader.index.data_size
+    if size == 0 or not os.path.isdir(SHM_DIR):
+        return None
+    ident = current_identity(reader)
+    if ident is None:
+        return None
+    count = len(reader.index)
+    dev, ino, st_size, mtime = ident
+    # (Every field a plain decimal: a timestamp before 1970 must not add a "-".)
+    name = f"{PREFIX}{owner.scope()}-{dev}-{ino}-{st_size}-{mtime % (1 << 64)}-{size}-{count}"
+    return name, ident
 
 
 def _attach(fd: int, size: int, count: int, total: int, ident: tuple[int, ...]) -> Held:

@@ -20,7 +20,7 @@ from ..records import framing
 from ..storage import descriptors, safecopy
 from . import held as _held
 from .held import BIG_RECORD, Held, Joint, read_held, read_whole, unkeep
-from .held_shared import NO_COPY, SharedCopies, shared_copy
+from .held_shared import NO_COPY, SharedCopies, attached_copy, shared_copy
 from .localfile import MappedFile
 from .random_holds import RECHECK_READS, RECHECK_S, SHARE, RandomHolds, in_epoch
 from .spans import (
@@ -89,6 +89,8 @@ class LocalFileRecords(MappedFile):
         self._auto_at = _NEVER
         self._auto = False  # one of the holds is the random reads' (see hold_for_random)
         self._auto_busy = False
+        # The next count reached first looks for a copy shared by other processes.
+        self._attach_first = False
         self._auto_reads = 0  # held reads left before the next look at the clock
         self._auto_seen = 0.0  # when the file's identity was last checked
         # The copy kept after the last hold ended (release(keep=...)): the next hold
@@ -198,13 +200,57 @@ class LocalFileRecords(MappedFile):
         records (:data:`~.random_holds.SHARE`), as ``holds`` allows."""
         self.random_holds = holds
         self._auto_at = max(1, len(self.index) // SHARE)
+        holds.add_user(self)
+        if holds.sharing():  # (opened in a spawned worker)
+            self.share_started()
+
+    def share_started(self) -> None:
+        """The next random read looks for the file's copy shared by this process's
+        siblings first (see :class:`~.random_holds.User`)."""
+        if self._copy is None:
+            self._attach_first = True
+            self._random = 0
+            self._auto_at = 1
 
     def random_read(self, records: int, verify: bool) -> None:
         """Counts ``records`` read at random (outside a hold); at the threshold, reads
-        the file whole for the reads that follow (:meth:`hold_for_random`)."""
+        the file whole for the reads that follow (:meth:`random_reached`)."""
         self._random += records
         if self._random >= self._auto_at:
-            self.hold_for_random(verify)
+            self.random_reached(verify)
+
+    def random_reached(self, verify: bool) -> None:
+        """The random reads reached their threshold: a process that shares copies looks
+        for one made already (once); else the file is read whole
+        (:meth:`hold_for_random`)."""
+        if self._attach_first:
+            self._attach_first = False
+            self._auto_at = max(1, len(self.index) // SHARE)
+            if self._attach_shared() or self._random < self._auto_at:
+                return
+        self.hold_for_random(verify)
+
+    def _attach_shared(self) -> bool:
+        """Takes the shared copy of the file if one is complete now (see
+        :func:`~.held_shared.attached_copy`); whether the file is held after."""
+        holds = self.random_holds
+        share = None if holds is None else holds.here()[1]
+        if share is None or in_epoch():
+            return False
+        copy = attached_copy(self, share)
+        if copy is None:
+            return False
+        with self._lock:
+            if self._auto or self._copy is not None:
+                return True
+            self._holders += 1
+            self._copy = copy
+            self._set_held(copy)
+            self._auto = True
+        self._auto_reads = RECHECK_READS
+        self._auto_seen = time.monotonic()
+        _held.keep(self, len(copy.data), _held.IN_MEMORY_LIMIT)
+        return True
 
     def hold_for_random(self, verify: bool) -> None:
         """Holds the file for random reads (their count starts again): a private

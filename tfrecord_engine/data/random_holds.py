@@ -27,7 +27,10 @@ Rules (:class:`RandomHolds`, one per opened dataset):
 - in a process forked from the one that opened the dataset (a ``DataLoader`` worker),
   the copy is the one shared by all such processes on the machine
   (:mod:`.held_shared`, within :data:`~.held.IN_MEMORY_LIMIT` for the machine), never
-  one per worker: the owner of those shared copies is made just before the fork;
+  one per worker: the owner of those shared copies is made just before the fork. Such
+  a process's first random read of a file takes the file's shared copy if one is
+  complete (new workers each epoch, ``persistent_workers=False``, find the copies of
+  the epoch before at once);
 - an epoch's own reads (``batches()``, ``epoch()``, the hosts built on them) never make
   such a copy: epochs hold files by their own rule (``batches(in_memory=)``);
 - ``RecordDataset(..., random_holds=False)`` turns this off for a dataset.
@@ -40,7 +43,7 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import Final
+from typing import Final, Protocol
 
 from .held_shared import SharedCopies
 
@@ -78,6 +81,16 @@ def in_epoch() -> bool:
 _LIVE_LOCK = threading.Lock()
 
 
+class User(Protocol):
+    """What counts random reads against a dataset's copies (a file's reader, the
+    gather over a dataset's shards)."""
+
+    def share_started(self) -> None:
+        """This process shares the copies of the process it was started from: the
+        next random read of each file looks for a copy made already (a loader's
+        workers of an earlier epoch) before counting towards one of its own."""
+
+
 class RandomHolds:
     """The random-access copies of one dataset's files (shared by its views and
     copies): whether they are made and, in the processes a loader forks or spawns from
@@ -96,6 +109,8 @@ class RandomHolds:
         #: made just before the first fork (:func:`_before_fork`) or when the dataset is
         #: pickled for a spawned process; ``None`` until then.
         self.share: SharedCopies | None = None
+        #: What counts random reads for these copies (told when a fork shares them).
+        self._users: weakref.WeakSet[User] = weakref.WeakSet()
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -109,6 +124,7 @@ class RandomHolds:
         self.pid = int(state["pid"])  # type: ignore[call-overload]
         share = state["share"]
         self.share = share if isinstance(share, SharedCopies) else None
+        self._users = weakref.WeakSet()
 
     def here(self) -> tuple[bool, SharedCopies | None]:
         """``(may copy, shared owner)`` in this process: a private copy in the process
@@ -122,6 +138,14 @@ class RandomHolds:
             return True, None
         return self.share is not None, self.share
 
+    def sharing(self) -> bool:
+        """Whether this process takes the copies shared with others (see :meth:`here`)."""
+        return self.here()[1] is not None
+
+    def add_user(self, user: User) -> None:
+        """Registers ``user`` (kept weakly) to be told when a fork starts sharing."""
+        self._users.add(user)
+
 
 def _before_fork() -> None:
     """Gives every dataset made in this process an owner of shared copies, so that its
@@ -134,11 +158,16 @@ def _before_fork() -> None:
             holds.share = SharedCopies()
 
 
-def _renew_lock() -> None:
-    """In a forked child: the lock may have been held by a thread the child lacks."""
+def _in_child() -> None:
+    """In a forked child: a new lock (the parent's may have been held by a thread the
+    child lacks), and the datasets whose copies it shares look for them first."""
     global _LIVE_LOCK  # noqa: PLW0603 - one module-wide lock, replaced after fork
     _LIVE_LOCK = threading.Lock()
+    for holds in list(_LIVE):
+        if holds.sharing():
+            for user in list(holds._users):
+                user.share_started()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_child=_renew_lock)
+    os.register_at_fork(before=_before_fork, after_in_child=_in_child)
