@@ -135,3 +135,17 @@ def test_the_random_holds_ab_prints_a_row(
     for cell in cells[1:]:
         before, after = (float(x) for x in cell.split(" → "))
         assert min(before, after) > 0
+
+
+def test_the_threshold_check_runs_on_its_held_out_shapes(data_dir: Path) -> None:
+    from benchmarks import bench_thresholds
+
+    for name, shape in bench_thresholds.HELD_OUT.items():
+        assert name not in shapes.SHAPES  # (held out: never part of the matrix)
+        ds = tfe.RecordDataset(shapes.write_shape(shape, 700), features=shape.features)
+        rows = [
+            *bench_thresholds._threads_rows(ds, shape, rounds=1),
+            *bench_thresholds._walk_rows(ds, shape, rounds=1),
+        ]
+        assert len(rows) == 7
+        assert all(row.endswith(("| right |", "| wrong |")) for row in rows)

@@ -1,0 +1,192 @@
+"""Two tuned thresholds checked on record shapes the matrix does not have (held out).
+
+    python -m benchmarks.bench_thresholds
+    python -m benchmarks.bench_thresholds --shapes captioned --rounds 3
+
+``epochs.STRING_HEAVY_BYTES`` (an epoch prepares its chunks on one read-ahead thread,
+not two, for records of 4 KiB or more with a string feature kept) and
+``access_methods.SAMPLES_WALK_MIN`` (``__getitems__`` of 24 records or more are cut
+from one batch decode instead of decoded record by record) were set from the matrix's
+own shapes (``benchmarks.shapes``). This runs both choices of each on shapes written
+for this check only (:data:`HELD_OUT`), alternating in one process, and says which one
+the rule takes:
+
+- parsed ``batches(256)`` in order and shuffled, one read-ahead thread against two;
+- ``__getitems__`` of 8, 16, 24, 32 and 48 random records, record by record against the
+  batch decode.
+
+Prints µs per record, best of ``--rounds`` rounds of best-of-3 (lower is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+import tfrecord_engine as tfe
+from benchmarks.shapes import Record, Shape, write_shape
+from tfrecord_engine.data import access_methods, epochs
+
+RECORDS = 20_000
+_JPEG = b"\xff\xd8\xff\xe0"
+
+
+def _captioned(rng: np.random.Generator, lo: float, hi: float) -> Record:
+    """An image of 3-6 KiB with its caption's text and token ids (records of ~3.5-7 KB:
+    both sides of the 4 KiB threshold)."""
+    size = 3072 + int(3072 * (lo + (hi - lo) * rng.random()))
+    words = int(rng.integers(5, 61))
+    return {
+        "image": _JPEG + rng.integers(0, 256, size - 4, dtype=np.uint8).tobytes(),
+        "caption": b" ".join(b"w%d" % w for w in rng.integers(0, 9000, words)),
+        "caption_ids": rng.integers(0, 30_000, words),
+        "label": int(rng.integers(0, 80)),
+    }
+
+
+def _audio(rng: np.random.Generator, lo: float, hi: float) -> Record:
+    """A clip of 0.5-2.5 K float32 samples with a speaker name and a word count."""
+    n = 500 + int(2000 * (lo + (hi - lo) * rng.random()))
+    return {
+        "samples": rng.standard_normal(n).astype(np.float32),
+        "speaker": b"speaker-%04d" % rng.integers(0, 5000),
+        "words": int(rng.integers(0, 40)),
+    }
+
+
+def _fixed(dtype: str) -> tfe.FixedLenFeature:
+    return tfe.FixedLenFeature([], dtype)
+
+
+#: Shapes of this check only (never tuned on): not in ``benchmarks.shapes.SHAPES``.
+HELD_OUT: dict[str, Shape] = {
+    s.name: s
+    for s in (
+        Shape(
+            "captioned",
+            "captioned image (3-6 KiB image, caption text and token ids, label)",
+            _captioned,
+            {
+                "image": _fixed("string"),
+                "caption": _fixed("string"),
+                "caption_ids": tfe.VarLenFeature("int64"),
+                "label": _fixed("int64"),
+            },
+        ),
+        Shape(
+            "audio",
+            "audio clip (0.5-2.5 K float32 samples, speaker name, word count)",
+            _audio,
+            {
+                "samples": tfe.VarLenFeature("float32"),
+                "speaker": _fixed("string"),
+                "words": _fixed("int64"),
+            },
+            count_key="words",
+        ),
+    )
+}
+
+
+def _best(fn: Callable[[], object], runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+@contextlib.contextmanager
+def _patched(module: Any, name: str, value: int) -> Iterator[None]:
+    before = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, before)
+
+
+def _threads_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
+    """Parsed batches(256), in order and shuffled, on one read-ahead thread and on two."""
+    n = len(ds)
+    record_bytes = ds._opened().record_bytes
+    chosen = epochs.read_ahead_threads(2, ds.features or {}, record_bytes, frozenset())
+    rows = []
+    for shuffle in (False, True):
+
+        def epoch(shuffle: bool = shuffle) -> None:
+            got = sum(len(b[shape.count_key]) for b in ds.batches(256, shuffle=shuffle))
+            if got != n:
+                raise RuntimeError(f"{shape.name}: {got} records, expected {n}")
+
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for _ in range(rounds + 1):  # (the first round untimed)
+            for threads in (1, 2):
+                # One thread: READ_AHEAD_THREADS = 1; two: no record counts as heavy.
+                patch = (
+                    _patched(epochs, "READ_AHEAD_THREADS", 1)
+                    if threads == 1
+                    else _patched(epochs, "STRING_HEAVY_BYTES", 1 << 62)
+                )
+                with patch:
+                    times[threads].append(_best(epoch) / n * 1e6)
+        one, two = min(times[1][1:]), min(times[2][1:])
+        order = "shuffled" if shuffle else "in order"
+        rows.append(
+            f"| {shape.name} | batches(256), {order} ({record_bytes:,.0f} B a record) "
+            f"| 1 thread {one:.2f} | 2 threads {two:.2f} | the rule: {chosen} "
+            f"| {'right' if (one <= two) == (chosen == 1) else 'wrong'} |"
+        )
+    return rows
+
+
+def _walk_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
+    """``__getitems__(k)``: record by record against the batch decode, per size."""
+    n = len(ds)
+    rng = np.random.default_rng(2)
+    rows = []
+    for size in (8, 16, 24, 32, 48):
+        lists = [rng.integers(0, n, size).tolist() for _ in range(max(8, 2048 // size))]
+
+        def calls(lists: list[list[int]] = lists) -> None:
+            for k in lists:
+                ds.__getitems__(k)
+
+        times: dict[str, list[float]] = {"record by record": [], "batch decode": []}
+        for _ in range(rounds + 1):
+            for label, floor in (("record by record", 1 << 30), ("batch decode", 0)):
+                with _patched(access_methods, "SAMPLES_WALK_MIN", floor):
+                    times[label].append(_best(calls) / (len(lists) * size) * 1e6)
+        single = min(times["record by record"][1:])
+        walk = min(times["batch decode"][1:])
+        walks = ds._walk_beats_single(size)
+        rows.append(
+            f"| {shape.name} | `__getitems__({size})` | record by record {single:.2f} "
+            f"| batch decode {walk:.2f} | the rule: {'batch' if walks else 'records'} "
+            f"| {'right' if (walk <= single) == walks else 'wrong'} |"
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default=",".join(HELD_OUT))
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    print("| shape | access | µs a record | µs a record | rule | rule's choice |")
+    print("|---|---|---:|---:|---|---|")
+    for name in args.shapes.split(","):
+        shape = HELD_OUT[name]
+        ds = tfe.RecordDataset(write_shape(shape, RECORDS), features=shape.features)
+        for row in [*_threads_rows(ds, shape, args.rounds), *_walk_rows(ds, shape, args.rounds)]:
+            print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
