@@ -315,3 +315,33 @@ def test_a_later_child_takes_the_shared_copies_at_its_first_read(paths: list[str
     del ds
     gc.collect()
     assert set(held_shared.segments()) <= before
+
+
+def _child_counts_copies(ds: tfe.RecordDataset, queue: Any) -> None:
+    try:
+        for i in range(N):
+            assert ds[i] == _example(i)
+        queue.put([r._copy is not None for r in _readers(ds)])
+    except (AssertionError, tfe.TFRecordError, OSError) as exc:  # (the parent fails the test)
+        queue.put(repr(exc))
+
+
+def test_no_shared_segment_means_no_private_copy_per_worker(
+    paths: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No /dev/shm (or a full one, as Docker's 64 MB default soon is): a loader's
+    # workers read the files as before, never one private whole-file copy each.
+    monkeypatch.setattr(held_shared, "SHM_DIR", str(tmp_path / "no-shm"))
+    ds = tfe.RecordDataset(paths)
+    len(ds)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_counts_copies, args=(ds, queue))
+    child.start()
+    got = queue.get(timeout=120)
+    child.join(60)
+    assert got == [False] * len(SIZES)
+    # The process that made the dataset takes its private copies as always.
+    for i in range(N):
+        ds[i]
+    assert _copied(ds) == [True] * len(SIZES)

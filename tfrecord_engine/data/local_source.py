@@ -109,6 +109,8 @@ class LocalFileRecords(MappedFile):
         share: SharedCopies | None = None,
         budget: int | None = None,
         joint: Joint | None = None,
+        *,
+        shared_only: bool = False,
     ) -> None:
         """Reads the whole file into memory (sequentially) for the reads that follow,
         until as many :meth:`release` calls; a file already held is not read again, nor
@@ -131,9 +133,11 @@ class LocalFileRecords(MappedFile):
         its processes on this machine (:mod:`.held_shared`), filled by the first that
         needs it; ``budget`` bytes for all shared copies of the machine (``None``: no
         limit). Where the budget leaves no room the file is not copied (reads go to
-        the file); where no segment can be made, the copy is private as without it.
-        Otherwise ``joint``: the region this file's copy shares with the other files
-        of the epoch (:class:`~.held.Joint`), where it is one of them.
+        the file); where no segment can be made, the copy is private as without it
+        (none with ``shared_only``: the random reads of a loader's workers, which
+        must not take one copy each). Otherwise ``joint``: the region this file's
+        copy shares with the other files of the epoch (:class:`~.held.Joint`), where
+        it is one of them.
         """
         with self._lock:
             self._holders += 1
@@ -150,7 +154,7 @@ class LocalFileRecords(MappedFile):
                 return
         try:
             got = None if share is None else shared_copy(self, verify, share, budget)
-            if got is NO_COPY:
+            if got is NO_COPY or (got is None and share is not None and shared_only):
                 return  # held without a copy: reads go to the file
             copy = got if isinstance(got, Held) else self._read_all(verify, joint)
         except BaseException:
@@ -271,7 +275,8 @@ class LocalFileRecords(MappedFile):
                 return
             self._auto_busy = True
         try:
-            self.hold(verify, share=share, budget=_held.IN_MEMORY_LIMIT)
+            # (Where no shared copy can be made, no private one per worker either.)
+            self.hold(verify, share=share, budget=_held.IN_MEMORY_LIMIT, shared_only=True)
         except (OSError, StaleIndexError):
             return  # (hold let go of its count) the reads themselves raise what it is
         finally:

@@ -30,7 +30,8 @@ Rules (:class:`RandomHolds`, one per opened dataset):
   one per worker: the owner of those shared copies is made just before the fork. Such
   a process's first random read of a file takes the file's shared copy if one is
   complete (new workers each epoch, ``persistent_workers=False``, find the copies of
-  the epoch before at once);
+  the epoch before at once); where no segment can be made, such a process makes no
+  copy (reads go to the file), never a private one per worker;
 - an epoch's own reads (``batches()``, ``epoch()``, the hosts built on them) never make
   such a copy: epochs hold files by their own rule (``batches(in_memory=)``);
 - ``RecordDataset(..., random_holds=False)`` turns this off for a dataset.
