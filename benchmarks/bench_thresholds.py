@@ -4,16 +4,20 @@
     python -m benchmarks.bench_thresholds --shapes captioned --rounds 3
 
 ``epochs.STRING_HEAVY_BYTES`` (an epoch prepares its chunks on one read-ahead thread,
-not two, for records of 4 KiB or more with a string feature kept) and
-``access_methods.SAMPLES_WALK_MIN`` (``__getitems__`` of 24 records or more are cut
-from one batch decode instead of decoded record by record) were set from the matrix's
-own shapes (``benchmarks.shapes``). This runs both choices of each on shapes written
-for this check only (:data:`HELD_OUT`), alternating in one process, and says which one
-the rule takes:
+not two, for records of 4 KiB or more with a string feature kept and nothing else but
+scalars) and ``access_methods.SAMPLES_WALK_MIN`` / ``SAMPLES_WALK_MIN_HELD``
+(``__getitems__`` of that many records or more are cut from one batch decode instead
+of decoded record by record; the second where random reads slice whole-file copies)
+were first set from the matrix's own shapes (``benchmarks.shapes``). This runs both
+choices of each on shapes written for this check only (:data:`HELD_OUT`), alternating
+in one process, and says which one the rule takes:
 
 - parsed ``batches(256)`` in order and shuffled, one read-ahead thread against two;
-- ``__getitems__`` of 8, 16, 24, 32 and 48 random records, record by record against the
-  batch decode.
+- ``__getitems__`` of 8 to 96 random records, record by record against the batch
+  decode.
+
+``--shapes image,detection`` runs the same on the matrix's shapes (the ones the
+thresholds were set on).
 
 Prints µs per record, best of ``--rounds`` rounds of best-of-3 (lower is faster).
 """
@@ -29,7 +33,7 @@ from typing import Any
 import numpy as np
 
 import tfrecord_engine as tfe
-from benchmarks.shapes import Record, Shape, write_shape
+from benchmarks.shapes import SHAPES, Record, Shape, write_shape
 from tfrecord_engine.data import access_methods, epochs
 
 RECORDS = 20_000
@@ -151,7 +155,7 @@ def _walk_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
     n = len(ds)
     rng = np.random.default_rng(2)
     rows = []
-    for size in (8, 16, 24, 32, 48):
+    for size in (8, 16, 24, 32, 48, 64, 96):
         lists = [rng.integers(0, n, size).tolist() for _ in range(max(8, 2048 // size))]
 
         def calls(lists: list[list[int]] = lists) -> None:
@@ -161,7 +165,10 @@ def _walk_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
         times: dict[str, list[float]] = {"record by record": [], "batch decode": []}
         for _ in range(rounds + 1):
             for label, floor in (("record by record", 1 << 30), ("batch decode", 0)):
-                with _patched(access_methods, "SAMPLES_WALK_MIN", floor):
+                with (
+                    _patched(access_methods, "SAMPLES_WALK_MIN", floor),
+                    _patched(access_methods, "SAMPLES_WALK_MIN_HELD", floor),
+                ):
                     times[label].append(_best(calls) / (len(lists) * size) * 1e6)
         single = min(times["record by record"][1:])
         walk = min(times["batch decode"][1:])
@@ -176,13 +183,15 @@ def _walk_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", default=",".join(HELD_OUT))
+    parser.add_argument(
+        "--shapes", default=",".join(HELD_OUT), help="held-out shapes, or the matrix's"
+    )
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     print("| shape | access | µs a record | µs a record | rule | rule's choice |")
     print("|---|---|---:|---:|---|---|")
     for name in args.shapes.split(","):
-        shape = HELD_OUT[name]
+        shape = HELD_OUT[name] if name in HELD_OUT else SHAPES[name]
         ds = tfe.RecordDataset(write_shape(shape, RECORDS), features=shape.features)
         for row in [*_threads_rows(ds, shape, args.rounds), *_walk_rows(ds, shape, args.rounds)]:
             print(row, flush=True)

@@ -147,5 +147,5 @@ def test_the_threshold_check_runs_on_its_held_out_shapes(data_dir: Path) -> None
             *bench_thresholds._threads_rows(ds, shape, rounds=1),
             *bench_thresholds._walk_rows(ds, shape, rounds=1),
         ]
-        assert len(rows) == 7
+        assert len(rows) == 9
         assert all(row.endswith(("| right |", "| wrong |")) for row in rows)

@@ -149,8 +149,9 @@ def test_in_order_chunks_of_big_records_are_cut_by_bytes(
 
 def test_read_ahead_threads_follow_the_records() -> None:
     """Two threads for specs decoded in compiled code; one for raw records, for records
-    of large strings (their bytes objects are made under the GIL) unless dropped, and
-    where only one chunk is read ahead or the machine has one core."""
+    of large strings with nothing but scalars beside them (their bytes objects are made
+    under the GIL) unless dropped, and where only one chunk is read ahead or the
+    machine has one core."""
     threads = epochs.read_ahead_threads
     numbers = {"x": tfe.FixedLenFeature([4], "float32"), "v": tfe.VarLenFeature("int64")}
     image = {"img": tfe.FixedLenFeature([], "string"), "y": tfe.FixedLenFeature([], "int64")}
@@ -160,6 +161,13 @@ def test_read_ahead_threads_follow_the_records() -> None:
     assert threads(2, image, 8_000.0) == 1
     assert threads(2, image, 8_000.0, frozenset({"img"})) == two
     assert threads(2, {"raw": tfe.RawFeature([8192], "uint8")}, 8_200.0) == two
+    # Lists beside the strings: their decode runs without the GIL, beside the copies.
+    captioned = {**image, "ids": tfe.VarLenFeature("int64")}
+    assert threads(2, captioned, 5_000.0) == two
+    assert threads(2, {**image, "emb": tfe.FixedLenFeature([16], "float32")}, 5_000.0) == two
+    assert threads(2, {**image, "w": tfe.FixedLenFeature([], "float32")}, 5_000.0) == 1
+    # Records this large: the strings' copies outweigh the lists, one thread again.
+    assert threads(2, captioned, 16_000.0) == 1
     assert threads(2, None, 100.0) == 1
     assert threads(1, numbers, 100.0) == 1
 

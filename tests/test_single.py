@@ -491,8 +491,9 @@ def test_small_getitems_over_shards_read_each_file_once_in_the_order_asked(
 ) -> None:
     """A few records across shards: one ``read_few`` per file touched (not per record),
     and the samples in the order asked, repeats and negative indices included; up to
-    ``SAMPLES_WALK_MIN - 1`` records of a spec that is not all scalars are decoded record
-    by record, and equal the batch decode's samples."""
+    ``SAMPLES_WALK_MIN_HELD - 1`` records of a spec that is not all scalars are decoded
+    record by record (``SAMPLES_WALK_MIN - 1`` where random reads go to the files), and
+    equal the batch decode's samples."""
     features = {"v": tfe.VarLenFeature("int64"), "x": tfe.FixedLenFeature([2], "float32")}
     paths = []
     for shard in range(3):
@@ -520,11 +521,21 @@ def test_small_getitems_over_shards_read_each_file_once_in_the_order_asked(
     want = [[202], [1], [102], [208], [1], [4], [208], [101]]
     assert [s["v"].tolist()[:1] for s in got] == want
     calls.clear()
-    n = access_methods.SAMPLES_WALK_MIN - 1
+    # (A dataset this small reads its files from whole-file copies: the bound for it.)
+    n = access_methods.SAMPLES_WALK_MIN_HELD - 1
     idx = [(7 * j) % len(ds) for j in range(n)]
     per_record = ds.__getitems__(idx)
     assert calls  # (the per-record path read them)
+    if kernels.ready():
+        off = tfe.RecordDataset(paths, features=features, random_holds=False)
+        len(off)
+        floor = access_methods.SAMPLES_WALK_MIN
+        assert off._walk_beats_single(floor)
+        assert not off._walk_beats_single(floor - 1)
+        assert not ds._walk_beats_single(n)
+        assert ds._walk_beats_single(n + 1)
     monkeypatch.setattr(access_methods, "SAMPLES_WALK_MIN", 1)
+    monkeypatch.setattr(access_methods, "SAMPLES_WALK_MIN_HELD", 1)
     calls.clear()
     assert same(per_record, ds.__getitems__(idx))
     assert not calls or not kernels.ready()  # (the batch path: not read record by record)

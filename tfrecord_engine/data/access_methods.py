@@ -34,14 +34,21 @@ if TYPE_CHECKING:
     from .files import DatasetFiles, FileRecords
     from .output import SampleOutput
 
-__all__ = ["SAMPLES_WALK_MIN", "AccessMethods"]
+__all__ = ["SAMPLES_WALK_MIN", "SAMPLES_WALK_MIN_HELD", "AccessMethods"]
 
 #: From this many records on, ``__getitems__`` cuts samples that are not all scalars
 #: from one compiled batch decode; fewer are decoded record by record (the per-record
-#: compiled decode). Where the two cross, over 4 shards, per record: image, ragged and
-#: tabular records at 24, tokens at 32, mixed at 48, detection past 64. At 16 the
-#: per-record path took 15-23 µs a record where the batch's set-up made it 17-35 µs.
+#: compiled decode). Where the two cross, over 4 shards, per record, each record read
+#: from the file: image, ragged and tabular records at 24, tokens at 32, mixed at 48,
+#: detection past 64. At 16 the per-record path took 15-23 µs a record where the
+#: batch's set-up made it 17-35 µs.
 SAMPLES_WALK_MIN = 24
+#: The same where random reads slice whole-file copies (the dataset within
+#: ``IN_MEMORY_LIMIT``, see :mod:`.random_holds`): each record costs the per-record path
+#: less, and the crossings move up (``python -m benchmarks.bench_thresholds``): image at
+#: ~28, tabular ~48, mixed ~70, detection ~90, and on two shapes held out of the tuning
+#: (captioned images, audio clips) past 48.
+SAMPLES_WALK_MIN_HELD = 48
 
 IntArray = npt.NDArray[np.int64]
 
@@ -263,8 +270,9 @@ class AccessMethods:
         kinds, :func:`tfrecord_engine.collate` every kind). A few records are read and
         decoded record by record (``ds[i]``'s decoder; a batch decode's set-up costs more
         for them): up to ``SMALL_BATCH`` for specs of a few scalars in records of a few
-        lengths, up to ``SAMPLES_WALK_MIN - 1`` (23) for other specs once the compiled
-        kernels are loaded (from there on, their compiled batch walk is cheaper). More
+        lengths, up to ``SAMPLES_WALK_MIN_HELD - 1`` (47) for other specs once the
+        compiled kernels are loaded, ``SAMPLES_WALK_MIN - 1`` (23) where random reads
+        go to the files (from there on, their compiled batch walk is cheaper). More
         are cut from one batch decode, as fast as ``ds[indices]``, which returns the
         columnar batch dict.
 
@@ -298,9 +306,12 @@ class AccessMethods:
         """Whether ``n`` samples are cheaper cut from one batch decode (the compiled
         walk, once the kernels are loaded) than decoded record by record: from
         ``SAMPLES_WALK_MIN`` records on, for the specs ``SingleDecoder.prefers_walk``
-        names (not all scalars; scalars of many keys or of varied record lengths)."""
+        names (not all scalars; scalars of many keys or of varied record lengths);
+        ``SAMPLES_WALK_MIN_HELD`` where random reads slice whole-file copies."""
+        files = self._files
+        held = files is not None and files.random_holds
         return (
-            n >= SAMPLES_WALK_MIN
+            n >= (SAMPLES_WALK_MIN_HELD if held else SAMPLES_WALK_MIN)
             and self._single_decoder().prefers_walk
             and not _is_sequence(self.features)
             and kernels.ready()

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, cast
 import numpy as np
 
 from ..errors import DataLossError, InvalidArgumentError, StaleIndexError, WorkerError
+from ..example.specs import FixedLenFeature
 from ..index.damage import reporter
 from ..records.recovery import DamageCallback
 from .compressed_source import CompressedFileRecords
@@ -73,10 +74,27 @@ CHUNK_BYTES = 8 << 20
 #: 0.95-1.10x (see read_ahead_threads for large strings).
 READ_AHEAD_THREADS = 2
 #: Records of at least this many bytes on average whose spec keeps a string feature
-#: are prepared on one thread: their values become ``bytes`` objects, copied while the
-#: GIL is held, so a second thread only contends (images of 2-12 KiB and detection
-#: records of 8-24 KiB: 0.86-0.93x with two).
+#: and has nothing else but scalars are prepared on one thread: their values become
+#: ``bytes`` objects, copied while the GIL is held, and no list decode (without the
+#: GIL) is left to run beside it, so a second thread only contends (images of 2-12 KiB
+#: and a label: 0.88-0.93x with two). A spec with lists beside its strings keeps two:
+#: captioned images of 3-6 KiB with token ids 1.14-1.30x, audio clips of float32
+#: samples with a speaker name 1.20-1.62x (``python -m benchmarks.bench_thresholds``).
 STRING_HEAVY_BYTES = 4096
+#: Records of at least this many bytes on average whose spec keeps a string feature are
+#: prepared on one thread whatever else they hold: their strings' copies outweigh the
+#: lists decoded beside them (detection records, 8-24 KiB images with box lists, two
+#: threads against one in three runs: in order 0.85-1.02x, shuffled 0.74-1.06x). Set
+#: between the shapes measured (audio clips of ~5.7 KB gain with two), not checked on
+#: another shape.
+STRINGS_DOMINATE_BYTES = 8192
+
+
+def _string_or_scalar(spec: Any) -> bool:
+    """Whether ``spec`` decodes a string or one number a record (no list of numbers)."""
+    if getattr(spec, "dtype", None) == "string":
+        return True
+    return isinstance(spec, FixedLenFeature) and tuple(spec.shape) == ()
 
 
 def read_ahead_threads(
@@ -88,15 +106,17 @@ def read_ahead_threads(
     """The threads an epoch reading ``readahead`` chunks ahead prepares them on: up to
     :data:`READ_AHEAD_THREADS`, no more than the chunks ahead or the machine's cores;
     one for raw records (``features`` None: a list of ``bytes``) and for records of
-    :data:`STRING_HEAVY_BYTES` or more that decode strings (``dropped``: the string
-    features ``strings="drop"`` leaves out)."""
+    :data:`STRING_HEAVY_BYTES` or more whose spec decodes strings and nothing else but
+    scalars, or of :data:`STRINGS_DOMINATE_BYTES` or more whose spec decodes strings
+    (``dropped``: the string features ``strings="drop"`` leaves out)."""
     if features is None:
         return 1
-    strings = any(
-        getattr(spec, "dtype", None) == "string" and name not in dropped
-        for name, spec in features.items()
+    kept = [spec for name, spec in features.items() if name not in dropped]
+    strings = any(getattr(spec, "dtype", None) == "string" for spec in kept)
+    heavy = record_bytes >= STRINGS_DOMINATE_BYTES or (
+        record_bytes >= STRING_HEAVY_BYTES and all(map(_string_or_scalar, kept))
     )
-    if strings and record_bytes >= STRING_HEAVY_BYTES:
+    if strings and heavy:
         return 1
     return max(1, min(readahead, READ_AHEAD_THREADS, os.cpu_count() or 1))
 

@@ -186,7 +186,9 @@ class DatasetFiles:
         local = [r for r in readers if isinstance(r, LocalFileRecords)]
         all_local = len(local) == len(readers)
         fits = data_bytes <= held.IN_MEMORY_LIMIT
-        if holds is not None and holds.enabled and all_local and fits:
+        #: Random reads slice whole-file copies once they took enough of a file.
+        self.random_holds = holds is not None and holds.enabled and all_local and fits
+        if holds is not None and self.random_holds:
             for r in local:
                 r.enable_random_holds(holds)
         self.gather = (
