@@ -16,25 +16,15 @@ and µs per record (raw batches), without → with the copies, best of the round
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import tfrecord_engine as tfe
+from benchmarks.common import best_seconds
 from benchmarks.shapes import SHAPES, Shape, write_shape
 
 RECORDS = 20_000
-
-
-def _best(fn: Callable[[], object], runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _specs(shape: Shape) -> dict[str, Any]:
@@ -63,9 +53,9 @@ def run_shape(name: str, rounds: int) -> str:
 
     def measure(on: bool) -> tuple[float, float, float]:
         ds, raw = opened[on]
-        item = _best(lambda: [ds[i] for i in one]) / len(one)
-        few = _best(lambda: [ds.__getitems__(k) for k in lists]) / len(lists)
-        batch = _best(lambda: [raw[c] for c in chunks]) / n
+        item = best_seconds(lambda: [ds[i] for i in one]) / len(one)
+        few = best_seconds(lambda: [ds.__getitems__(k) for k in lists]) / len(lists)
+        batch = best_seconds(lambda: [raw[c] for c in chunks]) / n
         return item * 1e6, few * 1e6, batch * 1e6
 
     measure(True)  # untimed: the copies are made here

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 import tfrecord_engine as tfe
+from benchmarks.common import best_seconds
 from benchmarks.shapes import SHAPES, Record, Shape, write_shape
 from tfrecord_engine.data import access_methods, epochs
 
@@ -97,15 +97,6 @@ HELD_OUT: dict[str, Shape] = {
 }
 
 
-def _best(fn: Callable[[], object], runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 @contextlib.contextmanager
 def _patched(module: Any, name: str, value: int) -> Iterator[None]:
     before = getattr(module, name)
@@ -139,7 +130,7 @@ def _threads_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]
                     else _patched(epochs, "STRING_HEAVY_BYTES", 1 << 62)
                 )
                 with patch:
-                    times[threads].append(_best(epoch) / n * 1e6)
+                    times[threads].append(best_seconds(epoch) / n * 1e6)
         one, two = min(times[1][1:]), min(times[2][1:])
         order = "shuffled" if shuffle else "in order"
         rows.append(
@@ -169,7 +160,7 @@ def _walk_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
                     _patched(access_methods, "SAMPLES_WALK_MIN", floor),
                     _patched(access_methods, "SAMPLES_WALK_MIN_HELD", floor),
                 ):
-                    times[label].append(_best(calls) / (len(lists) * size) * 1e6)
+                    times[label].append(best_seconds(calls) / (len(lists) * size) * 1e6)
         single = min(times["record by record"][1:])
         walk = min(times["batch decode"][1:])
         walks = ds._walk_beats_single(size)

@@ -31,6 +31,16 @@ DATA_DIR = Path(os.environ.get("TFE_BENCH_DATA", "bench-data"))
 kernels.wait()
 
 
+def best_seconds(fn: Callable[[], object], runs: int = 3) -> float:
+    """The fastest of ``runs`` calls of ``fn``, in seconds (wall clock)."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def repeats(default: int) -> int:
     """Timed runs per case: ``TFE_BENCH_REPEATS`` when set, else ``default``."""
     return int(os.environ.get("TFE_BENCH_REPEATS", str(default)))

@@ -232,6 +232,18 @@ def test_pickled_datasets_keep_the_setting(paths: list[str]) -> None:
     assert on._holds.here() == (True, None)
 
 
+def _in_child(target: Any, *args: Any) -> Any:
+    """What ``target(*args, queue)`` puts on the queue, run in a forked process (a
+    loader's worker: forked from the process that made the dataset)."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=target, args=(*args, queue))
+    child.start()
+    got = queue.get(timeout=120)
+    child.join(60)
+    return got
+
+
 def _child_reads(ds: tfe.RecordDataset, queue: Any) -> None:
     try:
         for i in range(N - 1, -1, -1):
@@ -276,7 +288,7 @@ def test_forked_processes_share_one_copy_per_file(paths: list[str]) -> None:
     assert set(held_shared.segments()) <= before
 
 
-def _child_reads_a_few(ds: tfe.RecordDataset, queue: Any, batch_first: bool) -> None:
+def _child_reads_a_few(ds: tfe.RecordDataset, batch_first: bool, queue: Any) -> None:
     try:
         starts = np.cumsum([0, *SIZES])
         # One record of each file (far fewer than a quarter of it), by ds[i] or as one
@@ -299,18 +311,10 @@ def test_a_later_child_takes_the_shared_copies_at_its_first_read(paths: list[str
     before = set(held_shared.segments())
     ds = tfe.RecordDataset(paths)
     len(ds)
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    first = ctx.Process(target=_child_reads, args=(ds, queue))
-    first.start()
-    got = queue.get(timeout=120)
-    first.join(60)
+    got = _in_child(_child_reads, ds)
     assert not isinstance(got, str), got
     for batch_first in (False, True):
-        child = ctx.Process(target=_child_reads_a_few, args=(ds, queue, batch_first))
-        child.start()
-        got = queue.get(timeout=120)
-        child.join(60)
+        got = _in_child(_child_reads_a_few, ds, batch_first)
         assert got == [True] * len(SIZES)  # each a map of the first child's segment
     del ds
     gc.collect()
@@ -334,13 +338,7 @@ def test_no_shared_segment_means_no_private_copy_per_worker(
     monkeypatch.setattr(held_shared, "SHM_DIR", str(tmp_path / "no-shm"))
     ds = tfe.RecordDataset(paths)
     len(ds)
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_child_counts_copies, args=(ds, queue))
-    child.start()
-    got = queue.get(timeout=120)
-    child.join(60)
-    assert got == [False] * len(SIZES)
+    assert _in_child(_child_counts_copies, ds) == [False] * len(SIZES)
     # The process that made the dataset takes its private copies as always.
     for i in range(N):
         ds[i]

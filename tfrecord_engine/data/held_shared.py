@@ -45,7 +45,7 @@ import mmap
 import os
 import uuid
 import weakref
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
@@ -176,16 +176,12 @@ def shared_copy(
     Raises:
         StaleIndexError, OSError: reading the file failed (as a private copy's read).
     """
-    segment = _segment(reader, owner)
-    if segment is None:
+    seg = _segment(reader, owner)
+    if seg is None:
         return None
-    name, ident = segment
-    size = reader.index.data_size
-    count = len(reader.index)
-    total = size + count + _TRAILER
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(os.path.join(SHM_DIR, name), flags, 0o600)
+        fd = os.open(os.path.join(SHM_DIR, seg.name), flags, 0o600)
     except OSError:
         return None
     try:
@@ -193,9 +189,11 @@ def shared_copy(
         st = os.fstat(fd)
         if st.st_nlink == 0:
             return None  # removed while this process waited (not shareable, or budget)
-        if st.st_size == total and os.pread(fd, 8, total - _TRAILER) == _MAGIC:
-            return _attach(fd, size, count, total, ident)
-        return _fill(reader, verify, fd, name=name, total=total, ident=ident, budget=budget)
+        if st.st_size == seg.total and os.pread(fd, 8, seg.total - _TRAILER) == _MAGIC:
+            return _attach(fd, seg)
+        return _fill(
+            reader, verify, fd, name=seg.name, total=seg.total, ident=seg.ident, budget=budget
+        )
     finally:
         # Unlocked explicitly: a map holds the open file (and Python's map a duplicate
         # of the descriptor), so closing this descriptor would not release the lock.
@@ -208,16 +206,12 @@ def attached_copy(reader: Holder, owner: SharedCopies) -> Held | None:
     """``owner``'s shared copy of ``reader``'s file if one is complete now (made by
     another of its processes, e.g. a loader's worker of an earlier epoch), else
     ``None``: nothing is made or waited for (a segment being filled is locked)."""
-    segment = _segment(reader, owner)
-    if segment is None:
+    seg = _segment(reader, owner)
+    if seg is None:
         return None
-    name, ident = segment
-    size = reader.index.data_size
-    count = len(reader.index)
-    total = size + count + _TRAILER
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(os.path.join(SHM_DIR, name), flags)
+        fd = os.open(os.path.join(SHM_DIR, seg.name), flags)
     except OSError:
         return None  # (none made yet)
     try:
@@ -226,21 +220,30 @@ def attached_copy(reader: Holder, owner: SharedCopies) -> Held | None:
         except OSError:
             return None  # being filled: the reads go on, and look again later
         st = os.fstat(fd)
-        if st.st_nlink == 0 or st.st_size != total:
+        if st.st_nlink == 0 or st.st_size != seg.total:
             return None
-        if os.pread(fd, 8, total - _TRAILER) != _MAGIC:
+        if os.pread(fd, 8, seg.total - _TRAILER) != _MAGIC:
             return None
-        return _attach(fd, size, count, total, ident)
+        return _attach(fd, seg)
     finally:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
-def _segment(reader: Holder, owner: SharedCopies) -> tuple[str, tuple[int, int, int, int]] | None:
-    """The name of ``owner``'s segment for ``reader``'s file as it is now, and the
-    file's identity; ``None`` where no segment can serve it (an empty file, no
-    shared-memory folder, no identity to be had)."""
+class _Segment(NamedTuple):
+    """``owner``'s segment for a file as it is now (:func:`_segment`)."""
+
+    name: str
+    ident: tuple[int, int, int, int]  # the file's identity, in the name
+    size: int  # the file's data
+    records: int  # its records (one "found intact" byte each after the data)
+    total: int  # the segment's size: data, flags, trailer
+
+
+def _segment(reader: Holder, owner: SharedCopies) -> _Segment | None:
+    """``owner``'s segment for ``reader``'s file as it is now; ``None`` where no
+    segment can serve it (an empty file, no shared-memory folder, no identity)."""
     size = reader.index.data_size
     if size == 0 or not os.path.isdir(SHM_DIR):
         return None
@@ -251,11 +254,12 @@ def _segment(reader: Holder, owner: SharedCopies) -> tuple[str, tuple[int, int, 
     dev, ino, st_size, mtime = ident
     # (Every field a plain decimal: a timestamp before 1970 must not add a "-".)
     name = f"{PREFIX}{owner.scope()}-{dev}-{ino}-{st_size}-{mtime % (1 << 64)}-{size}-{count}"
-    return name, ident
+    return _Segment(name, ident, size, count, size + count + _TRAILER)
 
 
-def _attach(fd: int, size: int, count: int, total: int, ident: tuple[int, ...]) -> Held:
+def _attach(fd: int, seg: _Segment) -> Held:
     """A complete segment mapped read-only."""
+    size, count, total = seg.size, seg.records, seg.total
     # Populated at once: an epoch gathers from every page (one fault per 4 KiB page
     # otherwise, as tmpfs seldom has huge pages).
     flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
@@ -263,8 +267,7 @@ def _attach(fd: int, size: int, count: int, total: int, ident: tuple[int, ...]) 
     array = np.frombuffer(data, np.uint8, size)
     verified, all_ok = os.pread(fd, 2, total - _TRAILER + 8)
     ok = np.frombuffer(data, np.bool_, count, size) if verified else None
-    same = (ident[0], ident[1], ident[2], ident[3])
-    return Held(data, array, ok, bool(verified and all_ok), [], same)
+    return Held(data, array, ok, bool(verified and all_ok), [], seg.ident)
 
 
 def _fill(
