@@ -59,18 +59,19 @@ def _run_all(jobs: list[Callable[[], None]]) -> None:
     assert errors == []
 
 
-@pytest.mark.parametrize("settled", [False, True], ids=["new-files", "settled"])
+@pytest.mark.parametrize("copies", [False, True], ids=["files", "copies"])
 @pytest.mark.parametrize("shards", [1, 4])
 def test_threads_reading_one_dataset_get_exactly_their_records(
-    tmp_path: Path, shards: int, settled: bool
+    tmp_path: Path, shards: int, copies: bool
 ) -> None:
-    # Settled files: the random reads' whole-file copies (data/random_holds.py) are
-    # made while the threads race, between reads of the files and of the copies.
+    # Random reads from the files only (random_holds=False), or from settled files
+    # whose whole-file copies (data/random_holds.py) are made while the threads race,
+    # between reads of the files and of the copies.
     paths = _write(tmp_path, shards)
-    for path in paths if settled else []:
+    for path in paths if copies else []:
         settle(path)
-    ds = tfe.RecordDataset(paths, features=SPEC)
-    raw = tfe.RecordDataset(ds.paths)
+    ds = tfe.RecordDataset(paths, features=SPEC, random_holds=copies)
+    raw = tfe.RecordDataset(ds.paths, random_holds=copies)
 
     def random_access(seed: int) -> Callable[[], None]:
         def job() -> None:
@@ -96,7 +97,7 @@ def test_threads_reading_one_dataset_get_exactly_their_records(
     _run_all([random_access(s) for s in range(4)] + [epoch(s) for s in range(4)])
     readers = [*(ds._readers or []), *(raw._readers or [])]
     copied = [isinstance(r, LocalFileRecords) and r._auto for r in readers]
-    assert all(copied) if settled else not any(copied)
+    assert all(copied) if copies else not any(copied)
 
 
 # The interleavings the threads above hit only sometimes, made to happen: a gather maps
