@@ -77,7 +77,7 @@ READ_AHEAD_THREADS = 2
 #: and has nothing else but scalars are prepared on one thread: their values become
 #: ``bytes`` objects, copied while the GIL is held, and no list decode (without the
 #: GIL) is left to run beside it, so a second thread only contends (images of 2-12 KiB
-#: and a label: 0.88-0.93x with two). A spec with lists beside its strings keeps two:
+#: and a label: 0.88-1.02x with two, seven runs). A spec with lists beside it keeps two:
 #: captioned images of 3-6 KiB with token ids 1.14-1.30x, audio clips of float32
 #: samples with a speaker name 1.20-1.62x (``python -m benchmarks.bench_thresholds``).
 STRING_HEAVY_BYTES = 4096
