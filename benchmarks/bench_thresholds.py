@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_thresholds
     python -m benchmarks.bench_thresholds --shapes captioned --rounds 3
+    python -m benchmarks.bench_thresholds --rows walk --no-random-holds
 
 ``epochs.STRING_HEAVY_BYTES`` (an epoch prepares its chunks on one read-ahead thread,
 not two, for records of 4 KiB or more with a string feature kept and nothing else but
@@ -146,7 +147,7 @@ def _walk_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
     n = len(ds)
     rng = np.random.default_rng(2)
     rows = []
-    for size in (8, 16, 24, 32, 48, 64, 96):
+    for size in (8, 16, 24, 32, 48, 64, 80, 96, 128):
         lists = [rng.integers(0, n, size).tolist() for _ in range(max(8, 2048 // size))]
 
         def calls(lists: list[list[int]] = lists) -> None:
@@ -178,13 +179,30 @@ def main() -> None:
         "--shapes", default=",".join(HELD_OUT), help="held-out shapes, or the matrix's"
     )
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--rows", choices=("all", "threads", "walk"), default="all", help="which checks to run"
+    )
+    parser.add_argument(
+        "--no-random-holds",
+        action="store_true",
+        help="random reads go to the files (the SAMPLES_WALK_MIN side of the rule)",
+    )
     args = parser.parse_args()
     print("| shape | access | µs a record | µs a record | rule | rule's choice |")
     print("|---|---|---:|---:|---|---|")
     for name in args.shapes.split(","):
         shape = HELD_OUT[name] if name in HELD_OUT else SHAPES[name]
-        ds = tfe.RecordDataset(write_shape(shape, RECORDS), features=shape.features)
-        for row in [*_threads_rows(ds, shape, args.rounds), *_walk_rows(ds, shape, args.rounds)]:
+        ds = tfe.RecordDataset(
+            write_shape(shape, RECORDS),
+            features=shape.features,
+            random_holds=not args.no_random_holds,
+        )
+        rows = []
+        if args.rows in ("all", "threads"):
+            rows += _threads_rows(ds, shape, args.rounds)
+        if args.rows in ("all", "walk"):
+            rows += _walk_rows(ds, shape, args.rounds)
+        for row in rows:
             print(row, flush=True)
 
 

@@ -187,8 +187,8 @@ def test_a_file_changed_under_its_copy_is_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(random_holds, "RECHECK_S", 0.0)
-    monkeypatch.setattr("tfrecord_engine.data.local_source.RECHECK_S", 0.0)
-    monkeypatch.setattr("tfrecord_engine.data.local_source.RECHECK_READS", 1)
+    monkeypatch.setattr("tfrecord_engine.data.random_reads.RECHECK_S", 0.0)
+    monkeypatch.setattr("tfrecord_engine.data.random_reads.RECHECK_READS", 1)
     path = tmp_path / "changing.tfrecord"
     write_settled(path, (_example(i) for i in range(100)))
     ds = tfe.RecordDataset(str(path))

@@ -23,7 +23,7 @@ from tfrecord_engine.data import dataset as dataset_module
 from tfrecord_engine.data.samples import sample_of
 from tfrecord_engine.data.single import SingleDecoder
 from tfrecord_engine.storage import safecopy
-from tfrecord_engine.testing.examples import ParseCase, parse_cases
+from tfrecord_engine.testing.examples import ParseCase, parse_cases, serialize_example
 from tfrecord_engine.testing.raw import RawCase, raw_cases
 
 FAST_KINDS = (tfe.FixedLenFeature, tfe.RawFeature, tfe.VarLenFeature)
@@ -96,6 +96,82 @@ def test_fast_path_agrees_on_mixed_list_encodings(case: ParseCase) -> None:
 @given(raw_cases(min_records=1, max_records=4))
 def test_fast_path_agrees_on_raw_features(case: RawCase) -> None:
     check(ParseCase({case.key: case.spec}, case.records, single=False))
+
+
+def check_batch(features: dict[str, Any], records: list[bytes]) -> None:
+    """``sample_batch`` (one compiled decode of the records joined) gives what
+    ``sample_list`` gives record by record: the same samples, or ``None`` for both."""
+    decoder = SingleDecoder(features)
+    want = decoder.sample_list(records)
+    got = decoder.sample_batch(records)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert same(got, want), (got, want)
+    for sample in got:
+        for value in sample.values():
+            if isinstance(value, np.ndarray):
+                assert value.flags.writeable
+
+
+@given(parse_cases(max_batch=6))
+def test_batch_of_samples_agrees_with_the_per_record_path(case: ParseCase) -> None:
+    features = {k: s for k, s in case.features.items() if isinstance(s, FAST_KINDS)}
+    assume(features)
+    check_batch(features, case.records)
+
+
+@given(parse_cases(max_batch=6, mixed=True))
+def test_batch_of_samples_agrees_on_mixed_list_encodings(case: ParseCase) -> None:
+    features = {k: s for k, s in case.features.items() if isinstance(s, FAST_KINDS)}
+    assume(features)
+    check_batch(features, case.records)
+
+
+@given(raw_cases(min_records=1, max_records=6))
+def test_batch_of_samples_agrees_on_raw_features(case: RawCase) -> None:
+    check_batch({case.key: case.spec}, case.records)
+
+
+def test_batch_of_samples_decodes_in_one_call_and_hands_declined_records_on() -> None:
+    """Records the compiled decode takes come from one call over the batch (their
+    numbers views of the batch's arrays, their strings sliced at the right places);
+    one it declines (unpacked numbers) goes through ``sample``; a record no per-record
+    path takes makes the whole batch ``None`` (the caller's exact path decides)."""
+    features: dict[str, Any] = {
+        "s": tfe.FixedLenFeature([], "string"),
+        "v": tfe.VarLenFeature("int64"),
+        "x": tfe.FixedLenFeature([2], "float32", default_value=[0.5, 1.5]),
+    }
+    records = [
+        tfe.encode_example({"s": b"a" * k, "v": list(range(k)), "x": [k / 2, -k / 2]})
+        for k in range(1, 6)
+    ]
+    records[2] = serialize_example(
+        [("x", ("float32", [0.5, 1.5])), ("s", ("string", [b"unpacked v"])), ("v", ("int64", [7]))],
+        packed=False,
+    )
+    decoder = SingleDecoder(features)
+    got = decoder.sample_batch(records)
+    assert got is not None
+    assert [g["s"] for g in got] == [b"a", b"aa", b"unpacked v", b"aaaa", b"aaaaa"]
+    assert [g["v"].tolist() for g in got] == [[0], [0, 1], [7], [0, 1, 2, 3], [0, 1, 2, 3, 4]]
+    assert got[2]["x"].tolist() == [0.5, 1.5]
+    assert got[4]["x"].tolist() == [2.5, -2.5]
+    assert same(got, decoder.sample_list(records))
+    if kernels.ready():
+
+        def owner(a: np.ndarray[Any, Any]) -> Any:
+            while isinstance(a.base, np.ndarray):
+                a = a.base
+            return a
+
+        assert owner(got[3]["v"]) is owner(got[4]["v"])  # (one decode call for both)
+    missing_x = tfe.encode_example({"s": b"", "v": [7]})  # (a default: the exact path)
+    assert decoder.sample_batch([*records, missing_x]) is None
+    assert decoder.sample_batch([*records, b"\x0a\x05"]) is None
+    assert decoder.sample_batch([]) == []
 
 
 def test_fast_path_takes_what_writers_emit_and_declines_the_rest() -> None:

@@ -122,6 +122,36 @@ def test_inconsistent_row_lengths_follow_the_exact_path() -> None:
             assert same(got, want)
 
 
+@pytest.mark.parametrize("splits_dtype", ["int32", "int64"])
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(0, 5),
+            st.integers(-(2**63), 2**63 - 1),
+            st.sampled_from([2**31 - 1, 2**31, -(2**31), 2**32, 2**62, -(2**63)]),
+        ),
+        max_size=40,
+    )
+)
+def test_row_splits_wrap_as_the_exact_path_casts(splits_dtype: str, lengths: list[int]) -> None:
+    """Row lengths of any size (unvalidated: TensorFlow casts each to the splits' dtype,
+    sums, casts back; the casts wrap): the per-record path's splits, summed in Python
+    for a few rows, equal the exact path's, past 32 rows and past the dtype's range."""
+    spec = {
+        "v": tfe.RaggedFeature(
+            "int64",
+            partitions=[tfe.RaggedFeature.RowLengths("n")],
+            row_splits_dtype=splits_dtype,
+        )
+    }
+    record = tfe.encode_example({"v": [1, 2, 3], "n": np.array(lengths, np.int64)})
+    got = SingleDecoder(spec).sample(record)
+    want = exact(record, spec)
+    assert want is not None
+    assert got is not None
+    assert same(got, want)
+
+
 @pytest.mark.parametrize("compiled", [False, True])
 @given(
     st.lists(

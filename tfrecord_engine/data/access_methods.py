@@ -37,18 +37,19 @@ if TYPE_CHECKING:
 __all__ = ["SAMPLES_WALK_MIN", "SAMPLES_WALK_MIN_HELD", "AccessMethods"]
 
 #: From this many records on, ``__getitems__`` cuts samples that are not all scalars
-#: from one compiled batch decode; fewer are decoded record by record (the per-record
-#: compiled decode). Where the two cross, over 4 shards, per record, each record read
-#: from the file: image, ragged and tabular records at 24, tokens at 32, mixed at 48,
-#: detection past 64. At 16 the per-record path took 15-23 µs a record where the
-#: batch's set-up made it 17-35 µs.
-SAMPLES_WALK_MIN = 24
+#: from one compiled batch decode; fewer are decoded record by record (one compiled
+#: decode of the records joined, then a take per record: ``SingleDecoder.sample_batch``).
+#: Where the two cross, over 4 shards, each record read from the file
+#: (``python -m benchmarks.bench_thresholds --rows walk --no-random-holds``): ragged
+#: records at ~32, tokens and tabular ~48, mixed and wide ~64-80, detection ~64-128,
+#: and the two shapes held out of the tuning (captioned images, audio clips) at ~80-96.
+SAMPLES_WALK_MIN = 64
 #: The same where random reads slice whole-file copies (the dataset within
 #: ``IN_MEMORY_LIMIT``, see :mod:`.random_holds`): each record costs the per-record path
-#: less, and the crossings move up (``python -m benchmarks.bench_thresholds``): image at
-#: ~28, tabular ~48, mixed ~70, detection ~90, and on two shapes held out of the tuning
-#: (captioned images, audio clips) past 48.
-SAMPLES_WALK_MIN_HELD = 48
+#: less, and the crossings move up (``python -m benchmarks.bench_thresholds --rows
+#: walk``): ragged ~80, wide ~90, tokens and mixed ~110, tabular ~120, detection past
+#: 128, and the held-out shapes past 128.
+SAMPLES_WALK_MIN_HELD = 96
 
 IntArray = npt.NDArray[np.int64]
 
@@ -268,11 +269,12 @@ class AccessMethods:
         forward to it. Raw datasets give ``bytes``; with ``features`` each item is a
         sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
         kinds, :func:`tfrecord_engine.collate` every kind). A few records are read and
-        decoded record by record (``ds[i]``'s decoder; a batch decode's set-up costs more
-        for them): up to ``SMALL_BATCH`` for specs of a few scalars in records of a few
-        lengths, up to ``SAMPLES_WALK_MIN_HELD - 1`` (47) for other specs once the
-        compiled kernels are loaded, ``SAMPLES_WALK_MIN - 1`` (23) where random reads
-        go to the files (from there on, their compiled batch walk is cheaper). More
+        decoded record by record (``ds[i]``'s decoder, its compiled part one call for
+        them all; a batch decode's set-up costs more for them): up to ``SMALL_BATCH``
+        for specs of a few scalars in records of a few lengths, up to
+        ``SAMPLES_WALK_MIN_HELD - 1`` (95) for other specs once the compiled kernels
+        are loaded, ``SAMPLES_WALK_MIN - 1`` (63) where random reads go to the files
+        (from there on, their compiled batch walk is cheaper). More
         are cut from one batch decode, as fast as ``ds[indices]``, which returns the
         columnar batch dict.
 
@@ -288,7 +290,13 @@ class AccessMethods:
             few = None if self._walk_beats_single(len(idx)) else self._few(idx, scalars=False)
             if few is not None:
                 single = self._single_decoder()
-                samples = single.samples(few) if single.scalars else single.sample_list(few)
+                samples = (
+                    single.sample_batch(few)
+                    if kernels.ready()
+                    else single.samples(few)
+                    if single.scalars
+                    else single.sample_list(few)
+                )
                 if samples is not None:
                     return self._out_many(samples, idx)
             self._open()

@@ -21,8 +21,9 @@ import numpy.typing as npt
 from .. import kernels
 from ..records import framing
 from ..storage import descriptors, safecopy
-from .local_source import LocalFileRecords, scattered
+from .local_source import LocalFileRecords
 from .random_holds import RECHECK_READS
+from .random_reads import scattered
 from .spans import U8, IntArray, Spans, bad_records, bad_spans, short, unpacked_spans
 
 __all__ = ["LocalFilesGather"]

@@ -8,21 +8,20 @@ import itertools
 import mmap
 import os
 import struct
-import time
 
 import crc32c as _crc32c
 import numpy as np
 
 from .. import kernels
-from ..errors import StaleIndexError
 from ..index.sidecar import Index
 from ..records import framing
 from ..storage import descriptors, safecopy
 from . import held as _held
 from .held import BIG_RECORD, Held, Joint, read_held, read_whole, unkeep
-from .held_shared import NO_COPY, SharedCopies, attached_copy, shared_copy
+from .held_shared import NO_COPY, SharedCopies, shared_copy
 from .localfile import MappedFile
-from .random_holds import RECHECK_READS, RECHECK_S, SHARE, RandomHolds, in_epoch
+from .random_holds import RandomHolds
+from .random_reads import NEVER, RandomReads
 from .spans import (
     U8,
     IntArray,
@@ -34,17 +33,15 @@ from .spans import (
     verify_batch,
 )
 
-__all__ = ["LocalFileRecords", "scattered"]
+__all__ = ["LocalFileRecords"]
 
 _H = framing.HEADER_SIZE
 _F = framing.FOOTER_SIZE
 _DELTA = framing.MASK_DELTA
 _FOOTER = struct.Struct("<I")
-#: (A count of random reads never reached: random holds off.)
-_NEVER = 1 << 62
 
 
-class LocalFileRecords(MappedFile):
+class LocalFileRecords(RandomReads, MappedFile):
     """Records of one uncompressed local file, opened lazily, never touched through a map.
 
     Touching a page of a map past the end of its file kills the process with SIGBUS,
@@ -86,7 +83,7 @@ class LocalFileRecords(MappedFile):
         # at ``_auto_at`` records (see .random_holds; off until a dataset enables it).
         self.random_holds: RandomHolds | None = None
         self._random = 0
-        self._auto_at = _NEVER
+        self._auto_at = NEVER
         self._auto = False  # one of the holds is the random reads' (see hold_for_random)
         self._auto_busy = False
         # The next count reached first looks for a copy shared by other processes.
@@ -196,139 +193,6 @@ class LocalFileRecords(MappedFile):
             auto, self._auto = self._auto, False
         if auto:
             self.release()
-
-    # ---- random holds (see .random_holds) -----------------------------------------------
-
-    def enable_random_holds(self, holds: RandomHolds) -> None:
-        """Random reads of this file read it whole once they took a quarter of its
-        records (:data:`~.random_holds.SHARE`), as ``holds`` allows."""
-        self.random_holds = holds
-        self._auto_at = max(1, len(self.index) // SHARE)
-        holds.add_user(self)
-        if holds.sharing():  # (opened in a spawned worker)
-            self.share_started()
-
-    def share_started(self) -> None:
-        """The next random read looks for the file's copy shared by this process's
-        siblings first (see :class:`~.random_holds.User`)."""
-        if self._copy is None:
-            self._attach_first = True
-            self._random = 0
-            self._auto_at = 1
-
-    def random_read(self, records: int, verify: bool) -> None:
-        """Counts ``records`` read at random (outside a hold); at the threshold, reads
-        the file whole for the reads that follow (:meth:`random_reached`)."""
-        self._random += records
-        if self._random >= self._auto_at:
-            self.random_reached(verify)
-
-    def random_reached(self, verify: bool) -> None:
-        """The random reads reached their threshold: a process that shares copies looks
-        for one made already (once); else the file is read whole
-        (:meth:`hold_for_random`)."""
-        if self._attach_first:
-            self._attach_first = False
-            self._auto_at = max(1, len(self.index) // SHARE)
-            if self._attach_shared() or self._random < self._auto_at:
-                return
-        self.hold_for_random(verify)
-
-    def _attach_shared(self) -> bool:
-        """Takes the shared copy of the file if one is complete now (see
-        :func:`~.held_shared.attached_copy`); whether the file is held after."""
-        holds = self.random_holds
-        share = None if holds is None else holds.here()[1]
-        if share is None or in_epoch():
-            return False
-        copy = attached_copy(self, share)
-        if copy is None:
-            return False
-        with self._lock:
-            if self._auto or self._copy is not None:
-                return True
-            self._holders += 1
-            self._copy = copy
-            self._set_held(copy)
-            self._auto = True
-        self._auto_reads = RECHECK_READS
-        self._auto_seen = time.monotonic()
-        _held.keep(self, len(copy.data), _held.IN_MEMORY_LIMIT)
-        return True
-
-    def hold_for_random(self, verify: bool) -> None:
-        """Holds the file for random reads (their count starts again): a private
-        copy, or in a loader's worker the one its processes share; within the budget
-        of kept copies (:data:`~.held.IN_MEMORY_LIMIT`), least recently used first.
-        Nothing happens for an epoch's reads (:func:`~.random_holds.epoch_reads`:
-        epochs hold files by their own rule), where the file cannot be read whole now
-        (the reads go on from the file and report what is wrong), changed within the
-        last seconds, or the machine's shared copies leave no room."""
-        self._random = 0
-        holds = self.random_holds
-        may, share = (False, None) if holds is None else holds.here()
-        if not may or in_epoch():
-            return
-        with self._lock:
-            already = self._copy
-            if self._auto or self._auto_busy or already is not None:
-                return
-            self._auto_busy = True
-        try:
-            # (Where no shared copy can be made, no private one per worker either.)
-            self.hold(verify, share=share, budget=_held.IN_MEMORY_LIMIT, shared_only=True)
-        except (OSError, StaleIndexError):
-            return  # (hold let go of its count) the reads themselves raise what it is
-        finally:
-            self._auto_busy = False
-        with self._lock:
-            copy = self._copy
-            taken = copy is not None and copy.identity is not None and self._holders > 0
-            self._auto = taken
-        if not taken or copy is None:
-            self.release()  # no copy (budget), or one of a file still changing
-            return
-        self._auto_reads = RECHECK_READS
-        self._auto_seen = time.monotonic()
-        _held.keep(self, len(copy.data), _held.IN_MEMORY_LIMIT)
-
-    def auto_tick(self) -> None:
-        """One read from the random reads' copy: about once a second (every
-        :data:`~.random_holds.RECHECK_READS` reads, if a second passed) the file's
-        identity is checked, and the copy dropped if the file changed."""
-        self._auto_reads -= 1
-        if self._auto_reads <= 0:
-            self._auto_reads = RECHECK_READS
-            self.auto_recheck()
-
-    def auto_recheck(self) -> None:
-        """Drops the random reads' copy if the file changed since it was read (checked
-        at most once a second, :data:`~.random_holds.RECHECK_S`)."""
-        now = time.monotonic()
-        if now - self._auto_seen < RECHECK_S:
-            return
-        self._auto_seen = now
-        copy = self._copy
-        if copy is not None and _held.current_identity(self) != copy.identity:
-            with self._lock:
-                auto, self._auto = self._auto, False
-            if auto:
-                unkeep(self)
-                self.release()
-
-    def _batch_copy(self, local: IntArray, verify: bool) -> Held | None:
-        """The copy a batch read of ``local`` slices, if any: a scattered batch counts
-        as random reads (and may make the copy), a read of the random reads' copy as one
-        of its reads (:meth:`auto_tick`)."""
-        copy = self._copy
-        if copy is None:
-            if self._auto_at != _NEVER and scattered(local):
-                self.random_read(len(local), verify)
-                copy = self._copy
-        elif self._auto:
-            self.auto_tick()
-            copy = self._copy
-        return copy
 
     def _read_all(self, verify: bool, joint: Joint | None = None) -> Held:
         """The whole file read into memory, each record's CRC checked (``verify``), into
@@ -546,6 +410,10 @@ class LocalFileRecords(MappedFile):
             for k, j in enumerate(local):
                 a = start_at[j]
                 size = end_at[j] - a
+                if held is not None and a + size + _F <= len(held):
+                    out.append(held[a : a + size])  # (one copy; the footer read in place)
+                    stored.append(footer(held, a + size)[0])
+                    continue
                 if chunks is not None:
                     chunk = chunks[k]
                 elif held is not None:
@@ -693,9 +561,3 @@ class LocalFileRecords(MappedFile):
         # (TypeError: at interpreter exit, module globals such as locks may be None.)
         with contextlib.suppress(OSError, AttributeError, TypeError):
             self.close()
-
-
-def scattered(local: IntArray) -> bool:
-    """Whether ``local`` is anything but a run of consecutive records (a sequential
-    chunk): what random holds count."""
-    return len(local) == 1 or int(local[-1]) - int(local[0]) != len(local) - 1

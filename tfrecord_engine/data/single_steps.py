@@ -18,6 +18,7 @@ built from those keys' values by :func:`~..example.ragged.single_ragged`, the fu
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -326,6 +327,36 @@ def _variable(kind: int) -> Steps:
     )
 
 
+#: Up to this many rows, row splits are summed in Python (numpy's calls cost more);
+#: with numpy 2 only, which refuses a Python int out of the dtype's range (numpy 1
+#: wraps it with a DeprecationWarning).
+_PY_SPLITS = 32 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 0
+
+
+def _row_splits(lengths: npt.NDArray[np.int64], dtype: type[np.signedinteger[Any]]) -> Any:
+    """The row splits of row ``lengths``, as TensorFlow makes them: each length cast to
+    ``dtype``, summed in int64, the sums cast back to ``dtype`` (casts wrap).
+
+    A few rows are summed in Python: where every sum fits ``dtype`` (else
+    ``OverflowError``, and numpy's casts decide), it equals the wrapped one (casts and
+    sums agree modulo 2**32, or 2**64).
+
+    >>> _row_splits(np.array([2, 0, 3]), np.int32).tolist()
+    [0, 2, 2, 5]
+    >>> _row_splits(np.array([2**31, 2**31, 1]), np.int32).tolist()
+    [0, -2147483648, 0, 1]
+    """
+    n = len(lengths)
+    if n <= _PY_SPLITS:
+        try:
+            return np.fromiter(itertools.accumulate(lengths.tolist(), initial=0), dtype, n + 1)
+        except OverflowError:
+            pass  # (a sum past the dtype's range: the wrapping casts below)
+    splits = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths.astype(dtype), out=splits[1:])
+    return splits.astype(dtype, copy=False)
+
+
 def _ragged_finish(name: str, spec: RaggedFeature, slots: dict[str, int]) -> Finish:
     value_slot = slots[spec.value_key or name]
     strings = spec.dtype == "string"
@@ -347,10 +378,7 @@ def _ragged_finish(name: str, spec: RaggedFeature, slots: dict[str, int]) -> Fin
         if strings:
             values = object_array(values)
         if lengths_slot >= 0:
-            lengths = vals[lengths_slot].astype(dtype)
-            splits = np.zeros(len(lengths) + 1, np.int64)
-            np.cumsum(lengths, out=splits[1:])
-            return RaggedValue(values, splits.astype(dtype, copy=False))
+            return RaggedValue(values, _row_splits(vals[lengths_slot], dtype))
         try:
             got = single_ragged(name, spec, values, {key: vals[s] for key, s in parts})
         except ExampleParseError:

@@ -43,7 +43,16 @@ from ._examples import _span
 from ._intrinsics import copy as _memcpy
 from ._numba import varint_run
 
-__all__ = ["FLOATS", "INTS", "ONE_BYTES", "OTHER", "decode_fixed", "decode_one", "load"]
+__all__ = [
+    "FLOATS",
+    "INTS",
+    "ONE_BYTES",
+    "OTHER",
+    "decode_fixed",
+    "decode_many",
+    "decode_one",
+    "load",
+]
 
 #: What the decode does with a requested key (``code``): see the module's docstring.
 OTHER, INTS, FLOATS, ONE_BYTES = 0, 1, 2, 3
@@ -224,6 +233,52 @@ def decode_fixed(buf, meta, keys, out, ints, floats):  # noqa: PLR0917
     return _fill(buf, meta, out, ints, floats.view(np.uint32))
 
 
+@njit(nogil=True, cache=True)
+def decode_many(buf, starts, ends, meta, keys, out, places):  # noqa: PLR0917
+    """:func:`decode_one` of the records ``buf[starts[j]:ends[j]]`` in one call (the
+    samples of a small ``__getitems__``: one dispatch, not one a record); returns the
+    batch's ``(ints, floats)``.
+
+    ``out[j]`` is record ``j``'s ``out`` with its spans made positions in ``buf``;
+    ``places[j]``: where its values start in ``ints`` and in ``floats``, and how many it
+    has of each (its ``out[j, 2]`` and fixed places count from there); ``places[j, 0]``
+    is -1 for a record the decode does not take (the caller's Python path decides).
+    """
+    m = starts.shape[0]
+    nk = out.shape[2]
+    n_ints = 0
+    n_floats = 0
+    for j in range(m):
+        a = starts[j]
+        got_ints, got_floats = _walk(buf[a : ends[j]], meta, keys, out[j])
+        if got_ints < 0:
+            places[j, 0] = -1
+            continue
+        places[j, 0] = n_ints
+        places[j, 1] = n_floats
+        places[j, 2] = got_ints
+        places[j, 3] = got_floats
+        n_ints += got_ints
+        n_floats += got_floats
+    ints = np.empty(n_ints, np.int64)
+    bits = np.empty(n_floats, np.uint32)
+    for j in range(m):
+        if places[j, 0] < 0:
+            continue
+        a = starts[j]
+        i0 = places[j, 0]
+        f0 = places[j, 1]
+        record_ints = ints[i0 : i0 + places[j, 2]]
+        record_bits = bits[f0 : f0 + places[j, 3]]
+        if not _fill(buf[a : ends[j]], meta, out[j], record_ints, record_bits):
+            places[j, 0] = -1
+            continue
+        for k in range(nk):
+            out[j, 0, k] += a
+            out[j, 1, k] += a
+    return ints, bits.view(np.float32)
+
+
 def load(errors: tuple[type[Exception], ...]) -> dict[str, object]:
     """The kernels by name, each None where compiling or its self-test failed."""
     try:
@@ -233,6 +288,7 @@ def load(errors: tuple[type[Exception], ...]) -> dict[str, object]:
     return {
         "one_decode": decode_one if ok else None,
         "one_fixed": decode_fixed if ok else None,
+        "one_many": decode_many if ok else None,
         "one_hash": key_hash if ok else None,
     }
 
@@ -283,6 +339,7 @@ def _self_test() -> bool:
         and raw[out[0, 3] : out[1, 3]] == b"\x1a\x04\x0a\x02\x01\x02"
         and not decode_one(record[:-1], meta, keyb, out)[0]
         and _self_test_fixed(record, meta, keyb)
+        and _self_test_many(record, meta, keyb)
     )
 
 
@@ -299,4 +356,23 @@ def _self_test_fixed(record, meta, keyb) -> bool:
         and ints.tolist() == [300]
         and floats.tolist() == [1.0, 0.5, 2.0]
         and not decode_fixed(record, meta, keyb, out, ints, floats[:2])
+    )
+
+
+def _self_test_many(record, meta, keyb) -> bool:
+    """:func:`decode_many` on the self-test's record twice around a torn copy of it."""
+    buf = np.concatenate([record, record[:-1], record])
+    n = record.shape[0]
+    starts = np.array([0, n, 2 * n - 1], np.int64)
+    ends = np.array([n, 2 * n - 1, 3 * n - 1], np.int64)
+    out = np.empty((3, 4, 5), np.int64)
+    places = np.empty((3, 4), np.int64)
+    ints, floats = decode_many(buf, starts, ends, meta, keyb, out, places)
+    raw = buf.tobytes()
+    last = places[2]
+    return (
+        places[:, 0].tolist() == [0, -1, 1]
+        and ints.tolist() == [300, 300]
+        and floats[last[1] : last[1] + last[3]].tolist() == [1.0, 0.5, 2.0]
+        and raw[out[2, 0, 1] : out[2, 1, 1]] == b"hi"
     )

@@ -72,6 +72,8 @@ _NO_INTS = np.empty(0, np.int64)  # (never written: a table without such keys)
 _NO_FLOATS = np.empty(0, np.float32)
 F32 = npt.NDArray[np.float32]
 Decoded = tuple[I64, I64, F32]
+#: :meth:`OneTable.decode_many`'s ``(out, places, ints, floats)``.
+Many = tuple[I64, I64, I64, F32]
 
 
 class OneTable:
@@ -93,6 +95,7 @@ class OneTable:
         self._ints = sum(n for c, n in numeric if c == INTS)
         self._floats = sum(n for c, n in numeric if c == FLOATS)
         self._kernel: Callable[..., Any] | None = None
+        self._many: Callable[..., Any] | None = None
 
     def meta(self) -> I64 | None:
         """The table (None while the kernels are not loaded)."""
@@ -123,6 +126,29 @@ class OneTable:
             return None
         ok, ints, floats = kernel(buf, self._meta, self.keys, out)
         return (out, ints, floats) if ok else None
+
+    def decode_many(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Many | None:
+        """The decode of every record ``buf[starts[j]:ends[j]]`` in one compiled call
+        (``_single.decode_many``): ``(out, places, ints, floats)``, where ``out[j]`` is
+        record ``j``'s ``out`` of :meth:`decode` with its spans made positions in
+        ``buf``, and its ``ints`` and ``floats`` are
+        ``ints[places[j, 0]:places[j, 0] + places[j, 2]]`` and
+        ``floats[places[j, 1]:places[j, 1] + places[j, 3]]``; ``places[j, 0] == -1``
+        where the record is not of the shape the decode takes. None when the kernels
+        are not loaded."""
+        kernel = self._many
+        if kernel is None:
+            kernels = _kernels()
+            if kernels is None or self.meta() is None:
+                return None
+            kernel = self._many = kernels.get("one_many")
+            if kernel is None:
+                return None
+        m = int(starts.shape[0])
+        out = np.empty((m, 4, len(self.names)), np.int64)
+        places = np.empty((m, 4), np.int64)
+        ints, floats = kernel(buf, starts, ends, self._meta, self.keys, out, places)
+        return out, places, ints, floats
 
 
 def _table(
