@@ -277,9 +277,13 @@ class LocalFileRecords(RandomReads, MappedFile):
             self.auto_tick()
             held = self._held  # (None if the file changed: read it, and report that)
         if held is not None:
-            buf = held[a : a + size + _F]
-            if held is self._held_checked:
-                verify = False  # (found intact as the file was read)
+            if a + size + _F <= len(held):
+                # (One copy, the record's; its footer read in place where checked.)
+                record = held[a : a + size]
+                if verify and held is not self._held_checked:
+                    self._check_one(local, record, _FOOTER.unpack_from(held, a + size)[0])
+                return record
+            buf = held[a : a + size + _F]  # (a copy shorter than the index says: raised below)
         elif self.mapped:
             return self._mapped_one(local, a, size, verify)
         elif base is not None and self._fd is None and not self._spare():
