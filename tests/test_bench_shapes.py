@@ -140,12 +140,28 @@ def test_the_random_holds_ab_prints_a_row(
 def test_the_threshold_check_runs_on_its_held_out_shapes(data_dir: Path) -> None:
     from benchmarks import bench_thresholds
 
-    for name, shape in bench_thresholds.HELD_OUT.items():
+    for name, shape in [*bench_thresholds.HELD_OUT.items(), *bench_thresholds.THIRD_SET.items()]:
         assert name not in shapes.SHAPES  # (held out: never part of the matrix)
         ds = tfe.RecordDataset(shapes.write_shape(shape, 700), features=shape.features)
         rows = [
             *bench_thresholds._threads_rows(ds, shape, rounds=1),
             *bench_thresholds._walk_rows(ds, shape, rounds=1),
         ]
-        assert len(rows) == 9
+        assert len(rows) == 2 + 9  # (threads in order and shuffled; 9 sizes)
         assert all(row.endswith(("| right |", "| wrong |")) for row in rows)
+
+
+@pytest.mark.parametrize("name", ["mixed", "captioned", "product"])
+def test_the_samples_ab_prints_its_rows(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    from benchmarks import bench_samples
+
+    monkeypatch.setattr(bench_samples, "RECORDS", 700)
+    rows = bench_samples._rows(name, [8, 64], rounds=1)
+    assert len(rows) == 2
+    for row in rows:
+        cells = row.strip("| ").split(" | ")
+        assert cells[0] == name
+        per, one = float(cells[2]), float(cells[3])
+        assert min(per, one) > 0

@@ -150,16 +150,21 @@ class AccessMethods:
         return dict(decoder.assemble(columns, 0, len(spans.starts)))
 
     def _single_decoder(self) -> SingleDecoder:
+        """The per-record decoder of an Example dataset's ``features`` (never made for
+        SequenceExamples: :meth:`_sample` takes a made one for an Example dataset's)."""
         assert self.features is not None
+        assert not _is_sequence(self.features)
         single = self._single
         if single is None:
             single = self._single = SingleDecoder(self.features)
         return single
 
     def _sample(self, record: bytes) -> dict[str, Any]:
-        if _is_sequence(self.features):
-            return self.decoder.sample(record)  # type: ignore[no-any-return]
-        single = self._single_decoder()
+        single = self._single  # (made only for Examples: no spec test once it exists)
+        if single is None:
+            if _is_sequence(self.features):
+                return self.decoder.sample(record)  # type: ignore[no-any-return]
+            single = self._single_decoder()
         out = single.sample(record)
         if out is not None:
             return out
@@ -320,8 +325,8 @@ class AccessMethods:
         held = files is not None and files.random_holds
         return (
             n >= (SAMPLES_WALK_MIN_HELD if held else SAMPLES_WALK_MIN)
-            and self._single_decoder().prefers_walk
             and not _is_sequence(self.features)
+            and self._single_decoder().prefers_walk
             and kernels.ready()
         )
 
