@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_samples
     python -m benchmarks.bench_samples --shapes mixed,ragged --sizes 8,64 --rounds 5
+    python -m benchmarks.bench_samples --columns --shapes wide,tabular --sizes 8,16,64,128
 
 A PyTorch map-style loader hands each batch of sampler indices to ``__getitems__``.
 Below ``SAMPLES_WALK_MIN_HELD`` records (``SAMPLES_WALK_MIN`` where random reads go to
@@ -15,6 +16,10 @@ two ways, alternating in one process on the same datasets and indices:
 
 Both read the records the same way (``read_few``). Shapes: the matrix's
 (``benchmarks.shapes``) and ``bench_thresholds``' held-out and third-set ones.
+With ``--columns``, ``ds[list]`` instead (a columnar batch of up to ``SMALL_BATCH``
+records of a spec of scalars only): record by record in Python, as it was for every
+such spec, against now (specs of 16 keys or more batch-decoded from 16 records on).
+
 Prints µs per record, the best of ``--rounds`` rounds of best-of-3, and the ratio.
 """
 
@@ -76,19 +81,58 @@ def _rows(name: str, sizes: list[int], rounds: int) -> list[str]:
     return rows
 
 
+def columns_rows(name: str, sizes: list[int], rounds: int) -> list[str]:
+    """``ds[list]`` (the columnar batch): walked record by record (``SMALL_BATCH``'s
+    path, forced) against what the dataset does now, alternating."""
+    from tfrecord_engine.data import dataset as dataset_module
+    from tfrecord_engine.data import single as single_module
+
+    shape = shape_named(name)
+    ds = tfe.RecordDataset(write_shape(shape, RECORDS), features=shape.features)
+    rng = np.random.default_rng(4)
+    rows = []
+    for size in sizes:
+        lists = [rng.integers(0, len(ds), size).tolist() for _ in range(max(8, 2048 // size))]
+
+        def calls(lists: list[list[int]] = lists) -> None:
+            for k in lists:
+                ds[k]
+
+        calls()
+        times: list[list[float]] = [[], []]
+        for _ in range(rounds):
+            before = single_module._WIDE_COLUMNS_MAX
+            single_module._WIDE_COLUMNS_MAX = dataset_module.SMALL_BATCH + 1
+            try:
+                times[0].append(best_seconds(calls))
+            finally:
+                single_module._WIDE_COLUMNS_MAX = before
+            times[1].append(best_seconds(calls))
+        per, now = (min(t) / (len(lists) * size) * 1e6 for t in times)
+        rows.append(f"| {name} | `ds[list of {size}]` | {per:.2f} | {now:.2f} | {per / now:.2f}x |")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=_SHAPES, help="the matrix's or held-out shapes")
     parser.add_argument("--sizes", default="8,32,64", help="records per call")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--columns",
+        action="store_true",
+        help="ds[list] instead: record by record (all specs) against now (many keys batched)",
+    )
     args = parser.parse_args()
     if not kernels.ready():
         raise SystemExit("the compiled kernels are not loaded: install the fast extra")
     sizes = [int(s) for s in args.sizes.split(",")]
-    print("| shape | call | per record, µs a record | one call, µs a record | speed-up |")
+    now = "now" if args.columns else "one call"
+    print(f"| shape | call | per record, µs a record | {now}, µs a record | speed-up |")
     print("|---|---|---:|---:|---:|")
     for name in args.shapes.split(","):
-        for row in _rows(name, sizes, args.rounds):
+        got = (columns_rows if args.columns else _rows)(name, sizes, args.rounds)
+        for row in got:
             print(row, flush=True)
 
 

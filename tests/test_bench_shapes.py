@@ -165,3 +165,13 @@ def test_the_samples_ab_prints_its_rows(
         assert cells[0] == name
         per, one = float(cells[2]), float(cells[3])
         assert min(per, one) > 0
+
+
+def test_the_columns_ab_prints_its_rows(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import bench_samples
+
+    monkeypatch.setattr(bench_samples, "RECORDS", 700)
+    (row,) = bench_samples.columns_rows("wide", [16], rounds=1)
+    cells = row.strip("| ").split(" | ")
+    assert cells[:2] == ["wide", "`ds[list of 16]`"]
+    assert min(float(cells[2]), float(cells[3])) > 0

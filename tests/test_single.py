@@ -615,3 +615,30 @@ def test_small_getitems_over_shards_read_each_file_once_in_the_order_asked(
     calls.clear()
     assert same(per_record, ds.__getitems__(idx))
     assert not calls or not kernels.ready()  # (the batch path: not read record by record)
+
+
+def test_small_batches_of_many_keys_go_to_the_batch_decode(tmp_path: Any) -> None:
+    """A spec of many scalar keys (wide records): ``columns`` walks a few records, and
+    leaves ``_WIDE_COLUMNS_MAX`` or more to the batch decode (cheaper there); ``ds[list]``
+    gives the same batch either way."""
+    from tfrecord_engine.data import single as single_module
+
+    keys = [f"f{k:03d}" for k in range(single_module._WALK_KEYS + 4)]
+    features = {k: tfe.FixedLenFeature([], "int64") for k in keys}
+    records = [
+        tfe.encode_example({k: [i * 1000 + j] for j, k in enumerate(keys)}) for i in range(40)
+    ]
+    decoder = SingleDecoder(features)
+    few = single_module._WIDE_COLUMNS_MAX - 1
+    assert decoder.columns(records[:few]) is not None
+    assert decoder.columns(records[: few + 1]) is None
+    ds = _dataset(tmp_path, records, features)
+    for n in (few, few + 1, 40):
+        idx = list(range(n - 1, -1, -1))
+        got = ds[idx]
+        assert got["f003"].tolist() == [i * 1000 + 3 for i in idx]
+        small, dataset_module.SMALL_BATCH = dataset_module.SMALL_BATCH, 0
+        try:
+            assert same(got, ds[idx])
+        finally:
+            dataset_module.SMALL_BATCH = small

@@ -89,6 +89,8 @@ _MAX_LAYOUTS = 64
 #: From this many keys on, a batch walk beats the per-record walk (see prefers_walk),
 #: and the compiled decode the per-length layouts of scalars.
 _WALK_KEYS = 16
+#: From this many records on, a small batch of a spec of many keys is batch-decoded.
+_WIDE_COLUMNS_MAX = 16
 #: A layout keeps (and compares) at most this many bytes besides the values.
 _MAX_FIXED = 4096
 
@@ -441,9 +443,15 @@ class SingleDecoder:
 
     def columns(self, records: list[bytes]) -> dict[str, Any] | None:
         """``parse_example``'s output for a small batch of ``records`` (all features
-        scalars, see :attr:`scalars`), or ``None`` where some record needs the exact path.
+        scalars, see :attr:`scalars`), or ``None`` where some record needs the exact path
+        or a batch decode costs less: specs of many keys (``_WALK_KEYS``) from
+        ``_WIDE_COLUMNS_MAX`` records on (wide records of 200 keys: ~200 µs a record
+        walked here, against 260 µs for 8 records in a batch decode, 50 for 64, 28 for
+        128).
         """
-        if not self.scalars:
+        if not self.scalars or (
+            len(self.steps) >= _WALK_KEYS and len(records) >= _WIDE_COLUMNS_MAX
+        ):
             return None
         layouts = self._layouts
         rows: list[list[Any] | None] = []
