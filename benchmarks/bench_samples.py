@@ -3,6 +3,7 @@
     python -m benchmarks.bench_samples
     python -m benchmarks.bench_samples --shapes mixed,ragged --sizes 8,64 --rounds 5
     python -m benchmarks.bench_samples --columns --shapes wide,tabular --sizes 8,16,64,128
+    python -m benchmarks.bench_samples --templates --shapes mnist,clicks --sizes 64,128,256
 
 A PyTorch map-style loader hands each batch of sampler indices to ``__getitems__``.
 Below ``SAMPLES_WALK_MIN_HELD`` records (``SAMPLES_WALK_MIN`` where random reads go to
@@ -20,6 +21,11 @@ With ``--columns``, ``ds[list]`` instead (a columnar batch of up to ``SMALL_BATC
 records of a spec of scalars only): record by record in Python, as it was for every
 such spec, against now (specs of 16 keys or more batch-decoded from 16 records on).
 
+With ``--templates``, random ``ds[list]`` batches (a columnar batch decode, as
+``__getitems__`` of 96 records or more takes): the template chooser counting each
+chunk as a full one (as before) against as its share of ``chunk_records`` (now);
+``mnist`` (a 28x28 ``RawFeature`` and a label, records of one layout) is a shape here.
+
 Prints µs per record, the best of ``--rounds`` rounds of best-of-3, and the ratio.
 """
 
@@ -33,7 +39,7 @@ import numpy as np
 
 import tfrecord_engine as tfe
 from benchmarks.bench_thresholds import RECORDS, shape_named
-from benchmarks.common import best_seconds
+from benchmarks.common import DATA_DIR, best_seconds
 from benchmarks.shapes import write_shape
 from tfrecord_engine import kernels
 from tfrecord_engine.data.single import SingleDecoder
@@ -113,6 +119,66 @@ def columns_rows(name: str, sizes: list[int], rounds: int) -> list[str]:
     return rows
 
 
+def templates_rows(name: str, sizes: list[int], rounds: int) -> list[str]:
+    """Random ``ds[list]`` batches: every chunk counted as a full one by the template
+    chooser (as before) against its share of one (now), alternating."""
+    from tfrecord_engine.example import template
+
+    ds = _dataset(name)
+    rng = np.random.default_rng(6)
+    rows = []
+    real = template.TemplateCosts.share
+    for size in sizes:
+        lists = [rng.integers(0, len(ds), size).tolist() for _ in range(max(16, 8192 // size))]
+
+        def calls(lists: list[list[int]] = lists) -> None:
+            for k in lists:
+                ds[k]
+
+        calls()
+        times: list[list[float]] = [[], []]
+        for _ in range(rounds):
+            template.TemplateCosts.share = lambda self, records: 1.0  # type: ignore[method-assign]
+            try:
+                times[0].append(best_seconds(calls))
+            finally:
+                template.TemplateCosts.share = real  # type: ignore[method-assign]
+            times[1].append(best_seconds(calls))
+        full, share = (min(t) / (len(lists) * size) * 1e6 for t in times)
+        rows.append(
+            f"| {name} | `ds[list of {size}]` | {full:.2f} | {share:.2f} | {full / share:.2f}x |"
+        )
+    return rows
+
+
+def _dataset(name: str) -> tfe.RecordDataset:
+    if name == "mnist":
+        path = write_mnist(RECORDS)
+        return tfe.RecordDataset(path, features=MNIST)
+    shape = shape_named(name)
+    return tfe.RecordDataset(write_shape(shape, RECORDS), features=shape.features)
+
+
+MNIST = {"image": tfe.RawFeature([28, 28], "uint8"), "label": tfe.FixedLenFeature([], "int64")}
+
+
+def write_mnist(records: int) -> str:
+    """``records`` MNIST-like records (one layout: the templates' best case), written once
+    (atomically, with their index) under the benchmarks' data folder."""
+    path = DATA_DIR / f"samples-mnist-{records}.tfrecord"
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        rng = np.random.default_rng(7)
+        with tfe.TFRecordWriter(str(path), index=True) as w:
+            w.write_many(
+                tfe.encode_example(
+                    {"image": rng.integers(0, 256, 784, np.uint8).tobytes(), "label": i % 10}
+                )
+                for i in range(records)
+            )
+    return str(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=_SHAPES, help="the matrix's or held-out shapes")
@@ -123,15 +189,27 @@ def main() -> None:
         action="store_true",
         help="ds[list] instead: record by record (all specs) against now (many keys batched)",
     )
+    parser.add_argument(
+        "--templates",
+        action="store_true",
+        help="ds[list] instead: the template chooser counting full chunks against shares",
+    )
     args = parser.parse_args()
     if not kernels.ready():
         raise SystemExit("the compiled kernels are not loaded: install the fast extra")
     sizes = [int(s) for s in args.sizes.split(",")]
-    now = "now" if args.columns else "one call"
-    print(f"| shape | call | per record, µs a record | {now}, µs a record | speed-up |")
+    before, now = (
+        ("every chunk a full one", "its share of one (now)")
+        if args.templates
+        else ("record by record", "now")
+        if args.columns
+        else ("per record", "one call")
+    )
+    print(f"| shape | call | {before}, µs a record | {now}, µs a record | speed-up |")
     print("|---|---|---:|---:|---:|")
     for name in args.shapes.split(","):
-        got = (columns_rows if args.columns else _rows)(name, sizes, args.rounds)
+        run = templates_rows if args.templates else columns_rows if args.columns else _rows
+        got = run(name, sizes, args.rounds)
         for row in got:
             print(row, flush=True)
 

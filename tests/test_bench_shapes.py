@@ -175,3 +175,15 @@ def test_the_columns_ab_prints_its_rows(data_dir: Path, monkeypatch: pytest.Monk
     cells = row.strip("| ").split(" | ")
     assert cells[:2] == ["wide", "`ds[list of 16]`"]
     assert min(float(cells[2]), float(cells[3])) > 0
+
+
+def test_the_templates_ab_prints_its_rows(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import bench_samples
+
+    monkeypatch.setattr(bench_samples, "RECORDS", 700)
+    monkeypatch.setattr(bench_samples, "DATA_DIR", data_dir)
+    (row,) = bench_samples.templates_rows("mnist", [64], rounds=1)
+    cells = row.strip("| ").split(" | ")
+    assert cells[:2] == ["mnist", "`ds[list of 64]`"]
+    assert min(float(cells[2]), float(cells[3])) > 0
+    assert (data_dir / "samples-mnist-700.tfrecord").exists()

@@ -363,8 +363,9 @@ def test_templates_give_way_to_the_walk_where_they_cost_more() -> None:
     assert dec.stats.template_records == 256  # the first chunk tries templates
     assert_same(dec.decode_records(records), want)
     assert dec.stats.template_records == 256  # the second walks
-    # Suppose templates had cost ten times the walk per record on these files:
-    dec._costs = template.TemplateCosts(probe_every=4)
+    # Suppose templates had cost ten times the walk per record on these files (and
+    # chunks of 256 were full ones):
+    dec._costs = template.TemplateCosts(probe_every=4, chunk_records=256)
     dec._costs.record(True, 10.0, 1)
     dec._costs.record(False, 1.0, 1)
     for _ in range(3):
@@ -372,3 +373,39 @@ def test_templates_give_way_to_the_walk_where_they_cost_more() -> None:
     assert dec.stats.template_records == 256  # walked
     assert_same(dec.decode_records(records), want)
     assert dec.stats.template_records == 512  # the fourth chunk tried templates again
+
+
+def test_small_chunks_try_templates_as_rarely_per_record_as_full_ones() -> None:
+    """A try of templates costs milliseconds whatever the chunk: a chunk of a quarter of
+    ``chunk_records`` counts as a quarter of one, so the cheaper way serves four times
+    as many of them between two tries of the other, and a skip after templates barely
+    helped lasts as many records. The values are the same either way."""
+    costs = template.TemplateCosts(probe_every=4, chunk_records=1000)
+    assert [costs.choose(250), costs.choose(250)] == [True, False]
+    costs.record(True, 10.0, 250)
+    costs.record(False, 1.0, 250)
+    chosen = [costs.choose(250) for _ in range(32)]
+    assert [k for k, way in enumerate(chosen) if way] == [15, 31]
+    assert [costs.choose(1000) for _ in range(4)] == [False, False, False, True]
+    # A decoder's skip after a chunk templates barely took: 16 full chunks' worth.
+    rng = np.random.default_rng(3)
+    feats: dict[str, FeatureSpec] = {
+        "tokens": tfe.VarLenFeature("int64"),
+        "tags": tfe.VarLenFeature("string"),
+    }
+    records = [
+        tfe.encode_example(
+            {
+                "tokens": rng.integers(0, 30_000, int(rng.integers(1, 65))),
+                "tags": [b"t%d" % k for k in rng.integers(0, 100, int(rng.integers(1, 5)))],
+            }
+        )
+        for _ in range(256)
+    ]
+    dec = BatchDecoder(feats)
+    dec._costs = template.TemplateCosts(chunk_records=4 * len(records))
+    assert_same(dec.decode_records(records), parse_exact(records, feats))
+    assert dec._skip_templates == batch_module.TEMPLATE_RETRY_CHUNKS
+    for _ in range(8):
+        dec.decode_records(records)
+    assert dec._skip_templates == batch_module.TEMPLATE_RETRY_CHUNKS - 2

@@ -64,7 +64,8 @@ TEMPLATE_MIN_RECORDS = 64
 #: Layouts remembered across chunks, and the most new ones built per chunk.
 MAX_TEMPLATES = 8
 MAX_NEW_TEMPLATES = 3
-#: After a chunk that templates barely helped, this many chunks skip them.
+#: After a chunk that templates barely helped, this many chunks skip them (a smaller
+#: chunk counts as its share of one, see template.TemplateCosts.share).
 TEMPLATE_RETRY_CHUNKS = 16
 
 
@@ -108,7 +109,9 @@ class BatchDecoder:
         ]
         self._templates: list[template.Template] = []
         self._table: kernel_examples.KeyTable | None = None  # (the compiled walk's)
-        self._skip_templates = 0  # chunks left to walk without trying templates
+        # Chunks (or shares of one, see TemplateCosts.share) left to walk without
+        # trying templates.
+        self._skip_templates = 0.0
         self._costs = template.TemplateCosts()  # whether templates pay off on these files
         self._dense = all(type(f) in (FixedLenFeature, RawFeature) for f in self.features.values())
         #: Leave template-decoded FixedLenFeature string values as ``V<size>`` arrays (the
@@ -296,15 +299,20 @@ class BatchDecoder:
             "the exact path parses it and raises TensorFlow's error"
         )
 
-    def try_templates(self) -> bool:
-        """Whether the next chunk tries templates (counts a skipped chunk if not).
+    def try_templates(self, records: int | None = None) -> bool:
+        """Whether the next chunk (of ``records``) tries templates (counts a skipped
+        chunk, or its share of one, if not).
 
         :func:`parse_example` asks before decoding a mid-size batch, which pays off only
         when templates take (nearly) all of it.
         """
-        if self._skip_templates:
-            self._skip_templates -= 1
+        return not self._skipping(records)
+
+    def _skipping(self, records: int | None) -> bool:
+        """Whether templates are skipped for a chunk of ``records`` (then counted)."""
+        if self._skip_templates <= 0:
             return False
+        self._skip_templates = max(0.0, self._skip_templates - self._costs.share(records))
         return True
 
     def decode_exact(self, records: Sequence[bytes]) -> dict[str, Any]:
@@ -316,10 +324,9 @@ class BatchDecoder:
         n = int(starts.shape[0])
         if n < TEMPLATE_MIN_RECORDS:
             return self._walk_columns(buf, starts, ends)
-        if self._skip_templates:
-            self._skip_templates -= 1
+        if self._skipping(n):
             return self._walk_columns(buf, starts, ends)
-        tried = self._costs.choose()
+        tried = self._costs.choose(n)
         began = time.perf_counter()
         out = self._template_columns(buf, starts, ends) if tried else None
         if out is None:
@@ -336,7 +343,7 @@ class BatchDecoder:
         if rest.size * 8 > n * 7:
             # Templates took under an eighth: records vary too much here (ragged
             # lists, free text). Walk the next chunks without trying, then retry.
-            self._skip_templates = TEMPLATE_RETRY_CHUNKS
+            self._skip_templates = float(TEMPLATE_RETRY_CHUNKS)
         if not groups:
             return None
         walked = self._walk_columns(buf, starts[rest], ends[rest]) if rest.size else None
@@ -552,7 +559,7 @@ def _parse_records(records: Sequence[bytes], features: Mapping[str, FeatureSpec]
         return (decoder or BatchDecoder(features)).decode_records(records)
     # Mid-size batches: worth it when the layouts learnt in earlier calls take the
     # records (a walk of many left-over records costs more than the exact path).
-    if decoder is None or not decoder.try_templates():
+    if decoder is None or not decoder.try_templates(n):
         return parse_example_exact(records, features)
     return decoder.decode_records(records)
 

@@ -492,8 +492,11 @@ class TemplateCosts:
     alone, measured), where matching and merging cost more than the records they take.
     So the first chunk tries templates, the second walks, and later chunks take the
     cheaper way per record (a running mean of each), trying the other way again every
-    ``probe_every`` chunks in case the records changed. The values are the same either
-    way; only the time differs.
+    ``probe_every`` chunks in case the records changed. A chunk smaller than
+    ``chunk_records`` counts as its share of one: a try of templates costs a few
+    milliseconds whatever the chunk (their layouts built and matched), so small batches
+    (a random ``ds[list]`` of 64 records) try them as rarely per record as an epoch's
+    chunks of 4,096 do. The values are the same either way; only the time differs.
 
     Example:
         >>> costs = TemplateCosts(probe_every=4)
@@ -504,23 +507,31 @@ class TemplateCosts:
         [False, False, False, True]
     """
 
-    def __init__(self, probe_every: int = 16) -> None:
+    def __init__(self, probe_every: int = 16, chunk_records: int = 4096) -> None:
         self.probe_every = probe_every
+        self.chunk_records = chunk_records
         self._mean: dict[bool, float | None] = {True: None, False: None}
         self._pending: bool | None = None  # a way chosen but not measured yet
-        self._chosen = 0
+        self._since = 0.0  # chunks (or shares of one) since the other way was last tried
 
-    def choose(self) -> bool:
-        """True: the next chunk tries templates; False: it walks every record."""
+    def share(self, records: int | None) -> float:
+        """What a chunk of ``records`` counts for (1: a full chunk, or size unknown)."""
+        return 1.0 if records is None else min(1.0, records / self.chunk_records)
+
+    def choose(self, records: int | None = None) -> bool:
+        """True: the next chunk (of ``records``) tries templates; False: it walks them."""
         tried, walked = self._mean[True], self._mean[False]
         if tried is None or walked is None:
             # Measure each way once (the first chunk tries templates).
             way = tried is None and self._pending is not True
             self._pending = way
             return way
-        self._chosen += 1
         cheaper = tried <= walked
-        return not cheaper if self._chosen % self.probe_every == 0 else cheaper
+        self._since += self.share(records)
+        if self._since >= self.probe_every - 1e-9:
+            self._since = 0.0
+            return not cheaper
+        return cheaper
 
     def record(self, templates: bool, seconds: float, records: int) -> None:
         """A chunk of ``records`` took ``seconds`` with (or without) templates."""
