@@ -210,3 +210,27 @@ def test_declines_until_the_kernels_are_there(monkeypatch: pytest.MonkeyPatch) -
     decoder = SingleSequenceDecoder(FEATURES)
     record = serialize_sequence_example(CONTEXT, [("tokens", TOKENS), ("frames", FRAMES)])
     assert decoder.sample(record) is None
+
+
+def test_a_context_list_running_past_its_feature_takes_the_exact_path(tmp_path: Any) -> None:
+    """A context Int64List whose length runs past its Feature: TensorFlow's Example parser
+    reads it as empty, its SequenceExample parser refuses the record ("Data types don't
+    match"). The per-record path follows the SequenceExample parser: ``ds[i]`` raises as
+    ``ds[list]`` and batches do (it used to return the list empty)."""
+    context = {"label": tfe.FixedLenFeature([], "int64"), "score": tfe.VarLenFeature("int64")}
+    lists = {"frames": tfe.FixedLenSequenceFeature([], "int64")}
+    score = b"\n\x0b\n\x05score\x12\x02\x1a\x01"  # Feature of 2 bytes; its list claims 1 more
+    label = b"\n\x0e\n\x05label\x12\x05\x1a\x03\n\x01\x00"
+    bad = b"\n\x1d" + score + label + b"\x12\x0c\n\n\n\x06frames\x12\x00"
+    good = tfe.encode_sequence_example({"label": [1], "score": [1, 2]}, {"frames": [[1], [2]]})
+    decoder = SingleSequenceDecoder(SequenceFeatures(context, lists))
+    assert decoder.sample(bad) is None
+    assert decoder.sample(good) is not None
+    path = str(tmp_path / "s.tfrecord")
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many([good, bad, good])
+    ds = tfe.RecordDataset(path, context_features=context, sequence_features=lists)
+    assert ds[0]["score"].tolist() == [1, 2]
+    for key in (1, [0, 1]):
+        with pytest.raises(tfe.MalformedExampleError, match=r"record 1 at offset .*score"):
+            ds[key]

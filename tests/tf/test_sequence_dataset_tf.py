@@ -324,3 +324,35 @@ def _engine_value(tf: ModuleType, value: Any) -> Any:
         return tfe.RaggedValue(_engine_value(tf, value.values), value.row_splits.numpy())
     array = value.numpy()
     return array.astype(object) if value.dtype == tf.string else array
+
+
+def test_a_context_list_past_its_feature_is_refused_as_tensorflow_refuses_it(
+    tf: ModuleType, tmp_path: Path
+) -> None:
+    """An Int64List whose length runs past its Feature: TensorFlow's Example parser reads
+    it as empty, its SequenceExample parser refuses the record. ``ds[i]`` (the per-record
+    path) and ``ds[list]`` refuse it too."""
+    context = {"label": tfe.FixedLenFeature([], "int64"), "score": tfe.VarLenFeature("int64")}
+    lists = {"frames": tfe.FixedLenSequenceFeature([], "int64")}
+    features = b"\n\x0b\n\x05score\x12\x02\x1a\x01\n\x0e\n\x05label\x12\x05\x1a\x03\n\x01\x00"
+    record = b"\n\x1d" + features + b"\x12\x0c\n\n\n\x06frames\x12\x00"
+    tf_context = {
+        "label": tf.io.FixedLenFeature([], tf.int64),
+        "score": tf.io.VarLenFeature(tf.int64),
+    }
+    assert tf.io.parse_single_example(b"\n\x1d" + features, tf_context)["score"].values.shape == (
+        0,
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Context feature: score"):
+        tf.io.parse_single_sequence_example(
+            record,
+            context_features=tf_context,
+            sequence_features={"frames": tf.io.FixedLenSequenceFeature([], tf.int64)},
+        )
+    path = str(tmp_path / "s.tfrecord")
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write(record)
+    with tfe.RecordDataset(path, context_features=context, sequence_features=lists) as ds:
+        for key in (0, [0]):
+            with pytest.raises(tfe.MalformedExampleError, match="Context feature: score"):
+                ds[key]

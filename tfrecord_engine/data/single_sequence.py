@@ -35,6 +35,7 @@ from ..errors import MalformedExampleError
 from ..example.records import KIND_OF
 from ..example.seqspecs import SequenceFeatures, lengths_key
 from ..example.specs import FixedLenSequenceFeature
+from ..example.wire import KIND_NONE, decode_feature, example_feature_map, feature_kind
 from ..kernels import sequences as seqk
 from .single import SingleDecoder
 from .single_steps import uvarint
@@ -153,4 +154,26 @@ class SingleSequenceDecoder:
             size, at = uvarint(record, 1)
         except (IndexError, MalformedExampleError):
             return None
-        return self._context.sample(record[: at + size])
+        context = record[: at + size]
+        if self._overruns(context):
+            return None  # the exact path raises TensorFlow's error
+        return self._context.sample(context)
+
+    def _overruns(self, context: bytes) -> bool:
+        """Whether a requested context Feature holds a list whose length runs past the
+        Feature (or the context is malformed): TensorFlow's SequenceExample parser refuses
+        it, while its Example parser, which the context's per-record decoder follows,
+        reads such a list to the Feature's end (``decode_feature``'s ``strict``)."""
+        assert self._context is not None
+        try:
+            found = example_feature_map(context)
+            for step in self._context.steps:
+                span = found.get(step.key)
+                if span is None or span[0] == span[1]:
+                    continue  # (missing or empty: the decoder declines or takes defaults)
+                kind = feature_kind(context, span)
+                if kind != KIND_NONE:
+                    decode_feature(context, span, kind, strict=True)
+        except MalformedExampleError:
+            return True
+        return False
