@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 import tfrecord_engine as tfe
 from benchmarks.bench_thresholds import RECORDS, shape_named
-from benchmarks.common import DATA_DIR, best_seconds
+from benchmarks.common import DATA_DIR, best_seconds, patched
 from benchmarks.shapes import write_shape
 from tfrecord_engine import kernels
 from tfrecord_engine.data.single import SingleDecoder
@@ -47,38 +48,46 @@ from tfrecord_engine.data.single import SingleDecoder
 _SHAPES = "image,detection,tokens,mixed,ragged,tabular,wide,captioned,audio,clicks,product"
 
 
-@contextlib.contextmanager
-def _record_by_record() -> Iterator[None]:
-    """``sample_batch`` as it was before it: ``sample_list``."""
-    real = SingleDecoder.sample_batch
-    SingleDecoder.sample_batch = SingleDecoder.sample_list  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        SingleDecoder.sample_batch = real  # type: ignore[method-assign]
+def _alternate(  # noqa: PLR0917 - the A/B's settings, each used once
+    ds: tfe.RecordDataset,
+    call: Callable[[list[int]], object],
+    sizes: list[int],
+    rounds: int,
+    old: Callable[[], contextlib.AbstractContextManager[None]],
+    seed: int,
+    lists: tuple[int, int],
+) -> Iterator[tuple[int, float, float]]:
+    """Per size: ``(size, µs a record inside old(), µs a record now)`` of ``call`` over
+    random index lists of ``ds`` (``lists``: at least that many, and that many records
+    a size in all), the two ways alternating; the best of ``rounds`` best-of-3."""
+    rng = np.random.default_rng(seed)
+    least, records = lists
+    for size in sizes:
+        batch = [
+            rng.integers(0, len(ds), size).tolist() for _ in range(max(least, records // size))
+        ]
+
+        def calls(batch: list[list[int]] = batch) -> None:
+            for k in batch:
+                call(k)
+
+        calls()  # (the files' copies made, the kernels compiled, templates learnt)
+        times: list[list[float]] = [[], []]
+        for _ in range(rounds):
+            with old():
+                times[0].append(best_seconds(calls))
+            times[1].append(best_seconds(calls))
+        before, now = (min(t) / (len(batch) * size) * 1e6 for t in times)
+        yield size, before, now
 
 
 def _rows(name: str, sizes: list[int], rounds: int) -> list[str]:
-    shape = shape_named(name)
-    ds = tfe.RecordDataset(write_shape(shape, RECORDS), features=shape.features)
-    n = len(ds)
-    rng = np.random.default_rng(3)
+    """``__getitems__``: ``sample_list`` (one compiled call a record, as before) against
+    ``sample_batch`` (now)."""
+    ds = _dataset(name)
+    old = functools.partial(patched, SingleDecoder, "sample_batch", SingleDecoder.sample_list)
     rows = []
-    for size in sizes:
-        lists = [rng.integers(0, n, size).tolist() for _ in range(max(8, 4096 // size))]
-
-        def calls(lists: list[list[int]] = lists) -> None:
-            for k in lists:
-                ds.__getitems__(k)
-
-        calls()  # (the files' copies made, the kernels compiled)
-        times: dict[str, list[float]] = {"per record": [], "one call": []}
-        for _ in range(rounds):
-            with _record_by_record():
-                times["per record"].append(best_seconds(calls))
-            times["one call"].append(best_seconds(calls))
-        per = min(times["per record"]) / (len(lists) * size) * 1e6
-        one = min(times["one call"]) / (len(lists) * size) * 1e6
+    for size, per, one in _alternate(ds, ds.__getitems__, sizes, rounds, old, 3, (8, 4096)):
         path = "record by record" if not ds._walk_beats_single(size) else "batch decode"
         rows.append(
             f"| {name} | `__getitems__({size})` ({path}) | {per:.2f} | {one:.2f} "
@@ -93,30 +102,14 @@ def columns_rows(name: str, sizes: list[int], rounds: int) -> list[str]:
     from tfrecord_engine.data import dataset as dataset_module
     from tfrecord_engine.data import single as single_module
 
-    shape = shape_named(name)
-    ds = tfe.RecordDataset(write_shape(shape, RECORDS), features=shape.features)
-    rng = np.random.default_rng(4)
-    rows = []
-    for size in sizes:
-        lists = [rng.integers(0, len(ds), size).tolist() for _ in range(max(8, 2048 // size))]
-
-        def calls(lists: list[list[int]] = lists) -> None:
-            for k in lists:
-                ds[k]
-
-        calls()
-        times: list[list[float]] = [[], []]
-        for _ in range(rounds):
-            before = single_module._WIDE_COLUMNS_MAX
-            single_module._WIDE_COLUMNS_MAX = dataset_module.SMALL_BATCH + 1
-            try:
-                times[0].append(best_seconds(calls))
-            finally:
-                single_module._WIDE_COLUMNS_MAX = before
-            times[1].append(best_seconds(calls))
-        per, now = (min(t) / (len(lists) * size) * 1e6 for t in times)
-        rows.append(f"| {name} | `ds[list of {size}]` | {per:.2f} | {now:.2f} | {per / now:.2f}x |")
-    return rows
+    ds = _dataset(name)
+    old = functools.partial(
+        patched, single_module, "_WIDE_COLUMNS_MAX", dataset_module.SMALL_BATCH + 1
+    )
+    return [
+        f"| {name} | `ds[list of {size}]` | {per:.2f} | {now:.2f} | {per / now:.2f}x |"
+        for size, per, now in _alternate(ds, ds.__getitem__, sizes, rounds, old, 4, (8, 2048))
+    ]
 
 
 def templates_rows(name: str, sizes: list[int], rounds: int) -> list[str]:
@@ -124,31 +117,16 @@ def templates_rows(name: str, sizes: list[int], rounds: int) -> list[str]:
     chooser (as before) against its share of one (now), alternating."""
     from tfrecord_engine.example import template
 
+    def full(self: template.TemplateCosts, records: int | None) -> float:
+        del self, records
+        return 1.0
+
     ds = _dataset(name)
-    rng = np.random.default_rng(6)
-    rows = []
-    real = template.TemplateCosts.share
-    for size in sizes:
-        lists = [rng.integers(0, len(ds), size).tolist() for _ in range(max(16, 8192 // size))]
-
-        def calls(lists: list[list[int]] = lists) -> None:
-            for k in lists:
-                ds[k]
-
-        calls()
-        times: list[list[float]] = [[], []]
-        for _ in range(rounds):
-            template.TemplateCosts.share = lambda self, records: 1.0  # type: ignore[method-assign]
-            try:
-                times[0].append(best_seconds(calls))
-            finally:
-                template.TemplateCosts.share = real  # type: ignore[method-assign]
-            times[1].append(best_seconds(calls))
-        full, share = (min(t) / (len(lists) * size) * 1e6 for t in times)
-        rows.append(
-            f"| {name} | `ds[list of {size}]` | {full:.2f} | {share:.2f} | {full / share:.2f}x |"
-        )
-    return rows
+    old = functools.partial(patched, template.TemplateCosts, "share", full)
+    return [
+        f"| {name} | `ds[list of {size}]` | {f:.2f} | {now:.2f} | {f / now:.2f}x |"
+        for size, f, now in _alternate(ds, ds.__getitem__, sizes, rounds, old, 6, (16, 8192))
+    ]
 
 
 def _dataset(name: str) -> tfe.RecordDataset:

@@ -28,14 +28,11 @@ Prints µs per record, best of ``--rounds`` rounds of best-of-3 (lower is faster
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 import tfrecord_engine as tfe
-from benchmarks.common import best_seconds
+from benchmarks.common import best_seconds, patched
 from benchmarks.shapes import SHAPES, Record, Shape, write_shape
 from tfrecord_engine.data import access_methods, epochs
 
@@ -174,16 +171,6 @@ def shape_named(name: str) -> Shape:
     raise SystemExit(f"no shape {name!r}: {', '.join([*HELD_OUT, *THIRD_SET, *SHAPES])}")
 
 
-@contextlib.contextmanager
-def _patched(module: Any, name: str, value: int) -> Iterator[None]:
-    before = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, before)
-
-
 def _threads_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
     """Parsed batches(256), in order and shuffled, on one read-ahead thread and on two."""
     n = len(ds)
@@ -202,9 +189,9 @@ def _threads_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]
             for threads in (1, 2):
                 # One thread: READ_AHEAD_THREADS = 1; two: no record counts as heavy.
                 patch = (
-                    _patched(epochs, "READ_AHEAD_THREADS", 1)
+                    patched(epochs, "READ_AHEAD_THREADS", 1)
                     if threads == 1
-                    else _patched(epochs, "STRING_HEAVY_BYTES", 1 << 62)
+                    else patched(epochs, "STRING_HEAVY_BYTES", 1 << 62)
                 )
                 with patch:
                     times[threads].append(best_seconds(epoch) / n * 1e6)
@@ -234,8 +221,8 @@ def _walk_rows(ds: tfe.RecordDataset, shape: Shape, rounds: int) -> list[str]:
         for _ in range(rounds + 1):
             for label, floor in (("record by record", 1 << 30), ("batch decode", 0)):
                 with (
-                    _patched(access_methods, "SAMPLES_WALK_MIN", floor),
-                    _patched(access_methods, "SAMPLES_WALK_MIN_HELD", floor),
+                    patched(access_methods, "SAMPLES_WALK_MIN", floor),
+                    patched(access_methods, "SAMPLES_WALK_MIN_HELD", floor),
                 ):
                     times[label].append(best_seconds(calls) / (len(lists) * size) * 1e6)
         single = min(times["record by record"][1:])

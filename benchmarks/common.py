@@ -31,6 +31,18 @@ DATA_DIR = Path(os.environ.get("TFE_BENCH_DATA", "bench-data"))
 kernels.wait()
 
 
+@contextmanager
+def patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    """``owner.name`` is ``value`` inside (a module's constant, a class's method): the
+    A/B tools' "before" side."""
+    before = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, before)
+
+
 def best_seconds(fn: Callable[[], object], runs: int = 3) -> float:
     """The fastest of ``runs`` calls of ``fn``, in seconds (wall clock)."""
     times = []

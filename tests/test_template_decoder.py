@@ -220,8 +220,10 @@ def test_flexible_template_drops_a_torn_list_to_the_walk() -> None:
     )
 
 
-def test_chunks_where_templates_barely_help_walk_without_trying() -> None:
-    rng = np.random.default_rng(5)
+def _two_varying_lists(seed: int) -> tuple[dict[str, FeatureSpec], list[bytes]]:
+    """256 records of two lists of varying length (a flexible template allows one):
+    templates take almost none of them."""
+    rng = np.random.default_rng(seed)
     feats: dict[str, FeatureSpec] = {
         "tokens": tfe.VarLenFeature("int64"),
         "tags": tfe.VarLenFeature("string"),
@@ -235,6 +237,11 @@ def test_chunks_where_templates_barely_help_walk_without_trying() -> None:
         )
         for _ in range(256)
     ]
+    return feats, records
+
+
+def test_chunks_where_templates_barely_help_walk_without_trying() -> None:
+    feats, records = _two_varying_lists(seed=5)
     dec = BatchDecoder(feats)
     assert_same(dec.decode_records(records), parse_exact(records, feats))
     # Two lists of varying length (a flexible template allows one): templates took
@@ -388,20 +395,7 @@ def test_small_chunks_try_templates_as_rarely_per_record_as_full_ones() -> None:
     assert [k for k, way in enumerate(chosen) if way] == [15, 31]
     assert [costs.choose(1000) for _ in range(4)] == [False, False, False, True]
     # A decoder's skip after a chunk templates barely took: 16 full chunks' worth.
-    rng = np.random.default_rng(3)
-    feats: dict[str, FeatureSpec] = {
-        "tokens": tfe.VarLenFeature("int64"),
-        "tags": tfe.VarLenFeature("string"),
-    }
-    records = [
-        tfe.encode_example(
-            {
-                "tokens": rng.integers(0, 30_000, int(rng.integers(1, 65))),
-                "tags": [b"t%d" % k for k in rng.integers(0, 100, int(rng.integers(1, 5)))],
-            }
-        )
-        for _ in range(256)
-    ]
+    feats, records = _two_varying_lists(seed=3)
     dec = BatchDecoder(feats)
     dec._costs = template.TemplateCosts(chunk_records=4 * len(records))
     assert_same(dec.decode_records(records), parse_exact(records, feats))
