@@ -250,18 +250,30 @@ def _raw_rows(shape: Shape, paths: list[str], tf: Any) -> list[Row]:
     order = np.random.default_rng(SEED).permutation(n)
     chunks = [order[i : i + 1024] for i in range(0, n, 1024)]
 
+    # Consumed as a loop consumes them (every other row too): one batch alive at a time,
+    # each record's length read. Keeping every batch of the epoch (until 2026-11-28)
+    # measured the kernel handing the process hundreds of MB of new pages, on both
+    # sides (docs/benchmarks.md).
     def read(ds: tfe.RecordDataset) -> Callable[[], tuple[int, int]]:
         def run() -> tuple[int, int]:
-            got = [ds[c] for c in chunks]
-            return sum(map(len, got)), sum(len(r) for batch in got for r in batch)
+            records = nbytes = 0
+            for c in chunks:
+                batch = ds[c]
+                records += len(batch)
+                nbytes += sum(map(len, batch))
+            return records, nbytes
 
         return run
 
     pipe = tf.data.TFRecordDataset(paths).batch(1024).prefetch(tf.data.AUTOTUNE)
 
     def theirs() -> tuple[int, int]:
-        got = [b.numpy() for b in pipe]
-        return sum(map(len, got)), sum(len(r) for batch in got for r in batch)
+        records = nbytes = 0
+        for b in pipe:
+            batch = b.numpy()
+            records += len(batch)
+            nbytes += sum(map(len, batch))
+        return records, nbytes
 
     o, m, t = compare(
         [

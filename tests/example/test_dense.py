@@ -60,11 +60,14 @@ def test_compiled_plan_equals_exact_path_and_kernels_off(case: ParseCase) -> Non
     compiled = _outcome(lambda: _compiled(case))
     assert compiled == _outcome(lambda: parse_exact(case.records, case.features))
     assert compiled == _outcome(lambda: tfe.parse_example(case.records, case.features))
-    # Records joined a few at a time (wide records of tens of KB are, in chunks of 1 MB).
+    # Records joined a few at a time (wide records of tens of KB are, in chunks of 1 MB),
+    # walked on the pool's threads and on the calling thread.
     chunk = dense.CHUNK_BYTES
     dense.CHUNK_BYTES = 40
     try:
         assert compiled == _outcome(lambda: _compiled(case))
+        with dense.on_calling_thread():
+            assert compiled == _outcome(lambda: _compiled(case))
     finally:
         dense.CHUNK_BYTES = chunk
     with kernels.switched(False):
@@ -262,3 +265,126 @@ def test_torn_and_overlong_varints_are_the_exact_paths_errors() -> None:
         feature = b"\x1a" + bytes([len(payload) + 2]) + b"\x0a" + bytes([len(payload)]) + payload
         bad = serialize_example([("a", feature)])
         _assert_paths_agree(spec, [good, bad, good])
+
+
+# The chunks of a batch: on the pool's threads, or on the calling thread.
+
+
+class _CountedPool:
+    """``dense._pool`` that counts the batches it was asked to walk."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._real = dense._pool
+
+    def __call__(self) -> Any:
+        self.calls += 1
+        return self._real()
+
+
+def _decoded(plan: DensePlan, records: list[bytes]) -> dict[str, Any]:
+    out = plan.decode(*join_records(records))
+    assert out is not None
+    return out
+
+
+def _tabular_records(n: int) -> list[bytes]:
+    return [
+        tfe.encode_example({"x": [float(i)] * 8, "ids": list(range(i, i + 4)), "label": i % 3})
+        for i in range(n)
+    ]
+
+
+_TABULAR = {
+    "x": tfe.FixedLenFeature([8], "float32"),
+    "ids": tfe.FixedLenFeature([4], "int64"),
+    "label": tfe.FixedLenFeature([], "int64"),
+}
+
+
+def test_the_pool_walks_chunks_until_a_string_free_kernel_proves_cheap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = _CountedPool()
+    monkeypatch.setattr(dense, "_pool", pool)
+    monkeypatch.setattr(dense, "CHUNK_BYTES", 2000)  # ~30 records a chunk
+    records = _tabular_records(300)
+    want = _outcome(lambda: parse_exact(records, _TABULAR))
+    plan = DensePlan.of(_TABULAR)
+    assert plan is not None
+    # Not measured yet: the pool, and the kernel's cost is measured on the way.
+    assert _outcome(lambda: _decoded(plan, records)) == want
+    assert pool.calls == 1
+    assert plan._kernel_cost is not None
+    assert plan._kernel_cost > 0
+    # Far below the floor (a few µs per chunk): the calling thread, same outputs.
+    monkeypatch.setattr(dense, "POOL_MIN_KERNEL_S", 1.0)
+    assert _outcome(lambda: _decoded(plan, records)) == want
+    assert pool.calls == 1
+    # A floor the kernel reaches: the pool again.
+    monkeypatch.setattr(dense, "POOL_MIN_KERNEL_S", 0.0)
+    assert _outcome(lambda: _decoded(plan, records)) == want
+    assert pool.calls == 2
+    # One chunk: never the pool.
+    assert _outcome(lambda: _decoded(plan, records[:3])) == _outcome(
+        lambda: parse_exact(records[:3], _TABULAR)
+    )
+    assert pool.calls == 2
+
+
+def test_string_features_keep_the_pool_and_on_calling_thread_keeps_off_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Making ``bytes`` objects holds the GIL: the pool overlaps it with the next chunk's
+    # walk however cheap the walk (measured faster on image records).
+    pool = _CountedPool()
+    monkeypatch.setattr(dense, "_pool", pool)
+    monkeypatch.setattr(dense, "CHUNK_BYTES", 2000)
+    monkeypatch.setattr(dense, "POOL_MIN_KERNEL_S", 1.0)
+    spec = {"image": tfe.FixedLenFeature([], "string"), "label": tfe.FixedLenFeature([], "int64")}
+    records = [tfe.encode_example({"image": bytes([i]) * 300, "label": i}) for i in range(100)]
+    want = _outcome(lambda: parse_exact(records, spec))
+    plan = DensePlan.of(spec)
+    assert plan is not None
+    for _ in range(2):
+        assert _outcome(lambda: _decoded(plan, records)) == want
+    assert pool.calls == 2
+    with dense.on_calling_thread():
+        with dense.on_calling_thread():
+            assert _outcome(lambda: _decoded(plan, records)) == want
+        # (Leaving an inner block keeps the outer one's setting.)
+        assert _outcome(lambda: _decoded(plan, records)) == want
+    assert pool.calls == 2
+    assert _outcome(lambda: _decoded(plan, records)) == want
+    assert pool.calls == 3
+
+
+def test_epochs_on_several_read_ahead_threads_keep_their_decodes_off_the_pool(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from tfrecord_engine.data import epochs
+
+    path = str(tmp_path / "t.tfrecord")
+    records = _tabular_records(500)
+    with tfe.TFRecordWriter(path) as w:
+        w.write_many(records)
+    monkeypatch.setattr(dense, "CHUNK_BYTES", 2000)
+    monkeypatch.setattr(dense, "POOL_MIN_KERNEL_S", 0.0)  # (the pool wherever allowed)
+    want = _outcome(lambda: parse_exact(records, _TABULAR))
+
+    def epoch(**kwargs: Any) -> Any:
+        ds = tfe.RecordDataset(path, features=_TABULAR)
+        batches = list(ds.batches(64, **kwargs))
+        return _outcome(lambda: {k: np.concatenate([b[k] for b in batches]) for k in _TABULAR})
+
+    for threads, used in ((2, False), (1, True)):
+        pool = _CountedPool()
+        monkeypatch.setattr(dense, "_pool", pool)
+        monkeypatch.setattr(epochs, "read_ahead_threads", lambda *a, t=threads, **k: t)
+        assert epoch(readahead=2) == want
+        assert (pool.calls > 0) is used, threads
+    # Decoding on the caller's thread (no read-ahead): the pool.
+    pool = _CountedPool()
+    monkeypatch.setattr(dense, "_pool", pool)
+    assert epoch(readahead=0) == want
+    assert pool.calls > 0

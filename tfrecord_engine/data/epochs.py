@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, cast
 import numpy as np
 
 from ..errors import DataLossError, InvalidArgumentError, StaleIndexError, WorkerError
+from ..example.dense import on_calling_thread
 from ..example.specs import FixedLenFeature
 from ..index.damage import reporter
 from ..records.recovery import DamageCallback
@@ -493,6 +494,8 @@ class RecordBatchIterator(Iterator[Any]):
         plan = copy.deepcopy(sampler)
         chunks = _chunks(plan, per_chunk)
         self._work: Iterator[list[Ready]] | None
+        # (Chunks prepared on several threads at once decode each on its own thread.)
+        self._serial = threads > 1 and workers == 0 and readahead > 0
         if workers > 0:
             pool = dataset._take_pool(workers, workers + max(1, readahead))
             self._work = PoolStream(pool, chunks, dataset._return_pool)
@@ -504,6 +507,9 @@ class RecordBatchIterator(Iterator[Any]):
     def _prepare(self, batches: list[IndexBatch]) -> list[Ready]:
         if self._to_hold:
             self._hold_for(batches)
+        if self._serial:
+            with on_calling_thread():
+                return prepare_chunk(self._dataset, batches)
         return prepare_chunk(self._dataset, batches)
 
     def _hold_for(self, batches: list[IndexBatch]) -> None:
