@@ -187,3 +187,25 @@ def test_the_templates_ab_prints_its_rows(data_dir: Path, monkeypatch: pytest.Mo
     assert cells[:2] == ["mnist", "`ds[list of 64]`"]
     assert min(float(cells[2]), float(cells[3])) > 0
     assert (data_dir / "samples-mnist-700.tfrecord").exists()
+
+
+def test_the_dense_pool_ab_prints_its_rows_and_patches_the_choice(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import bench_dense_pool
+    from tfrecord_engine.data import epochs
+    from tfrecord_engine.example import dense
+
+    monkeypatch.setattr(bench_dense_pool, "RECORDS", 700)
+    rows = bench_dense_pool.compare("tabular", rounds=1)
+    assert len(rows) == len(bench_dense_pool.EPOCHS)
+    for row in rows:
+        cells = row.strip("| ").split(" | ")
+        assert cells[0] == "tabular"
+        assert min(float(x) for cell in cells[3:5] for x in cell.split(" / ")) > 0
+    current = (dense.POOL_MIN_KERNEL_S, vars(epochs)["on_calling_thread"])
+    assert current[1] is dense.on_calling_thread
+    with bench_dense_pool._always_the_pool():
+        assert dense.POOL_MIN_KERNEL_S == 0
+        assert vars(epochs)["on_calling_thread"] is not current[1]
+    assert (dense.POOL_MIN_KERNEL_S, vars(epochs)["on_calling_thread"]) == current
