@@ -377,12 +377,16 @@ def test_epochs_on_several_read_ahead_threads_keep_their_decodes_off_the_pool(
         batches = list(ds.batches(64, **kwargs))
         return _outcome(lambda: {k: np.concatenate([b[k] for b in batches]) for k in _TABULAR})
 
-    for threads, used in ((2, False), (1, True)):
+    # (threads, cores, pool threads): two threads whose pools outnumber the cores keep
+    # off them; one thread, or cores enough for every pool, use them.
+    for threads, cores, pools, used in ((2, 2, 2, False), (1, 2, 2, True), (2, 16, 4, True)):
         pool = _CountedPool()
         monkeypatch.setattr(dense, "_pool", pool)
         monkeypatch.setattr(epochs, "read_ahead_threads", lambda *a, t=threads, **k: t)
+        monkeypatch.setattr(epochs, "usable_cores", lambda c=cores: c)
+        monkeypatch.setattr(epochs, "pool_threads", lambda p=pools: p)
         assert epoch(readahead=2) == want
-        assert (pool.calls > 0) is used, threads
+        assert (pool.calls > 0) is used, (threads, cores, pools)
     # Decoding on the caller's thread (no read-ahead): the pool.
     pool = _CountedPool()
     monkeypatch.setattr(dense, "_pool", pool)

@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol, cast
 import numpy as np
 
 from ..errors import DataLossError, InvalidArgumentError, StaleIndexError, WorkerError
-from ..example.dense import on_calling_thread
+from ..example.dense import on_calling_thread, pool_threads, usable_cores
 from ..example.specs import FixedLenFeature
 from ..index.damage import reporter
 from ..records.recovery import DamageCallback
@@ -494,8 +494,15 @@ class RecordBatchIterator(Iterator[Any]):
         plan = copy.deepcopy(sampler)
         chunks = _chunks(plan, per_chunk)
         self._work: Iterator[list[Ready]] | None
-        # (Chunks prepared on several threads at once decode each on its own thread.)
-        self._serial = threads > 1 and workers == 0 and readahead > 0
+        # Chunks prepared on several threads at once decode each on its own thread
+        # where the threads' dense pools together would outnumber the cores (2 cores:
+        # tabular epochs 1.02-1.40x faster, wide 1.01-1.14x, benchmarks.bench_dense_pool).
+        self._serial = (
+            threads > 1
+            and workers == 0
+            and readahead > 0
+            and threads * pool_threads() > usable_cores()
+        )
         if workers > 0:
             pool = dataset._take_pool(workers, workers + max(1, readahead))
             self._work = PoolStream(pool, chunks, dataset._return_pool)

@@ -45,7 +45,14 @@ from .records import Request, decode_requests
 from .specs import FeatureSpec, FixedLenFeature
 from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, Duplicates, example_feature_map
 
-__all__ = ["DensePlan", "NeedsExact", "eligible", "on_calling_thread"]
+__all__ = [
+    "DensePlan",
+    "NeedsExact",
+    "eligible",
+    "on_calling_thread",
+    "pool_threads",
+    "usable_cores",
+]
 
 I64 = npt.NDArray[np.int64]
 #: A chunk of a batch: ``(buf, starts, ends, first)``, records ``first``.. at ``buf[starts:ends]``.
@@ -54,13 +61,13 @@ Chunk = tuple[npt.NDArray[np.uint8], I64, I64, int]
 CHUNK_BYTES = 1 << 20
 #: Threads that decode the chunks of one big batch at once (at most the usable cores).
 MAX_THREADS = 4
-#: The threads walk a batch's chunks only where the kernel's CPU time per
-#: :data:`CHUNK_BYTES` of records (measured per plan, as it decodes) is at least this
-#: many seconds. Below it the calling thread walks them one after the other: measured
-#: on 2 cores, the pool then cost more than it overlapped (image records, 0.05 ms of
-#: kernel per MB against 0.2 ms of ``bytes`` objects made under the GIL; tabular, 0.45
-#: ms: epochs 10-25 % faster without it), where wide records (1.0 ms, beside 1.6 ms of
-#: string columns) were ~10 % faster with it.
+#: For a spec without string features, the threads walk a batch's chunks only where the
+#: kernel's CPU time per :data:`CHUNK_BYTES` of records (measured per plan, as it
+#: decodes) is at least this many seconds; below it the calling thread walks them one
+#: after the other. Measured on 2 cores: tabular records (0.45 ms) decoded 1.02-1.40x
+#: faster without the pool (``benchmarks.bench_dense_pool``). Specs with string features
+#: keep the pool whatever their kernel costs (image records: 0.05 ms): its next chunk's
+#: walk overlaps the ``bytes`` objects of this one, made under the GIL.
 POOL_MIN_KERNEL_S = 0.0007
 
 _SERIAL = threading.local()
@@ -71,7 +78,8 @@ def on_calling_thread() -> Iterator[None]:
     """Within it, the dense decodes of this thread walk their chunks on this thread.
 
     For callers that already decode on several threads at once (an epoch's read-ahead
-    threads): the pool's threads would only compete with them for the same cores.
+    threads) where those threads' pools together would outnumber the cores
+    (:func:`pool_threads`): they would only compete for them.
     """
     before = getattr(_SERIAL, "on", False)
     _SERIAL.on = True
@@ -327,8 +335,9 @@ class DensePlan:
 
     def _pool_for(self, count: int) -> concurrent.futures.ThreadPoolExecutor | None:
         """The pool to walk ``count`` chunks on, or None: on the calling thread (one
-        chunk, inside :func:`on_calling_thread`, or a kernel too cheap for the pool;
-        before the first measurement the pool is used)."""
+        chunk, inside :func:`on_calling_thread`, or a string-free spec whose kernel is
+        too cheap for the pool, see :data:`POOL_MIN_KERNEL_S`; before the first
+        measurement the pool is used)."""
         if count < 2 or getattr(_SERIAL, "on", False):
             return None
         cost = self._kernel_cost
@@ -440,20 +449,29 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def pool_threads() -> int:
+    """The threads of the pool that walks chunks of one batch at once (0 on one core)."""
+    cores = usable_cores()
+    return 0 if cores < 2 else min(cores, MAX_THREADS)
+
+
 def _pool() -> concurrent.futures.ThreadPoolExecutor | None:
     """The threads that walk chunks of one batch at once (None on a single core)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    if cores < 2:
+    threads = pool_threads()
+    if threads == 0:
         return None
     with _POOL_LOCK:
         if not _POOL:
             _POOL.append(
-                concurrent.futures.ThreadPoolExecutor(
-                    min(cores, MAX_THREADS), thread_name_prefix="tfe-dense"
-                )
+                concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="tfe-dense")
             )
         return _POOL[0]
 
