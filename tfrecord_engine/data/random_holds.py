@@ -43,9 +43,9 @@ import contextlib
 import os
 import threading
 import weakref
-from collections.abc import Iterator
 from typing import Final, Protocol
 
+from ..kernels.threads import ThreadFlag
 from .held_shared import SharedCopies
 
 __all__ = ["RECHECK_S", "SHARE", "RandomHolds", "epoch_reads", "in_epoch"]
@@ -60,23 +60,17 @@ RECHECK_S: Final = 1.0
 RECHECK_READS: Final = 256
 
 _LIVE: weakref.WeakSet[RandomHolds] = weakref.WeakSet()
-_EPOCH = threading.local()
+_EPOCH = ThreadFlag()
 
 
-@contextlib.contextmanager
-def epoch_reads() -> Iterator[None]:
+def epoch_reads() -> contextlib.AbstractContextManager[None]:
     """Marks this thread's reads as an epoch's (they make no random-access copy)."""
-    before = getattr(_EPOCH, "on", False)
-    _EPOCH.on = True
-    try:
-        yield
-    finally:
-        _EPOCH.on = before
+    return _EPOCH.set()
 
 
 def in_epoch() -> bool:
     """Whether this thread reads for an epoch now (:func:`epoch_reads`)."""
-    return bool(getattr(_EPOCH, "on", False))
+    return _EPOCH.on
 
 
 _LIVE_LOCK = threading.Lock()

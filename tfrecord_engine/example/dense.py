@@ -31,7 +31,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..errors import TFRecordError
+from ..kernels.threads import ThreadFlag
 from .lists import bytes_objects
 from .records import Request, decode_requests
 from .specs import FeatureSpec, FixedLenFeature
@@ -70,23 +71,17 @@ MAX_THREADS = 4
 #: walk overlaps the ``bytes`` objects of this one, made under the GIL.
 POOL_MIN_KERNEL_S = 0.0007
 
-_SERIAL = threading.local()
+_SERIAL = ThreadFlag()
 
 
-@contextlib.contextmanager
-def on_calling_thread() -> Iterator[None]:
+def on_calling_thread() -> contextlib.AbstractContextManager[None]:
     """Within it, the dense decodes of this thread walk their chunks on this thread.
 
     For callers that already decode on several threads at once (an epoch's read-ahead
     threads) where those threads' pools together would outnumber the cores
     (:func:`pool_threads`): they would only compete for them.
     """
-    before = getattr(_SERIAL, "on", False)
-    _SERIAL.on = True
-    try:
-        yield
-    finally:
-        _SERIAL.on = before
+    return _SERIAL.set()
 
 
 class NeedsExact(Exception):
@@ -338,7 +333,7 @@ class DensePlan:
         chunk, inside :func:`on_calling_thread`, or a string-free spec whose kernel is
         too cheap for the pool, see :data:`POOL_MIN_KERNEL_S`; before the first
         measurement the pool is used)."""
-        if count < 2 or getattr(_SERIAL, "on", False):
+        if count < 2 or _SERIAL.on:
             return None
         cost = self._kernel_cost
         if not self._strings and cost is not None and cost * CHUNK_BYTES < POOL_MIN_KERNEL_S:

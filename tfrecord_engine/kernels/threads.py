@@ -1,0 +1,41 @@
+"""A per-thread switch, set for the length of a ``with`` block."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+__all__ = ["ThreadFlag"]
+
+
+class ThreadFlag:
+    """A boolean of each thread: ``False`` until a ``with flag.set():`` block on that
+    thread, and back to what it was when the block ends (blocks nest).
+
+    Example:
+        >>> flag = ThreadFlag()
+        >>> with flag.set():
+        ...     flag.on
+        True
+        >>> flag.on
+        False
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def on(self) -> bool:
+        """Whether this thread is inside a :meth:`set` block."""
+        return bool(getattr(self._local, "on", False))
+
+    @contextlib.contextmanager
+    def set(self) -> Iterator[None]:
+        """Sets the flag on this thread for the block."""
+        before = self.on
+        self._local.on = True
+        try:
+            yield
+        finally:
+            self._local.on = before
