@@ -240,6 +240,21 @@ def crc_spans_folded(buf, words, base, starts, ends, out):  # noqa: PLR0917
 _CONTINUED = np.uint64(0x8080808080808080)  # every byte's continuation bit
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _joined(v):
+    """The int64 of the varint whose bytes (up to 8, continuation bits set) are ``v``."""
+    return np.int64(
+        (v & np.uint64(0x7F))
+        | ((v >> np.uint64(1)) & np.uint64(0x3F80))
+        | ((v >> np.uint64(2)) & np.uint64(0x1FC000))
+        | ((v >> np.uint64(3)) & np.uint64(0xFE00000))
+        | ((v >> np.uint64(4)) & np.uint64(0x7F0000000))
+        | ((v >> np.uint64(5)) & np.uint64(0x3F800000000))
+        | ((v >> np.uint64(6)) & np.uint64(0x1FC0000000000))
+        | ((v >> np.uint64(7)) & np.uint64(0xFE000000000000))
+    )
+
+
 @njit(nogil=True, cache=True)
 def varint_run(buf, i, e, values, n):
     """Decodes the varints of ``buf[i:e]`` into ``values[n:]``; returns ``n`` past the
@@ -247,10 +262,12 @@ def varint_run(buf, i, e, values, n):
 
     Protobuf varints: 7-bit groups, low group first, the high bit set on every byte but
     the last; a 10th byte contributes only bit 63 (the shift drops the rest). Where 8
-    bytes can be loaded at once: 8 one-byte varints are copied as they are, and a varint
-    of up to 8 bytes is found by its first clear high bit (``ctz``) and its groups joined
-    by shifts and masks, without a branch per byte; longer ones, and the buffer's last
-    bytes, go byte by byte.
+    bytes can be loaded at once: 8 one-byte varints are copied as they are, and the first
+    two varints that end within them (and within the run) are found by their clear high
+    bits (``ctz``) and their groups joined by shifts and masks, without a branch per
+    byte: one load serves two varints of token ids or counts, so the next load waits on
+    one chain of additions, not two. Longer ones, and the buffer's last bytes, go byte
+    by byte.
     """
     size = buf.shape[0]
     while i < e:
@@ -263,24 +280,25 @@ def varint_run(buf, i, e, values, n):
                 i += 8
                 continue
             ends = ~w & _CONTINUED
+            if i + 8 > e:
+                ends &= LOW_BYTES[e - i]  # (bytes past the run end nothing)
             if ends != 0:
-                length = np.int64(_ctz(ends) >> np.uint64(3)) + 1
-                if i + length > e:
-                    return -1  # its last byte lies past the run
-                w &= LOW_BYTES[length]
-                values[n] = np.int64(
-                    (w & np.uint64(0x7F))
-                    | ((w >> np.uint64(1)) & np.uint64(0x3F80))
-                    | ((w >> np.uint64(2)) & np.uint64(0x1FC000))
-                    | ((w >> np.uint64(3)) & np.uint64(0xFE00000))
-                    | ((w >> np.uint64(4)) & np.uint64(0x7F0000000))
-                    | ((w >> np.uint64(5)) & np.uint64(0x3F800000000))
-                    | ((w >> np.uint64(6)) & np.uint64(0x1FC0000000000))
-                    | ((w >> np.uint64(7)) & np.uint64(0xFE000000000000))
-                )
+                # The first varint, and the second where it ends in the same 8 bytes: a
+                # fixed two (not a loop over every end) keeps the branches predictable.
+                last = np.int64(_ctz(ends) >> np.uint64(3))
+                values[n] = _joined(w & LOW_BYTES[last + 1])
                 n += 1
-                i += length
+                i += last + 1
+                ends &= ends - np.uint64(1)
+                if ends != 0:
+                    second = np.int64(_ctz(ends) >> np.uint64(3))
+                    v = (w >> np.uint64(8 * (last + 1))) & LOW_BYTES[second - last]
+                    values[n] = _joined(v)
+                    n += 1
+                    i += second - last
                 continue
+            if i + 8 > e:
+                return -1  # its last byte lies past the run
         value = np.uint64(0)
         shift = 0
         while True:
