@@ -275,10 +275,12 @@ class DensePlan:
         )
         fallback = np.zeros(n, np.bool_)
         strings = {s.name: np.empty(n * s.count, object) for s in self._strings}
+        # The kernel's cost decides only a string-free spec's pool (see _pool_for).
+        measure = count > 1 and not self._strings
 
         def walk(k: int) -> bool:
             buf, starts, ends, first = chunk(k)
-            began = time.thread_time() if count > 1 else 0.0
+            began = time.thread_time() if measure else 0.0
             done = kernels.dense_examples(
                 buf,
                 starts,
@@ -294,7 +296,7 @@ class DensePlan:
             )
             if done is None:
                 return False
-            if count > 1:  # (only there is there a choice to make)
+            if measure:
                 self._measured(time.thread_time() - began, int((ends - starts).sum()))
             fallback[first : first + done.shape[0]] = done
             if strings:
