@@ -38,14 +38,11 @@ from typing import Any
 import numpy as np
 
 import tfrecord_engine as tfe
+from benchmarks.data import MNIST_SPEC
 
 from .common import compare, repeats, table
 
-MNIST: dict[str, Any] = {
-    "index": tfe.FixedLenFeature([], "int64"),
-    "label": tfe.FixedLenFeature([], "int64"),
-    "image": tfe.FixedLenFeature([], "string"),
-}
+MNIST: dict[str, Any] = MNIST_SPEC
 DETECTION: dict[str, Any] = {
     "boxes": tfe.VarLenFeature("float32"),
     "classes": tfe.VarLenFeature("int64"),

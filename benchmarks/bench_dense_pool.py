@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 
 import tfrecord_engine as tfe
 from benchmarks.common import patched
-from benchmarks.data import mnist_like
+from benchmarks.data import MNIST_SPEC, mnist_like
 from benchmarks.shape_cases import ours_for
 from benchmarks.shapes import SHAPES, write_shape
 from tfrecord_engine.data import epochs
@@ -34,11 +34,6 @@ from tfrecord_engine.example import dense
 
 RECORDS = 20_000
 EPOCHS = ((256, False), (256, True), (4096, False))
-MNIST = {
-    "index": tfe.FixedLenFeature([], "int64"),
-    "label": tfe.FixedLenFeature([], "int64"),
-    "image": tfe.FixedLenFeature([], "string"),
-}
 
 
 @contextlib.contextmanager
@@ -53,7 +48,7 @@ def _always_the_pool() -> Iterator[None]:
 
 def _dataset(name: str) -> tfe.RecordDataset:
     if name == "mnist":
-        return tfe.RecordDataset(mnist_like(), features=MNIST)
+        return tfe.RecordDataset(mnist_like(), features=MNIST_SPEC)
     shape = SHAPES[name]
     return ours_for(shape, write_shape(shape, RECORDS)).ds
 

@@ -39,13 +39,9 @@ import numpy as np
 import tfrecord_engine as tfe
 from benchmarks.bench_percall import rates
 from benchmarks.common import Measurement, compare, proto_parse, tfrecord_package
-from benchmarks.data import array_record_copy, dali_index, mnist_like
+from benchmarks.data import MNIST_SPEC, array_record_copy, dali_index, mnist_like
 
-SPEC: dict[str, Any] = {
-    "index": tfe.FixedLenFeature([], "int64"),
-    "label": tfe.FixedLenFeature([], "int64"),
-    "image": tfe.FixedLenFeature([], "string"),
-}
+SPEC: dict[str, Any] = MNIST_SPEC
 DESCRIPTION = {"index": "int", "label": "int", "image": "byte"}
 SHUFFLE_QUEUE = 10_000
 SEED = 1

@@ -25,13 +25,10 @@ from typing import Any
 import numpy as np
 
 import tfrecord_engine as tfe
+from benchmarks.data import MNIST_SPEC
 from tfrecord_engine.example.parse import parse_example as parse_example_exact
 
-SPEC = {
-    "index": tfe.FixedLenFeature([], "int64"),
-    "label": tfe.FixedLenFeature([], "int64"),
-    "image": tfe.FixedLenFeature([], "string"),
-}
+SPEC = MNIST_SPEC
 
 
 def make_records(n: int, seed: int = 0) -> list[bytes]:

@@ -47,17 +47,13 @@ import numpy as np
 
 import tfrecord_engine as tfe
 from benchmarks.common import Measurement, compare, proto_parse, tfrecord_package
-from benchmarks.data import array_record_copy, dali_index, mnist_like
+from benchmarks.data import MNIST_SPEC, array_record_copy, dali_index, mnist_like
 
 BATCH = 256
 RANDOM_BATCH = 64
 SHUFFLE_BUFFER = 10_000
 SEED = 1
-SPEC: dict[str, Any] = {
-    "index": tfe.FixedLenFeature([], "int64"),
-    "label": tfe.FixedLenFeature([], "int64"),
-    "image": tfe.FixedLenFeature([], "string"),
-}
+SPEC: dict[str, Any] = MNIST_SPEC
 
 Case = tuple[str, Callable[[], tuple[int, int]]]
 

@@ -18,13 +18,9 @@ from typing import Any
 import numpy as np
 
 import tfrecord_engine as tfe
-from benchmarks.data import mnist_like
+from benchmarks.data import MNIST_SPEC, mnist_like
 
-SPEC: dict[str, Any] = {
-    "index": tfe.FixedLenFeature([], "int64"),
-    "label": tfe.FixedLenFeature([], "int64"),
-    "image": tfe.FixedLenFeature([], "string"),
-}
+SPEC: dict[str, Any] = MNIST_SPEC
 BATCH = 64
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import tfrecord_engine as tfe
 from benchmarks.common import Measurement, compare, table
-from benchmarks.data import mnist_like, ragged_text, tabular
+from benchmarks.data import MNIST_SPEC, mnist_like, ragged_text, tabular
 
 BATCH = 256
 #: Decode processes for our pipeline (TensorFlow's map runs on every core, AUTOTUNE).
@@ -31,11 +31,7 @@ def _specs(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     import tensorflow as tf
 
     if name in ("mnist", "mnist_raw"):
-        ours: dict[str, Any] = {
-            "index": tfe.FixedLenFeature([], "int64"),
-            "label": tfe.FixedLenFeature([], "int64"),
-            "image": tfe.FixedLenFeature([], "string"),
-        }
+        ours: dict[str, Any] = dict(MNIST_SPEC)  # (a copy: mnist_raw changes its image)
         if name == "mnist_raw":
             ours["image"] = tfe.RawFeature([784], "uint8")
     elif name == "tabular":

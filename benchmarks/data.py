@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
+import tfrecord_engine as tfe
 from benchmarks.common import DATA_DIR
 
 _VERSION = "v1"
@@ -50,6 +52,14 @@ def _examples_file(name: str, n: int, make: object) -> str:
                 w.write(make(tf, i).SerializeToString())  # type: ignore[operator]
         tmp.replace(path)
     return str(path)
+
+
+#: The spec of :func:`mnist_like`'s records (the image as its encoded string).
+MNIST_SPEC: dict[str, Any] = {
+    "index": tfe.FixedLenFeature([], "int64"),
+    "label": tfe.FixedLenFeature([], "int64"),
+    "image": tfe.FixedLenFeature([], "string"),
+}
 
 
 def mnist_like(n: int = 70_000, label_sorted: bool = False) -> str:
