@@ -100,6 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
     _upstream: http.client.HTTPConnection | None = None
+    _answering = False
 
     def log_message(self, format: str, *args: object) -> None:
         """Silent: the log is :attr:`FaultProxy.requests`."""
@@ -153,11 +154,23 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.in_flight += 1
             self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)
+        self._answering = False
         try:
             self._answer()
         finally:
             with self.server.lock:
                 self.server.in_flight -= 1
+                if self._answering:
+                    self.server.answering -= 1
+                    self.server.answered.notify_all()
+
+    def _start_answer(self, status: int, reason: str | None = None) -> None:
+        """Sends the status line, marking the request as being answered until it is
+        logged: the client may hold the whole body before this thread logs it."""
+        with self.server.lock:
+            self.server.answering += 1
+        self._answering = True
+        self.send_response_only(status, reason)
 
     def _answer(self) -> None:
         body = self._body()
@@ -170,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault is not None and fault.kind == "status":
             payload = _SLOWDOWN if fault.status == 503 and self.command != "HEAD" else b""
-            self.send_response_only(fault.status)
+            self._start_answer(fault.status)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -184,7 +197,7 @@ class _Handler(BaseHTTPRequestHandler):
         if length is None and self.command != "HEAD":
             whole = resp.read()
             headers.append(("Content-Length", str(len(whole))))
-        self.send_response_only(resp.status, resp.reason)
+        self._start_answer(resp.status, resp.reason)
         for k, v in headers:
             self.send_header(k, v)
         self.end_headers()
@@ -233,6 +246,13 @@ class _Server(ThreadingHTTPServer):
         self.latency = 0.0
         self.in_flight = 0
         self.most_in_flight = 0
+        self.answering = 0  # requests whose answer began and is not logged yet
+        self.answered = threading.Condition(self.lock)
+
+    def settled(self) -> None:
+        """Waits (the lock held) until every answer begun is logged, or 10 s have gone
+        (a client that stopped reading a body must not hang the caller)."""
+        self.answered.wait_for(lambda: self.answering == 0, timeout=10.0)
 
     def take(self, method: str, path: str) -> _Fault | None:
         with self.lock:
@@ -270,8 +290,10 @@ class FaultProxy:
 
     @property
     def requests(self) -> list[ProxiedRequest]:
-        """Every request answered so far, in order."""
+        """Every request answered so far, in order (an answer under way when this is
+        asked, whose body the client may already hold, is waited for)."""
         with self._server.lock:
+            self._server.settled()
             return list(self._server.log)
 
     def count(self, method: str = "GET", *, ranged: bool | None = None, match: str = "") -> int:
@@ -295,8 +317,10 @@ class FaultProxy:
             return self._server.most_in_flight
 
     def reset(self) -> None:
-        """Forgets the requests logged so far (and :attr:`most_in_flight`)."""
+        """Forgets the requests answered so far (and :attr:`most_in_flight`); answers
+        under way are waited for first, so that none is logged after the reset."""
         with self._server.lock:
+            self._server.settled()
             self._server.log.clear()
             self._server.most_in_flight = self._server.in_flight
 
