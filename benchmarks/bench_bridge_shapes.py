@@ -2,22 +2,25 @@
 
     python -m benchmarks.bench_bridge_shapes --shapes detection,tokens --workers 0,1 --shuffled
     python -m benchmarks.bench_bridge_shapes --readahead 0,2
+    python -m benchmarks.bench_bridge_shapes --chunk-batches auto,16 --shuffled
 
 A focused A/B for the bridge rows of ``benchmarks.bench_shapes``: for each shape (20,000
 records, ``benchmarks.shapes``), one process runs TensorFlow's pipeline
 (``TFRecordDataset [-> shuffle(10000)] -> batch(256) -> map(parse, AUTOTUNE) ->
-prefetch``), ``to_tf_dataset(ds, 256, workers=W, readahead=R)`` for each ``W`` and ``R``
-and the engine's numpy
-``batches(256)``, round after round, each consumed as the matrix does (a Python loop
-touching every tensor of each batch). Prints each case's records/s and its ratio to
-TensorFlow, best / median of the rounds: same-process ratios, which on a busy machine
-move far less than absolute speeds.
+prefetch``), ``to_tf_dataset(ds, 256, workers=W, readahead=R, chunk_batches=C)`` for
+each ``W``, ``R`` and ``C`` and the engine's numpy ``batches(256)``, round after round,
+each consumed as the matrix does (a Python loop touching every tensor of each batch).
+Prints each case's records/s, its ratio to TensorFlow (best / median of the rounds:
+same-process ratios, which on a busy machine move far less than absolute speeds) and
+the median of its epochs' minor page faults (this process's, TensorFlow's threads
+included).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -41,8 +44,13 @@ def _loop(pipe: Any, key: str) -> int:
     return n
 
 
-def run_shape(
-    name: str, workers: list[int], shuffle: bool, rounds: int, readahead: tuple[int, ...] = (0,)
+def run_shape(  # noqa: PLR0917 - a benchmark's knobs
+    name: str,
+    workers: list[int],
+    shuffle: bool,
+    rounds: int,
+    readahead: tuple[int, ...] = (0,),
+    chunk_batches: tuple[int | None, ...] = (None,),
 ) -> str:
     """One line: every case of shape ``name``, records/s and ratio to TensorFlow."""
     import tensorflow as tf
@@ -64,26 +72,35 @@ def run_shape(
     cases: dict[str, Callable[[], int]] = {"tf": lambda: _loop(theirs, key)}
     for w in workers:
         for r in readahead:
-            bridge = to_tf_dataset(ds, BATCH, shuffle=shuffle, seed=SEED, workers=w, readahead=r)
-            label = f"bridge workers={w}" + (f" readahead={r}" if len(readahead) > 1 else "")
-            cases[label] = functools.partial(_loop, bridge, key)
+            for c in chunk_batches:
+                bridge = to_tf_dataset(
+                    ds, BATCH, shuffle=shuffle, seed=SEED, workers=w, readahead=r, chunk_batches=c
+                )
+                label = f"bridge workers={w}" + (f" readahead={r}" if len(readahead) > 1 else "")
+                if len(chunk_batches) > 1:
+                    label += f" chunk_batches={'auto' if c is None else c}"
+                cases[label] = functools.partial(_loop, bridge, key)
     cases["numpy batches"] = lambda: sum(
         count(b, key) for b in ds.batches(BATCH, shuffle=shuffle, seed=SEED)
     )
     times: dict[str, list[float]] = {k: [] for k in cases}
+    faults: dict[str, list[int]] = {k: [] for k in cases}
     for run in cases.values():
         run()  # untimed: traces functions, starts decode workers
     for _ in range(rounds):
         for label, run in cases.items():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             got = run()
             times[label].append(time.perf_counter() - start)
+            faults[label].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
             if got != len(ds):
                 raise RuntimeError(f"{name}, {label}: {got} records, expected {len(ds)}")
     best, median = min(times["tf"]), statistics.median(times["tf"])
     cells = [
         f"{label}: {len(ds) / min(t) / 1e3:.0f}k/s "
-        f"{best / min(t):.2f}/{median / statistics.median(t):.2f}"
+        f"{best / min(t):.2f}/{median / statistics.median(t):.2f} "
+        f"({statistics.median(faults[label]):.0f} faults)"
         for label, t in times.items()
     ]
     order = "shuffled" if shuffle else "sequential"
@@ -95,14 +112,18 @@ def main() -> None:
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--workers", default="0", help="comma-separated, e.g. 0,1")
     parser.add_argument("--readahead", default="0", help="comma-separated, e.g. 0,2")
+    parser.add_argument(
+        "--chunk-batches", default="auto", help="comma-separated, e.g. auto,16 (auto: default)"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shuffled", action="store_true", help="also the shuffled epochs")
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     readahead = tuple(int(r) for r in args.readahead.split(","))
+    chunks = tuple(None if c == "auto" else int(c) for c in args.chunk_batches.split(","))
     for shuffle in (False, True) if args.shuffled else (False,):
         for name in args.shapes.split(","):
-            print(run_shape(name, workers, shuffle, args.rounds, readahead), flush=True)
+            print(run_shape(name, workers, shuffle, args.rounds, readahead, chunks), flush=True)
 
 
 if __name__ == "__main__":

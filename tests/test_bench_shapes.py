@@ -209,3 +209,27 @@ def test_the_dense_pool_ab_prints_its_rows_and_patches_the_choice(
         assert dense.POOL_MIN_KERNEL_S == 0
         assert vars(epochs)["on_calling_thread"] is not current[1]
     assert (dense.POOL_MIN_KERNEL_S, vars(epochs)["on_calling_thread"]) == current
+
+
+@pytest.mark.tf
+def test_the_bridge_ab_prints_each_chunk_setting_with_its_faults(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.environ.get("TFE_REQUIRE_TF") != "1":
+        pytest.importorskip("tensorflow")
+    from benchmarks import bench_bridge_shapes
+
+    monkeypatch.setattr(bench_bridge_shapes, "RECORDS", 600)
+    line = bench_bridge_shapes.run_shape("detection", [0], True, 1, chunk_batches=(None, 1))
+    assert line.startswith("detection shuffled: ")
+    cells = line.split(": ", 1)[1].split(" | ")
+    labels = [c.split(": ")[0] for c in cells]
+    assert labels == [
+        "tf",
+        "bridge workers=0 chunk_batches=auto",
+        "bridge workers=0 chunk_batches=1",
+        "numpy batches",
+    ]
+    for cell in cells:
+        assert cell.endswith(" faults)")
+        assert float(cell.split(": ")[1].split("k/s")[0]) > 0
