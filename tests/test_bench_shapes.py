@@ -233,3 +233,17 @@ def test_the_bridge_ab_prints_each_chunk_setting_with_its_faults(
     for cell in cells:
         assert cell.endswith(" faults)")
         assert float(cell.split(": ")[1].split("k/s")[0]) > 0
+
+
+def test_the_malloc_ab_runs_both_settings_in_children(data_dir: Path) -> None:
+    from benchmarks import bench_malloc
+
+    rows = bench_malloc.compare("tabular", rounds=1, records=300)
+    assert [r.split(" | ")[1] for r in rows] == ["256 in order", "4096 in order", "256 shuffled"]
+    for row in rows:
+        cells = row.strip("| ").split(" | ")
+        assert cells[0] == "tabular"
+        for cell in cells[2:4]:
+            assert cell.endswith(" faults")
+            assert min(float(x) for x in cell.split(" ms")[0].split(" / ")) > 0
+        assert float(cells[4].rstrip("x")) > 0
