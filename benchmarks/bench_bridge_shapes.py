@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import resource
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks.common import timed_with_faults
 from benchmarks.shape_baselines import tf_parse
 from benchmarks.shape_cases import SEED, TF_SHUFFLE_BUFFER, count, ours_for
 from benchmarks.shapes import SHAPES, write_shape
@@ -89,11 +88,9 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
         run()  # untimed: traces functions, starts decode workers
     for _ in range(rounds):
         for label, run in cases.items():
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            start = time.perf_counter()
-            got = run()
-            times[label].append(time.perf_counter() - start)
-            faults[label].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+            got, seconds, faulted = timed_with_faults(run)
+            times[label].append(seconds)
+            faults[label].append(faulted)
             if got != len(ds):
                 raise RuntimeError(f"{name}, {label}: {got} records, expected {len(ds)}")
     best, median = min(times["tf"]), statistics.median(times["tf"])

@@ -21,22 +21,28 @@ with ``batches``' defaults.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
-import time
 
+from benchmarks.common import timed_with_faults
 from benchmarks.shape_cases import count, ours_for
 from benchmarks.shapes import SHAPES, write_shape
+from tfrecord_engine import RecordDataset
 
 RECORDS = 20_000
 EPOCHS = ((256, False), (4096, False), (256, True))
 #: The fixed thresholds: freed memory stays with the process up to 1 GiB at the top of
 #: a heap, and blocks up to 32 MiB (glibc's largest) come from the heaps, not from mmap.
 TUNED = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
+
+
+def _records(ds: RecordDataset, key: str, batch: int, shuffle: bool, seed: int) -> int:
+    """Records in an epoch of ``ds`` (``key`` counts them), every batch read."""
+    return sum(count(b, key) for b in ds.batches(batch, shuffle=shuffle, seed=seed))
 
 
 def child(name: str, rounds: int, records: int) -> dict[str, list[list[float]]]:
@@ -47,13 +53,10 @@ def child(name: str, rounds: int, records: int) -> dict[str, list[list[float]]]:
     out: dict[str, list[list[float]]] = {}
     for batch, shuffle in EPOCHS:
         label = f"{batch} {'shuffled' if shuffle else 'in order'}"
-        sum(count(b, key) for b in ds.batches(batch, shuffle=shuffle))  # untimed
+        _records(ds, key, batch, shuffle, 0)  # untimed
         for r in range(rounds):
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            start = time.perf_counter()
-            got = sum(count(b, key) for b in ds.batches(batch, shuffle=shuffle, seed=r))
-            seconds = time.perf_counter() - start
-            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+            epoch = functools.partial(_records, ds, key, batch, shuffle, r)
+            got, seconds, faults = timed_with_faults(epoch)
             if got != len(ds):
                 raise RuntimeError(f"{name}, {label}: {got} records, expected {len(ds)}")
             out.setdefault(label, []).append([seconds, faults])

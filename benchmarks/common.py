@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import resource
 import statistics
 import threading
 import time
@@ -15,13 +16,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from tfrecord_engine import kernels
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+T = TypeVar("T")
 
 DATA_DIR = Path(os.environ.get("TFE_BENCH_DATA", "bench-data"))
 
@@ -51,6 +54,16 @@ def best_seconds(fn: Callable[[], object], runs: int = 3) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def timed_with_faults(fn: Callable[[], T]) -> tuple[T, float, int]:
+    """``fn()``'s result, its wall-clock seconds and this process's minor page faults
+    during it (memory the kernel maps in on first touch; TensorFlow's threads included)."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    start = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - start
+    return result, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 
 def repeats(default: int) -> int:
