@@ -3,6 +3,7 @@
     python -m benchmarks.bench_bridge_shapes --shapes detection,tokens --workers 0,1 --shuffled
     python -m benchmarks.bench_bridge_shapes --readahead 0,2
     python -m benchmarks.bench_bridge_shapes --chunk-batches auto,16 --shuffled
+    python -m benchmarks.bench_bridge_shapes --shapes tokens,detection --varlen ragged,sparse
 
 A focused A/B for the bridge rows of ``benchmarks.bench_shapes``: for each shape (20,000
 records, ``benchmarks.shapes``), one process runs TensorFlow's pipeline
@@ -10,6 +11,9 @@ records, ``benchmarks.shapes``), one process runs TensorFlow's pipeline
 prefetch``), ``to_tf_dataset(ds, 256, workers=W, readahead=R, chunk_batches=C)`` for
 each ``W``, ``R`` and ``C`` and the engine's numpy ``batches(256)``, round after round,
 each consumed as the matrix does (a Python loop touching every tensor of each batch).
+``--varlen sparse`` builds the bridge as it was before 2026-11-28 for
+``VarLenFeature`` outputs (the engine's sparse indices, crossing as such) beside the
+default (``ragged``: values and row splits, the ``SparseTensor`` made by TensorFlow).
 Prints each case's records/s, its ratio to TensorFlow (best / median of the rounds:
 same-process ratios, which on a busy machine move far less than absolute speeds) and
 the median of its epochs' minor page faults (this process's, TensorFlow's threads
@@ -19,9 +23,11 @@ included).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import itertools
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from benchmarks.common import timed_with_faults
@@ -43,6 +49,21 @@ def _loop(pipe: Any, key: str) -> int:
     return n
 
 
+@contextlib.contextmanager
+def _varlen_path(module: Any, how: str) -> Iterator[None]:
+    """Builds bridges whose ``VarLenFeature`` outputs cross as ``how``: ``ragged`` (the
+    default) or ``sparse`` (the engine's indices, as before: the copy step left out)."""
+    if how not in ("ragged", "sparse"):
+        raise ValueError(f"--varlen takes ragged or sparse, got {how!r}")
+    real = module._varlen_as_ragged
+    if how == "sparse":
+        module._varlen_as_ragged = lambda ds: (ds, frozenset())
+    try:
+        yield
+    finally:
+        module._varlen_as_ragged = real
+
+
 def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     name: str,
     workers: list[int],
@@ -50,11 +71,12 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     rounds: int,
     readahead: tuple[int, ...] = (0,),
     chunk_batches: tuple[int | None, ...] = (None,),
+    varlen: tuple[str, ...] = ("ragged",),
 ) -> str:
     """One line: every case of shape ``name``, records/s and ratio to TensorFlow."""
     import tensorflow as tf
 
-    from tfrecord_bridge import to_tf_dataset
+    from tfrecord_bridge import dataset as bridge_dataset
 
     shape = SHAPES[name]
     paths = write_shape(shape, RECORDS)
@@ -69,16 +91,17 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     )
     key = shape.count_key
     cases: dict[str, Callable[[], int]] = {"tf": lambda: _loop(theirs, key)}
-    for w in workers:
-        for r in readahead:
-            for c in chunk_batches:
-                bridge = to_tf_dataset(
-                    ds, BATCH, shuffle=shuffle, seed=SEED, workers=w, readahead=r, chunk_batches=c
-                )
-                label = f"bridge workers={w}" + (f" readahead={r}" if len(readahead) > 1 else "")
-                if len(chunk_batches) > 1:
-                    label += f" chunk_batches={'auto' if c is None else c}"
-                cases[label] = functools.partial(_loop, bridge, key)
+    for w, r, c, v in itertools.product(workers, readahead, chunk_batches, varlen):
+        with _varlen_path(bridge_dataset, v):
+            bridge = bridge_dataset.to_tf_dataset(
+                ds, BATCH, shuffle=shuffle, seed=SEED, workers=w, readahead=r, chunk_batches=c
+            )
+        label = f"bridge workers={w}" + (f" readahead={r}" if len(readahead) > 1 else "")
+        if len(chunk_batches) > 1:
+            label += f" chunk_batches={'auto' if c is None else c}"
+        if len(varlen) > 1:
+            label += f" varlen={v}"
+        cases[label] = functools.partial(_loop, bridge, key)
     cases["numpy batches"] = lambda: sum(
         count(b, key) for b in ds.batches(BATCH, shuffle=shuffle, seed=SEED)
     )
@@ -112,15 +135,20 @@ def main() -> None:
     parser.add_argument(
         "--chunk-batches", default="auto", help="comma-separated, e.g. auto,16 (auto: default)"
     )
+    parser.add_argument(
+        "--varlen", default="ragged", help="comma-separated: ragged (default), sparse (before)"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shuffled", action="store_true", help="also the shuffled epochs")
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     readahead = tuple(int(r) for r in args.readahead.split(","))
     chunks = tuple(None if c == "auto" else int(c) for c in args.chunk_batches.split(","))
+    varlen = tuple(args.varlen.split(","))
     for shuffle in (False, True) if args.shuffled else (False,):
         for name in args.shapes.split(","):
-            print(run_shape(name, workers, shuffle, args.rounds, readahead, chunks), flush=True)
+            line = run_shape(name, workers, shuffle, args.rounds, readahead, chunks, varlen)
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -233,6 +234,39 @@ def test_the_bridge_ab_prints_each_chunk_setting_with_its_faults(
     for cell in cells:
         assert cell.endswith(" faults)")
         assert float(cell.split(": ")[1].split("k/s")[0]) > 0
+
+
+@pytest.mark.tf
+def test_the_bridge_ab_builds_both_varlen_paths(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.environ.get("TFE_REQUIRE_TF") != "1":
+        pytest.importorskip("tensorflow")
+    from benchmarks import bench_bridge_shapes
+    from tfrecord_bridge import dataset as bridge_dataset
+
+    built: list[frozenset[str]] = []
+    real_layout = bridge_dataset.Layout
+    real_path = bridge_dataset._varlen_as_ragged
+
+    def spy(tf: Any, specs: Any, varlen: frozenset[str] = frozenset()) -> Any:
+        built.append(varlen)
+        return real_layout(tf, specs, varlen)
+
+    monkeypatch.setattr(bridge_dataset, "Layout", spy)
+    monkeypatch.setattr(bench_bridge_shapes, "RECORDS", 600)
+    line = bench_bridge_shapes.run_shape("tokens", [0], False, 1, varlen=("ragged", "sparse"))
+    labels = [c.split(": ")[0] for c in line.split(": ", 1)[1].split(" | ")]
+    assert labels == [
+        "tf",
+        "bridge workers=0 varlen=ragged",
+        "bridge workers=0 varlen=sparse",
+        "numpy batches",
+    ]
+    assert built == [frozenset({"input_ids"}), frozenset()]
+    assert bridge_dataset._varlen_as_ragged is real_path  # (put back after the sparse case)
+    with pytest.raises(ValueError, match="ragged or sparse"):
+        bench_bridge_shapes.run_shape("tokens", [0], False, 1, varlen=("coo",))
 
 
 def test_the_malloc_ab_runs_both_settings_in_children(data_dir: Path) -> None:

@@ -45,6 +45,7 @@ from tfrecord_engine.data.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, Record
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
+from tfrecord_engine.example.specs import RaggedFeature, VarLenFeature
 
 from .layout import Layout
 from .source import EpochBatches
@@ -169,8 +170,9 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         shard_count = int(input_context.num_input_pipelines)
         # Each step takes one batch per replica from this pipeline's share of replicas.
         multiple = max(1, int(input_context.num_replicas_in_sync) // shard_count)
+    engine_ds, varlen = _varlen_as_ragged(ds)
     source = EpochBatches(
-        ds,
+        engine_ds,
         batch_size,
         shuffle=shuffle,
         seed=seed,
@@ -190,7 +192,7 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     specs = element_spec(tf, features, static)
     if pad_remainder:
         specs[MASK_KEY] = tf.TensorSpec([batch_size], tf.bool)
-    layout = Layout(tf, specs)
+    layout = Layout(tf, specs, varlen)
     num_batches = source.num_batches
 
     per_chunk = default_chunk_batches(ds, batch_size) if chunk_batches is None else chunk_batches
@@ -219,6 +221,33 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         # Must be the last transformation (TensorFlow's rule).
         out = out.apply(tf.data.experimental.prefetch_to_device(device))
     return out
+
+
+def _varlen_as_ragged(ds: RecordDataset | MixedDataset) -> tuple[Any, frozenset[str]]:
+    """The dataset the bridge's chunks are decoded from, and the ``VarLenFeature`` keys
+    it decodes as ``RaggedFeature`` (values and row splits; TensorFlow then makes the
+    ``SparseTensor``, see :class:`~.layout.Layout`): a copy of ``ds`` over the same
+    files with those specs, where ``ds`` is a ``RecordDataset`` of Examples handing out
+    batches as decoded (no ``transform`` or output format); else ``ds`` itself.
+
+    Measured on token lists (16-512 int64 ids a record, batches of 256, in order, one
+    process alternating): 80 -> 65 ms an epoch (best), 110 -> 70 ms (median).
+    """
+    features = ds.features
+    if (
+        not isinstance(ds, RecordDataset)
+        or not isinstance(features, dict)
+        or ds._output is not None
+    ):
+        return ds, frozenset()
+    varlen = frozenset(k for k, spec in features.items() if isinstance(spec, VarLenFeature))
+    if not varlen:
+        return ds, varlen
+    ragged = {
+        k: RaggedFeature(spec.dtype, row_splits_dtype="int64") if k in varlen else spec
+        for k, spec in features.items()
+    }
+    return ds._copy(features=ragged), varlen
 
 
 def default_chunk_batches(ds: RecordDataset | MixedDataset, batch_size: int) -> int:

@@ -2,7 +2,8 @@
 
 Batches cross the ``tf.numpy_function`` boundary as a flat list of arrays
 (:class:`Layout`): one per dense feature, ``indices, values, dense_shape`` per sparse
-feature, ``flat_values`` then the row splits (outermost first) per ragged feature.
+feature (``values, row_splits`` per ``VarLenFeature`` the engine decoded as ragged, see
+``varlen``), ``flat_values`` then the row splits (outermost first) per ragged feature.
 Several batches travel together as a chunk (:meth:`Layout.pack`), one row per batch,
 which ``unbatch`` splits again; TensorFlow composites are rebuilt after the boundary.
 """
@@ -26,7 +27,8 @@ TF = Any
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One output key: its kind (``dense``/``sparse``/``ragged``) and TF type spec."""
+    """One output key: its kind (``dense``/``sparse``/``varlen``/``ragged``; ``varlen``:
+    a 2-D sparse output crossing as ragged rows) and TF type spec."""
 
     key: str
     kind: str
@@ -41,13 +43,25 @@ class Layout:
         tf: the TensorFlow module.
         specs: output key -> TF type spec (``TensorSpec``, ``SparseTensorSpec`` or
             ``RaggedTensorSpec``), e.g. from :func:`element_spec`.
+        varlen: keys of ``SparseTensorSpec`` outputs (2-D: ``VarLenFeature``) that the
+            engine hands over as a ``RaggedValue`` (values and row splits, decoded as a
+            ``RaggedFeature``): they cross as such and TensorFlow makes the
+            ``SparseTensor`` (``RaggedTensor.to_sparse``), where the engine would build
+            every value's ``[row, position]`` index, the chunk copy it again and
+            ``unbatch`` once more.
     """
 
-    def __init__(self, tf: TF, specs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, tf: TF, specs: Mapping[str, Any], varlen: frozenset[str] = frozenset()
+    ) -> None:
         self._tf = tf
         self.slots: list[Slot] = []
         for key, spec in specs.items():
-            if isinstance(spec, tf.SparseTensorSpec):
+            if isinstance(spec, tf.SparseTensorSpec) and key in varlen:
+                if spec.shape.rank != 2:
+                    raise ValueError(f"{key!r}: only 2-D sparse outputs cross as ragged rows")
+                self.slots.append(Slot(key, "varlen", spec, 1))
+            elif isinstance(spec, tf.SparseTensorSpec):
                 self.slots.append(Slot(key, "sparse", spec))
             elif isinstance(spec, tf.RaggedTensorSpec):
                 self.slots.append(Slot(key, "ragged", spec, spec.ragged_rank))
@@ -70,6 +84,9 @@ class Layout:
         if slot.kind == "sparse":
             rank = spec.shape.rank
             return [(tf.int64, [None, rank]), (spec.dtype, [None]), (tf.int64, [rank])]
+        if slot.kind == "varlen":
+            batch = spec.shape.as_list()[0]
+            return [(spec.dtype, [None]), (tf.int64, [None if batch is None else batch + 1])]
         inner = spec.shape.as_list()[slot.ragged_rank + 1 :]
         batch = spec.shape.as_list()[0]
         outer = [None if batch is None else batch + 1]
@@ -92,6 +109,8 @@ class Layout:
                 arrays = [value]
             elif slot.kind == "sparse":
                 arrays = [value.indices, value.values, value.dense_shape]
+            elif slot.kind == "varlen":
+                arrays = [value.values, value.row_splits]
             else:
                 splits = []
                 while isinstance(value, tfe.RaggedValue):
@@ -252,6 +271,10 @@ class Layout:
                 out[slot.key] = parts[0]
             elif slot.kind == "sparse":
                 out[slot.key] = tf.SparseTensor(*parts)
+                out[slot.key].set_shape(slot.spec.shape)
+            elif slot.kind == "varlen":
+                rows = tf.RaggedTensor.from_row_splits(parts[0], parts[1], validate=False)
+                out[slot.key] = rows.to_sparse()
                 out[slot.key].set_shape(slot.spec.shape)
             else:
                 out[slot.key] = tf.RaggedTensor.from_nested_row_splits(
