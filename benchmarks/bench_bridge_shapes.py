@@ -69,7 +69,7 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     workers: list[int],
     shuffle: bool,
     rounds: int,
-    readahead: tuple[int, ...] = (0,),
+    readahead: tuple[int | None, ...] = (None,),
     chunk_batches: tuple[int | None, ...] = (None,),
     varlen: tuple[str, ...] = ("ragged",),
 ) -> str:
@@ -96,7 +96,9 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
             bridge = bridge_dataset.to_tf_dataset(
                 ds, BATCH, shuffle=shuffle, seed=SEED, workers=w, readahead=r, chunk_batches=c
             )
-        label = f"bridge workers={w}" + (f" readahead={r}" if len(readahead) > 1 else "")
+        label = f"bridge workers={w}"
+        if len(readahead) > 1:
+            label += f" readahead={'auto' if r is None else r}"
         if len(chunk_batches) > 1:
             label += f" chunk_batches={'auto' if c is None else c}"
         if len(varlen) > 1:
@@ -131,7 +133,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--workers", default="0", help="comma-separated, e.g. 0,1")
-    parser.add_argument("--readahead", default="0", help="comma-separated, e.g. 0,2")
+    parser.add_argument(
+        "--readahead", default="auto", help="comma-separated, e.g. 0,2 (auto: default)"
+    )
     parser.add_argument(
         "--chunk-batches", default="auto", help="comma-separated, e.g. auto,16 (auto: default)"
     )
@@ -142,7 +146,7 @@ def main() -> None:
     parser.add_argument("--shuffled", action="store_true", help="also the shuffled epochs")
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
-    readahead = tuple(int(r) for r in args.readahead.split(","))
+    readahead = tuple(None if r == "auto" else int(r) for r in args.readahead.split(","))
     chunks = tuple(None if c == "auto" else int(c) for c in args.chunk_batches.split(","))
     varlen = tuple(args.varlen.split(","))
     for shuffle in (False, True) if args.shuffled else (False,):

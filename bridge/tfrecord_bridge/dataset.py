@@ -27,21 +27,25 @@ are large: :func:`default_chunk_batches`) per ``numpy_function`` call: a
 call costs about as much as decoding a few hundred records, so one per batch would cap
 the bridge well below the engine. The chunk function is a pure function of
 ``(epoch, chunk)`` (:class:`~tfrecord_bridge.source.EpochBatches`), served by the
-engine's chunked batch decoder. By default it decodes inside the call, on the thread of
-the chunk ``prefetch``, which is then the read-ahead, while the final ``prefetch``'s
-thread splits chunks into batches: an engine read-ahead thread as well would be one
-more thread contending for the GIL (measured slower; see ``docs/bridge.md``).
+engine's chunked batch decoder. For specs of strings and scalars it decodes inside the
+call, on the thread of the chunk ``prefetch``, which is then the read-ahead, while the
+final ``prefetch``'s thread splits chunks into batches: an engine read-ahead thread as
+well would be one more thread contending for the GIL (measured slower). Where the spec
+decodes lists of numbers, whose compiled decode runs without the GIL, the engine's
+read-ahead threads prepare two chunks ahead (:func:`default_readahead`; see
+``docs/bridge.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from tfrecord_engine.data.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
+from tfrecord_engine.data.epochs import STRINGS_DOMINATE_BYTES, decodes_lists
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
@@ -51,10 +55,19 @@ from .layout import Layout
 from .source import EpochBatches
 from .specs import element_spec
 
-__all__ = ["CHUNK_CALL_BYTES", "default_chunk_batches", "to_tf_dataset"]
+__all__ = [
+    "AUTO_READAHEAD",
+    "CHUNK_CALL_BYTES",
+    "default_chunk_batches",
+    "default_readahead",
+    "to_tf_dataset",
+]
 
 # TensorFlow ships no complete type stubs: TF objects are ``Any`` at this boundary.
 TFDataset = Any
+
+# Chunks the engine prepares ahead where a second thread pays (see :func:`default_readahead`).
+AUTO_READAHEAD = 2
 
 # Record bytes per ``numpy_function`` call, at most (see :func:`default_chunk_batches`).
 CHUNK_CALL_BYTES = 8 << 20
@@ -84,7 +97,7 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     epoch: int = 0,
     num_parallel_calls: int = 1,
     prefetch: int | None = None,
-    readahead: int = 0,
+    readahead: int | None = None,
     workers: int = 0,
     chunk_batches: int | None = None,
 ) -> TFDataset:
@@ -127,10 +140,12 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         num_parallel_calls: concurrent chunk requests. One (the default) decodes on the
             thread of a prefetch of two chunks; more only contend for the GIL.
         prefetch: batches buffered at the end (default ``tf.data.AUTOTUNE``).
-        readahead: chunks of ~4,096 records the engine prepares ahead on a thread of
-            its own (default 0: the chunk ``prefetch`` already reads ahead, and one
-            more thread contending for the GIL is slower). Worth 1-2 for remote files,
-            where reading mostly waits on the network (without the GIL).
+        readahead: chunks of ~4,096 records the engine prepares ahead on threads of
+            its own. Default (``None``): :func:`default_readahead`, 2 where the spec
+            decodes lists of numbers (their compiled decode runs beside TensorFlow
+            without the GIL), else 0 (the chunk ``prefetch`` already reads ahead, and
+            one more thread making strings and scalars under the GIL only contends).
+            Worth 1-2 for remote files too, where reading mostly waits on the network.
         workers: decode in this many worker processes (see ``RecordDataset.batches``
             and docs/workers.md): the engine's decoding then leaves this process's GIL
             to TensorFlow's threads and the training loop. 0 (the default) decodes in
@@ -170,6 +185,8 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         shard_count = int(input_context.num_input_pipelines)
         # Each step takes one batch per replica from this pipeline's share of replicas.
         multiple = max(1, int(input_context.num_replicas_in_sync) // shard_count)
+    if readahead is None:
+        readahead = default_readahead(ds, workers)
     engine_ds, varlen = _varlen_as_ragged(ds)
     source = EpochBatches(
         engine_ds,
@@ -223,6 +240,41 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     return out
 
 
+def default_readahead(ds: RecordDataset | MixedDataset, workers: int = 0) -> int:
+    """``to_tf_dataset``'s ``readahead`` when not given: :data:`AUTO_READAHEAD` chunks
+    where the spec decodes some list of numbers and strings do not dominate the records
+    (a mean under ``STRINGS_DOMINATE_BYTES``, 8 KB, where it keeps a string), else 0;
+    0 with decode ``workers`` (they read ahead themselves).
+
+    The engine's compiled list decodes release the GIL, so a read-ahead thread overlaps
+    them with TensorFlow's side; strings and scalars become Python objects under the
+    GIL, where that thread only contends. ``python -m benchmarks.bench_bridge_shapes
+    --readahead 0,2 --shuffled`` (2026-11-28, one process alternating, best-of ratio to
+    TensorFlow, 0 -> 2): tokens 1.11 -> 1.17 in order and 1.31 -> 1.54 shuffled, mixed
+    0.95 -> 1.12 and 1.52 -> 1.86, SequenceExamples 0.87 -> 0.97 and 1.11 -> 1.39,
+    ragged 0.77 -> 0.81 and 0.96 -> 1.06, tabular 1.66 -> 1.60 and 2.25 -> 2.38; image
+    0.91 -> 0.75 and 1.55 -> 1.48, detection 0.58 -> 0.55 and 1.41 -> 1.31 and
+    MNIST-like records 879k -> 795k records/s in order (these three get 0).
+    """
+    if workers > 0:
+        return 0
+    features = ds.features
+    if not isinstance(features, Mapping) or not decodes_lists(features):
+        return 0
+    strings = any(getattr(spec, "dtype", None) == "string" for spec in features.values())
+    if strings and _mean_record_bytes(ds) >= STRINGS_DOMINATE_BYTES:
+        return 0
+    return AUTO_READAHEAD
+
+
+def _mean_record_bytes(ds: RecordDataset | MixedDataset) -> float:
+    """The mean record size of ``ds``'s files (for a mix, all its datasets')."""
+    leaves = ds.leaves if isinstance(ds, MixedDataset) else [ds]
+    indexes = [index for leaf in leaves for index in leaf.indexes]
+    records = sum(len(index) for index in indexes)
+    return sum(index.data_size for index in indexes) / max(1, records)
+
+
 def _varlen_as_ragged(ds: RecordDataset | MixedDataset) -> tuple[Any, frozenset[str]]:
     """The dataset the bridge's chunks are decoded from, and the ``VarLenFeature`` keys
     it decodes as ``RaggedFeature`` (values and row splits; TensorFlow then makes the
@@ -265,10 +317,7 @@ def default_chunk_batches(ds: RecordDataset | MixedDataset, batch_size: int) -> 
     (tokens, ragged, tabular) were fastest in chunks of 8-16 batches, and 3.4-4.2 KB
     ones (mixed, SequenceExample, wide) in chunks of 4-16.
     """
-    leaves = ds.leaves if isinstance(ds, MixedDataset) else [ds]
-    indexes = [index for leaf in leaves for index in leaf.indexes]
-    records = sum(len(index) for index in indexes)
-    mean = sum(index.data_size for index in indexes) / max(1, records)
+    mean = _mean_record_bytes(ds)
     by_count = DEFAULT_CHUNK_RECORDS // batch_size
     by_bytes = int(CHUNK_CALL_BYTES // max(1.0, mean * batch_size))
     return max(1, min(by_count, by_bytes))

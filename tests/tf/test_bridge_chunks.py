@@ -101,3 +101,57 @@ def test_packed_arrays_sit_where_tensorflow_shares_them(
     np.testing.assert_array_equal(x, np.stack([b["x"] for b in batches]))
     np.testing.assert_array_equal(values, np.concatenate([b["ids"].values for b in batches]))
     np.testing.assert_array_equal(indices, np.concatenate([b["ids"].indices for b in batches]))
+
+
+def test_the_default_readahead_follows_the_spec(
+    tf: ModuleType, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read-ahead thread pays where lists of numbers decode without the GIL beside
+    # TensorFlow; strings and scalars alone (images, MNIST), records dominated by
+    # strings, and decode workers get none.
+    from tfrecord_bridge.source import EpochBatches
+
+    bridge = bridge_dataset
+
+    def write(name: str, records: list[bytes]) -> str:
+        path = tmp_path / name
+        with tfe.TFRecordWriter(str(path), index=True) as w:
+            w.write_many(records)
+        return str(path)
+
+    def example(i: int, image: int) -> bytes:
+        return tfe.encode_example(
+            {"img": [b"x" * image], "label": [i], "ids": np.arange(i % 9, dtype=np.int64)}
+        )
+
+    small = write("small.tfrecord", [example(i, 100) for i in range(30)])
+    large = write("large.tfrecord", [example(i, 9000) for i in range(30)])
+    scalars = {"img": tfe.FixedLenFeature([], "string"), "label": tfe.FixedLenFeature([], "int64")}
+    lists = {**scalars, "ids": tfe.VarLenFeature("int64")}
+    numbers = {"label": scalars["label"], "ids": lists["ids"]}
+    cases = [
+        (tfe.RecordDataset(small, features=lists), 0, bridge.AUTO_READAHEAD),
+        (tfe.RecordDataset(small, features=numbers), 0, bridge.AUTO_READAHEAD),
+        (tfe.RecordDataset(small, features=scalars), 0, 0),
+        (tfe.RecordDataset(large, features=lists), 0, 0),  # (strings dominate)
+        (tfe.RecordDataset(large, features=numbers), 0, bridge.AUTO_READAHEAD),
+        (tfe.RecordDataset(small, features=lists), 1, 0),
+    ]
+    for ds, workers, want in cases:
+        assert bridge.default_readahead(ds, workers) == want, (ds.features, workers)
+    mix = tfe.sample_from_datasets([cases[0][0], tfe.RecordDataset(small, features=lists)], seed=0)
+    assert bridge.default_readahead(mix) == bridge.AUTO_READAHEAD
+
+    seen: list[int] = []
+    real = EpochBatches.__init__
+
+    def spy(self: EpochBatches, *args: Any, **kwargs: Any) -> None:
+        seen.append(kwargs["readahead"])
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(EpochBatches, "__init__", spy)
+    ds = tfe.RecordDataset(small, features=lists)
+    for readahead in (None, 0, 1):
+        got = to_tf_dataset(ds, 4, readahead=readahead)
+        assert sum(int(b["label"].shape[0]) for b in got) == 30
+    assert seen == [bridge.AUTO_READAHEAD, 0, 1]

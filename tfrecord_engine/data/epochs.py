@@ -49,6 +49,7 @@ __all__ = [
     "RecordBatchIterator",
     "check_epoch",
     "chunk_records",
+    "decodes_lists",
     "files_to_hold",
     "in_file_order",
     "read_ahead_threads",
@@ -96,6 +97,13 @@ def _string_or_scalar(spec: Any) -> bool:
     if getattr(spec, "dtype", None) == "string":
         return True
     return isinstance(spec, FixedLenFeature) and tuple(spec.shape) == ()
+
+
+def decodes_lists(features: Mapping[str, Any]) -> bool:
+    """Whether ``features`` decode some list of numbers (``VarLenFeature``, a shaped
+    ``FixedLenFeature``, numeric ragged and sequence features): a compiled decode that
+    runs without the GIL, beside the strings and scalars that need it."""
+    return not all(map(_string_or_scalar, features.values()))
 
 
 def read_ahead_threads(
