@@ -212,16 +212,20 @@ def test_the_dense_pool_ab_prints_its_rows_and_patches_the_choice(
     assert (dense.POOL_MIN_KERNEL_S, vars(epochs)["on_calling_thread"]) == current
 
 
-@pytest.mark.tf
-def test_the_bridge_ab_prints_each_chunk_setting_with_its_faults(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def bridge_bench(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``benchmarks.bench_bridge_shapes`` on 600 records a shape (TensorFlow needed)."""
     if os.environ.get("TFE_REQUIRE_TF") != "1":
         pytest.importorskip("tensorflow")
     from benchmarks import bench_bridge_shapes
 
     monkeypatch.setattr(bench_bridge_shapes, "RECORDS", 600)
-    line = bench_bridge_shapes.run_shape("detection", [0], True, 1, chunk_batches=(None, 1))
+    return bench_bridge_shapes
+
+
+@pytest.mark.tf
+def test_the_bridge_ab_prints_each_chunk_setting_with_its_faults(bridge_bench: Any) -> None:
+    line = bridge_bench.run_shape("detection", [0], True, 1, chunk_batches=(None, 1))
     assert line.startswith("detection shuffled: ")
     cells = line.split(": ", 1)[1].split(" | ")
     labels = [c.split(": ")[0] for c in cells]
@@ -238,24 +242,20 @@ def test_the_bridge_ab_prints_each_chunk_setting_with_its_faults(
 
 @pytest.mark.tf
 def test_the_bridge_ab_builds_both_varlen_paths(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    bridge_bench: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if os.environ.get("TFE_REQUIRE_TF") != "1":
-        pytest.importorskip("tensorflow")
-    from benchmarks import bench_bridge_shapes
     from tfrecord_bridge import dataset as bridge_dataset
+    from tfrecord_bridge.layout import Layout
 
     built: list[frozenset[str]] = []
-    real_layout = bridge_dataset.Layout
     real_path = bridge_dataset._varlen_as_ragged
 
     def spy(tf: Any, specs: Any, varlen: frozenset[str] = frozenset()) -> Any:
         built.append(varlen)
-        return real_layout(tf, specs, varlen)
+        return Layout(tf, specs, varlen)
 
-    monkeypatch.setattr(bridge_dataset, "Layout", spy)
-    monkeypatch.setattr(bench_bridge_shapes, "RECORDS", 600)
-    line = bench_bridge_shapes.run_shape("tokens", [0], False, 1, varlen=("ragged", "sparse"))
+    monkeypatch.setattr("tfrecord_bridge.dataset.Layout", spy)
+    line = bridge_bench.run_shape("tokens", [0], False, 1, varlen=("ragged", "sparse"))
     labels = [c.split(": ")[0] for c in line.split(": ", 1)[1].split(" | ")]
     assert labels == [
         "tf",
@@ -266,7 +266,7 @@ def test_the_bridge_ab_builds_both_varlen_paths(
     assert built == [frozenset({"input_ids"}), frozenset()]
     assert bridge_dataset._varlen_as_ragged is real_path  # (put back after the sparse case)
     with pytest.raises(ValueError, match="ragged or sparse"):
-        bench_bridge_shapes.run_shape("tokens", [0], False, 1, varlen=("coo",))
+        bridge_bench.run_shape("tokens", [0], False, 1, varlen=("coo",))
 
 
 def test_the_malloc_ab_runs_both_settings_in_children(data_dir: Path) -> None:
