@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tfrecord_engine.data.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
-from tfrecord_engine.data.epochs import STRINGS_DOMINATE_BYTES, decodes_lists
+from tfrecord_engine.data.epochs import decodes_lists, strings_dominate
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
@@ -261,8 +261,7 @@ def default_readahead(ds: RecordDataset | MixedDataset, workers: int = 0) -> int
     features = ds.features
     if not isinstance(features, Mapping) or not decodes_lists(features):
         return 0
-    strings = any(getattr(spec, "dtype", None) == "string" for spec in features.values())
-    if strings and _mean_record_bytes(ds) >= STRINGS_DOMINATE_BYTES:
+    if strings_dominate(features, _mean_record_bytes(ds)):
         return 0
     return AUTO_READAHEAD
 

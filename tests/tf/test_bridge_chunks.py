@@ -111,8 +111,6 @@ def test_the_default_readahead_follows_the_spec(
     # strings, and decode workers get none.
     from tfrecord_bridge.source import EpochBatches
 
-    bridge = bridge_dataset
-
     def write(name: str, records: list[bytes]) -> str:
         path = tmp_path / name
         with tfe.TFRecordWriter(str(path), index=True) as w:
@@ -130,17 +128,17 @@ def test_the_default_readahead_follows_the_spec(
     lists = {**scalars, "ids": tfe.VarLenFeature("int64")}
     numbers = {"label": scalars["label"], "ids": lists["ids"]}
     cases = [
-        (tfe.RecordDataset(small, features=lists), 0, bridge.AUTO_READAHEAD),
-        (tfe.RecordDataset(small, features=numbers), 0, bridge.AUTO_READAHEAD),
+        (tfe.RecordDataset(small, features=lists), 0, bridge_dataset.AUTO_READAHEAD),
+        (tfe.RecordDataset(small, features=numbers), 0, bridge_dataset.AUTO_READAHEAD),
         (tfe.RecordDataset(small, features=scalars), 0, 0),
         (tfe.RecordDataset(large, features=lists), 0, 0),  # (strings dominate)
-        (tfe.RecordDataset(large, features=numbers), 0, bridge.AUTO_READAHEAD),
+        (tfe.RecordDataset(large, features=numbers), 0, bridge_dataset.AUTO_READAHEAD),
         (tfe.RecordDataset(small, features=lists), 1, 0),
     ]
     for ds, workers, want in cases:
-        assert bridge.default_readahead(ds, workers) == want, (ds.features, workers)
+        assert bridge_dataset.default_readahead(ds, workers) == want, (ds.features, workers)
     mix = tfe.sample_from_datasets([cases[0][0], tfe.RecordDataset(small, features=lists)], seed=0)
-    assert bridge.default_readahead(mix) == bridge.AUTO_READAHEAD
+    assert bridge_dataset.default_readahead(mix) == bridge_dataset.AUTO_READAHEAD
 
     seen: list[int] = []
     real = EpochBatches.__init__
@@ -154,4 +152,4 @@ def test_the_default_readahead_follows_the_spec(
     for readahead in (None, 0, 1):
         got = to_tf_dataset(ds, 4, readahead=readahead)
         assert sum(int(b["label"].shape[0]) for b in got) == 30
-    assert seen == [bridge.AUTO_READAHEAD, 0, 1]
+    assert seen == [bridge_dataset.AUTO_READAHEAD, 0, 1]

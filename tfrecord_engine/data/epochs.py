@@ -19,7 +19,7 @@ import contextlib
 import copy
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol, cast
 
 import numpy as np
@@ -55,6 +55,7 @@ __all__ = [
     "read_ahead_threads",
     "return_pool",
     "start_epoch",
+    "strings_dominate",
     "take_epoch",
     "take_pool",
 ]
@@ -99,6 +100,17 @@ def _string_or_scalar(spec: Any) -> bool:
     return isinstance(spec, FixedLenFeature) and tuple(spec.shape) == ()
 
 
+def _decodes_strings(specs: Iterable[Any]) -> bool:
+    return any(getattr(spec, "dtype", None) == "string" for spec in specs)
+
+
+def strings_dominate(features: Mapping[str, Any], record_bytes: float) -> bool:
+    """Whether records of ``record_bytes`` on average are dominated by the strings
+    ``features`` decode: :data:`STRINGS_DOMINATE_BYTES` or more, and some string kept
+    (their copies under the GIL outweigh any list decoded beside them)."""
+    return record_bytes >= STRINGS_DOMINATE_BYTES and _decodes_strings(features.values())
+
+
 def decodes_lists(features: Mapping[str, Any]) -> bool:
     """Whether ``features`` decode some list of numbers (``VarLenFeature``, a shaped
     ``FixedLenFeature``, numeric ragged and sequence features): a compiled decode that
@@ -121,7 +133,7 @@ def read_ahead_threads(
     if features is None:
         return 1
     kept = [spec for name, spec in features.items() if name not in dropped]
-    strings = any(getattr(spec, "dtype", None) == "string" for spec in kept)
+    strings = _decodes_strings(kept)
     heavy = record_bytes >= STRINGS_DOMINATE_BYTES or (
         record_bytes >= STRING_HEAVY_BYTES and all(map(_string_or_scalar, kept))
     )
