@@ -9,6 +9,11 @@ The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
       .unbatch()                                   # one element per batch
       [.map(rebuild SparseTensor, RaggedTensor)]   # only if some feature is not dense
       .assert_cardinality(num_batches).prefetch(...)
+
+(Where each chunk is one batch, :func:`default_chunk_batches` for batches of large
+strings, the scan's call returns the batch's own arrays and there is no ``unbatch``,
+which would copy every string: ``range(num_batches).scan(call, rebuild)
+.prefetch(2).assert_cardinality(...).prefetch(...)``.)
       .with_options(no autotuning model, no default graph rewrites)
       [.apply(prefetch_to_device(device))]
 
@@ -23,7 +28,8 @@ position (a checkpoint holds up to three chunks' arrays, plus the batches of the
 restores ``flat_map`` by re-running its input, which would draw a new epoch.)
 
 Batches cross into TensorFlow a chunk (~4,096 records, or 8 MB of them where records
-are large: :func:`default_chunk_batches`) per ``numpy_function`` call: a
+are large, or one batch where its strings are large: :func:`default_chunk_batches`) per
+``numpy_function`` call: a
 call costs about as much as decoding a few hundred records, so one per batch would cap
 the bridge well below the engine. The chunk function is a pure function of
 ``(epoch, chunk)`` (:class:`~tfrecord_bridge.source.EpochBatches`), served by the
@@ -45,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tfrecord_engine.data.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
-from tfrecord_engine.data.epochs import decodes_lists, strings_dominate
+from tfrecord_engine.data.epochs import decodes_lists, decodes_strings, strings_dominate
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
@@ -58,6 +64,7 @@ from .specs import element_spec
 __all__ = [
     "AUTO_READAHEAD",
     "CHUNK_CALL_BYTES",
+    "SINGLE_BATCH_BYTES",
     "default_chunk_batches",
     "default_readahead",
     "to_tf_dataset",
@@ -71,6 +78,10 @@ AUTO_READAHEAD = 2
 
 # Record bytes per ``numpy_function`` call, at most (see :func:`default_chunk_batches`).
 CHUNK_CALL_BYTES = 8 << 20
+
+# Batches of this many record bytes or more whose spec keeps a string cross one per
+# call, without ``unbatch`` (see :func:`default_chunk_batches`).
+SINGLE_BATCH_BYTES = 5 << 18
 
 # Chunks made ahead of ``unbatch`` (with one chunk call at a time): measured on the
 # MNIST-like file with one worker, median epoch 482k -> 572k records/s (12 epochs each,
@@ -151,9 +162,12 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
             to TensorFlow's threads and the training loop. 0 (the default) decodes in
             the ``numpy_function`` call.
         chunk_batches: batches handed to TensorFlow per ``numpy_function`` call
-            (default: about 4,096 records' worth, and no more than 8 MB of records:
-            see :func:`default_chunk_batches`). A call costs ~0.1-1 ms whatever its
-            size, so one per batch would cap small batches well below the engine.
+            (default: about 4,096 records' worth, and no more than 8 MB of records;
+            one batch where a batch holds 1.25 MiB of records or more and the spec
+            keeps a string: see :func:`default_chunk_batches`). A call costs ~0.1-1
+            ms whatever its size, so one per batch would cap small batches well below
+            the engine; with one batch a call, the batch crosses without ``unbatch``,
+            which copies every string.
 
     Returns:
         a ``tf.data.Dataset`` with a known cardinality (batches per epoch); its
@@ -222,6 +236,8 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         return np.array(source.next_epoch(), np.int64)
 
     def fetch(e: int, c: int) -> list[npt.NDArray[Any]]:
+        if per_chunk == 1:
+            return layout.flatten(source.get(e, c))
         return layout.pack([source.get(e, k) for k in range(bounds[c], bounds[c + 1])])
 
     out = _chunk_pipeline(
@@ -233,6 +249,7 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         next_epoch=next_epoch,
         num_parallel_calls=num_parallel_calls,
         prefetch=prefetch,
+        single=per_chunk == 1,
     )
     if device is not None:
         # Must be the last transformation (TensorFlow's rule).
@@ -315,8 +332,24 @@ def default_chunk_batches(ds: RecordDataset | MixedDataset, batch_size: int) -> 
     KB detection records 445 ms and 288-300 ms in chunks of 1-4; records under 1 KB
     (tokens, ragged, tabular) were fastest in chunks of 8-16 batches, and 3.4-4.2 KB
     ones (mixed, SequenceExample, wide) in chunks of 4-16.
+
+    Batches of :data:`SINGLE_BATCH_BYTES` (1.25 MiB) of records or more whose spec
+    keeps a string cross one per call: ``unbatch`` copies every string of a chunk into
+    its batch, and a chunk of one batch is its batch as it is (no ``unbatch``, no copy).
+    Measured with ``python -m benchmarks.bench_bridge_shapes --chunk-batches auto,1``
+    (2026-11-28 evening, one process alternating, best-of ratio to TensorFlow, in
+    order): image records (6.5 KB, 1.6 MiB a batch) 0.87 -> 1.17, detection records
+    (15.2 KB) 0.66 -> 0.87; level on mixed and wide records (0.8-0.9 MiB a batch); tokens
+    1.16 -> 0.99 (small records need the chunks: a call costs ~0.2 ms).
     """
     mean = _mean_record_bytes(ds)
+    features = ds.features
+    if (
+        isinstance(features, Mapping)
+        and decodes_strings(features.values())
+        and mean * batch_size >= SINGLE_BATCH_BYTES
+    ):
+        return 1
     by_count = DEFAULT_CHUNK_RECORDS // batch_size
     by_bytes = int(CHUNK_CALL_BYTES // max(1.0, mean * batch_size))
     return max(1, min(by_count, by_bytes))
@@ -332,13 +365,19 @@ def _chunk_pipeline(
     next_epoch: Callable[[], npt.NDArray[np.int64]],
     num_parallel_calls: int = 1,
     prefetch: int | None = None,
+    single: bool = False,
 ) -> TFDataset:
     """The ``tf.data`` side of the bridge: ``fetch(epoch, chunk)`` packed chunks as batches.
 
     ``fetch`` returns :meth:`Layout.pack` of the batches of one chunk and must be a
-    pure function of its arguments; ``next_epoch`` is called once per iteration. The
+    pure function of its arguments; ``next_epoch`` is called once per iteration. With
+    ``single``, every chunk is one batch and ``fetch`` returns :meth:`Layout.flatten`
+    of it: its arrays are the batch's tensors, with no ``unbatch`` (which copies every
+    string of a chunk into its batch) and no op but the composites' rebuild. The
     benchmark runs it on precomputed chunks to measure the TensorFlow side alone.
     """
+    unpack = layout.rebuild if single else layout.unpack_chunk
+    tout = layout.dtypes if single else layout.packed_dtypes
 
     def epoch_of(state: npt.NDArray[np.int64], c: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         # Chunk 0 starts an iteration: it draws the epoch; later chunks carry the state.
@@ -356,11 +395,9 @@ def _chunk_pipeline(
         # One call per chunk draws (at chunk 0) and fetches; it runs in the prefetch
         # thread below (map_parallelization is off, see the options).
         def chunk_with_epoch(state: Any, c: Any) -> Any:
-            e, *flat = tf.numpy_function(
-                with_epoch, [state, c], [tf.int64, *layout.packed_dtypes], stateful=True
-            )
+            e, *flat = tf.numpy_function(with_epoch, [state, c], [tf.int64, *tout], stateful=True)
             e.set_shape([])
-            return e, layout.unpack_chunk(flat)
+            return e, unpack(flat)
 
         chunks = tf.data.Dataset.range(num_chunks).scan(tf.constant(-1, tf.int64), chunk_with_epoch)
         # The chunk calls run on a thread of their own, ahead of ``unbatch``: without
@@ -377,19 +414,22 @@ def _chunk_pipeline(
         def chunk(e: Any, c: Any) -> Any:
             # A pure function of (e, c): stateless, so checkpoints need no Python state.
             flat = tf.numpy_function(
-                lambda e, c: fetch(int(e), int(c)), [e, c], layout.packed_dtypes, stateful=False
+                lambda e, c: fetch(int(e), int(c)), [e, c], tout, stateful=False
             )
-            return layout.unpack_chunk(list(flat))
+            return unpack(list(flat))
 
         chunks = (
             tf.data.Dataset.range(num_chunks)
             .scan(tf.constant(-1, tf.int64), draw)
             .map(chunk, num_parallel_calls=num_parallel_calls, deterministic=True)
         )
-    # One element per batch; a checkpoint saves the current chunk and the position.
-    out = chunks.unbatch()
-    if not layout.dense_only:
-        out = out.map(layout.rebuild_packed)
+    if single:
+        out = chunks  # each element is a batch already
+    else:
+        # One element per batch; a checkpoint saves the current chunk and the position.
+        out = chunks.unbatch()
+        if not layout.dense_only:
+            out = out.map(layout.rebuild_packed)
     out = out.apply(tf.data.experimental.assert_cardinality(num_batches)).prefetch(
         tf.data.AUTOTUNE if prefetch is None else prefetch
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections import Counter
 from types import ModuleType
@@ -259,8 +260,8 @@ def test_zero_size_dense_features(tf: ModuleType, tmp_path: Any) -> None:
     ]
     path = write_file(str(tmp_path), records)
     ds = tfe.RecordDataset(path, features=features)
-    for pad in (False, True):
-        got = list(to_tf_dataset(ds, 4, pad_remainder=pad))
+    for pad, chunk in itertools.product((False, True), (None, 1)):
+        got = list(to_tf_dataset(ds, 4, pad_remainder=pad, chunk_batches=chunk))
         want = list(native(tf, path, features, 4))
         assert len(got) == len(want) == 3
         for a, b in zip(got, want, strict=True):
@@ -270,3 +271,49 @@ def test_zero_size_dense_features(tf: ModuleType, tmp_path: Any) -> None:
             assert a["s"].shape[1:] == (2, 0)
             assert a["s"].dtype == tf.string
             assert a["e"].shape[0] == a["i"].shape[0]
+
+
+def _dataset_ops(tf: ModuleType, pipe: Any) -> set[str]:
+    """The op names in ``pipe``'s dataset graph."""
+    graph_def = tf.compat.v1.GraphDef()
+    serialized = tf.raw_ops.DatasetToGraphV2(input_dataset=pipe._variant_tensor)
+    graph_def.ParseFromString(serialized.numpy())
+    ops = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
+        ops |= {node.op for node in function.node_def}
+    return ops
+
+
+def test_chunks_of_one_batch_are_the_batches_without_unbatch(tf: ModuleType, tmp_path: Any) -> None:
+    # unbatch copies every string of a chunk into its batch; a chunk of one batch is
+    # the batch already (reshape shares the memory), strings, ragged rows and all.
+    features = {
+        "i": tfe.FixedLenFeature([], "int64"),
+        "s": tfe.FixedLenFeature([], "string"),
+        "v": tfe.VarLenFeature("float32"),
+        "r": tfe.RaggedFeature("string"),
+    }
+    records = [
+        tfe.encode_example(
+            {
+                "i": [k],
+                "s": [b"x" * k],
+                "v": np.ones(k % 3, np.float32),
+                "r": np.array([b"a"] * (k % 4), object),
+            }
+        )
+        for k in range(13)
+    ]
+    path = write_file(str(tmp_path), records)
+    ds = tfe.RecordDataset(path, features=features)
+    single = to_tf_dataset(ds, 4, chunk_batches=1)
+    chunked = to_tf_dataset(ds, 4, chunk_batches=2)
+    assert "UnbatchDataset" not in _dataset_ops(tf, single)
+    assert "UnbatchDataset" in _dataset_ops(tf, chunked)
+    assert single.element_spec == chunked.element_spec
+    want = list(native(tf, path, features, 4))
+    for pipe in (single, chunked):
+        got = list(pipe)
+        assert len(got) == len(want) == 4
+        for a, b in zip(got, want, strict=True):
+            assert_same_batch(tf, a, b)

@@ -53,8 +53,10 @@ def _engine_epoch(ds: tfe.RecordDataset, epoch: int) -> list[list[int]]:
         (12, None, False),
         (5, 2, False),
         (7, 3, False),
+        (4, 1, False),
         (5, None, True),
         (7, 3, True),
+        (4, 1, True),
     ],
 )
 def test_restore_mid_epoch_continues_the_same_epoch(

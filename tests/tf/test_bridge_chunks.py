@@ -63,6 +63,20 @@ def test_large_records_travel_at_most_chunk_call_bytes_to_a_call(
     assert bridge_dataset.default_chunk_batches(ds, 4) == 2
 
 
+def test_batches_of_large_strings_cross_one_per_call(tmp_path: pathlib.Path) -> None:
+    ds = _dataset(tmp_path, 40, 20_000)
+    mean = ds.indexes[0].data_size / 40
+    at_least = int(-(-bridge_dataset.SINGLE_BATCH_BYTES // mean))  # batch of 1.25 MiB
+    assert bridge_dataset.default_chunk_batches(ds, at_least) == 1
+    assert bridge_dataset.default_chunk_batches(ds, 256) == 1
+    assert bridge_dataset.default_chunk_batches(ds, at_least - 1) > 1
+    # Without a string kept, the same records travel in chunks of up to 8 MB.
+    numbers = ds._copy(features={k: v for k, v in FEATURES.items() if k != "blob"})
+    assert bridge_dataset.default_chunk_batches(numbers, at_least) > 1
+    mix = tfe.sample_from_datasets([ds, _dataset(tmp_path, 40, 20_000, "other")], seed=1)
+    assert bridge_dataset.default_chunk_batches(mix, 256) == 1
+
+
 def test_chunks_by_bytes_give_the_native_batches(
     tf: ModuleType, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,13 +96,14 @@ def _ids(batch: dict[str, Any]) -> list[int]:
     return [int(i) for i in batch["id"].numpy()]
 
 
+@pytest.mark.parametrize("chunk", [None, 1])
 def test_batches_and_element_spec_are_parse_sequence_examples(
-    tf: ModuleType, data: tuple[str, list[bytes]]
+    tf: ModuleType, data: tuple[str, list[bytes]], chunk: int | None
 ) -> None:
     from tfrecord_bridge import to_tf_dataset
 
     path, records = data
-    ours = to_tf_dataset(_dataset(path), 32)
+    ours = to_tf_dataset(_dataset(path), 32, chunk_batches=chunk)
     want = tf.data.TFRecordDataset(path).batch(32).map(lambda b: _theirs_graph(tf, b)).element_spec
     assert ours.element_spec == want
     assert "frames_lengths" in ours.element_spec

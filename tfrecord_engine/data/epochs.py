@@ -50,6 +50,7 @@ __all__ = [
     "check_epoch",
     "chunk_records",
     "decodes_lists",
+    "decodes_strings",
     "files_to_hold",
     "in_file_order",
     "read_ahead_threads",
@@ -100,7 +101,8 @@ def _string_or_scalar(spec: Any) -> bool:
     return isinstance(spec, FixedLenFeature) and tuple(spec.shape) == ()
 
 
-def _decodes_strings(specs: Iterable[Any]) -> bool:
+def decodes_strings(specs: Iterable[Any]) -> bool:
+    """Whether some of ``specs`` decodes strings (``bytes`` objects, made under the GIL)."""
     return any(getattr(spec, "dtype", None) == "string" for spec in specs)
 
 
@@ -108,7 +110,7 @@ def strings_dominate(features: Mapping[str, Any], record_bytes: float) -> bool:
     """Whether records of ``record_bytes`` on average are dominated by the strings
     ``features`` decode: :data:`STRINGS_DOMINATE_BYTES` or more, and some string kept
     (their copies under the GIL outweigh any list decoded beside them)."""
-    return record_bytes >= STRINGS_DOMINATE_BYTES and _decodes_strings(features.values())
+    return record_bytes >= STRINGS_DOMINATE_BYTES and decodes_strings(features.values())
 
 
 def decodes_lists(features: Mapping[str, Any]) -> bool:
@@ -133,7 +135,7 @@ def read_ahead_threads(
     if features is None:
         return 1
     kept = [spec for name, spec in features.items() if name not in dropped]
-    strings = _decodes_strings(kept)
+    strings = decodes_strings(kept)
     heavy = record_bytes >= STRINGS_DOMINATE_BYTES or (
         record_bytes >= STRING_HEAVY_BYTES and all(map(_string_or_scalar, kept))
     )
