@@ -114,6 +114,23 @@ def test_batches_and_element_spec_are_parse_sequence_examples(
         _assert_equal(tf, batch, _theirs(tf, records[32 * k : 32 * (k + 1)]))
 
 
+def test_context_varlen_features_cross_as_ragged_rows(data: tuple[str, list[bytes]]) -> None:
+    # A context VarLenFeature (2-D) crosses as values and row splits, TensorFlow making
+    # the SparseTensor (the test above: the same batches as parse_sequence_example); a
+    # feature list's (3-D) keeps the engine's sparse output.
+    from tfrecord_bridge.dataset import _varlen_as_ragged
+
+    ds = _dataset(data[0])
+    copy, keys = _varlen_as_ragged(ds)
+    assert keys == {"name"}
+    assert isinstance(copy.features["name"], tfe.RaggedFeature)
+    assert isinstance(copy.features["emb"], tfe.VarLenFeature)
+    assert ds.features is not None
+    assert ds.features["name"] == CONTEXT["name"]
+    batch = next(iter(copy.batches(16)))
+    assert isinstance(batch["name"], tfe.RaggedValue)
+
+
 def _theirs_graph(tf: ModuleType, serialized: Any) -> dict[str, Any]:
     ctx, lists, lengths = tf.io.parse_sequence_example(
         serialized, tf_specs(tf, CONTEXT), tf_specs(tf, SEQUENCE)

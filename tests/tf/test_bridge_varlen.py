@@ -47,14 +47,14 @@ def path(tmp_path: Path) -> str:
     return write_file(str(tmp_path), records)
 
 
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the engine built sparse indices for the bridge")
+
+
 @pytest.fixture
 def no_engine_indices(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fails any engine batch that builds a VarLenFeature's sparse indices."""
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("the engine built sparse indices for the bridge")
-
-    monkeypatch.setattr(assemble, "varlen", refuse)
+    monkeypatch.setattr(assemble, "varlen", _refuse)
 
 
 @pytest.mark.parametrize("batch_size", [1, 6, 7, 40])
@@ -94,7 +94,7 @@ def test_padding_and_shuffling_keep_each_record_its_values(
     assert sorted(seen) == list(range(40))
 
 
-def test_only_plain_example_datasets_are_decoded_as_ragged(path: str) -> None:
+def test_only_datasets_without_a_transform_are_decoded_as_ragged(path: str) -> None:
     ds = tfe.RecordDataset(path, features=FEATURES)
     copy, keys = _varlen_as_ragged(ds)
     assert keys == {"ids", "scores", "names"}
@@ -104,8 +104,35 @@ def test_only_plain_example_datasets_are_decoded_as_ragged(path: str) -> None:
     # A transform or output format expects the engine's own kinds: left alone.
     for other in (ds.with_transform(lambda s: s), ds.with_format("torch")):
         assert _varlen_as_ragged(other) == (other, frozenset())
-    mix = tfe.sample_from_datasets([ds, ds], seed=0)
-    assert _varlen_as_ragged(mix) == (mix, frozenset())
+    # A mix is copied dataset by dataset (nested mixes too), unless one of them has a
+    # transform or format.
+    inner = tfe.sample_from_datasets([ds, ds], weights=[1, 2], seed=4)
+    mix = tfe.sample_from_datasets([inner, ds], seed=0)
+    copy, keys = _varlen_as_ragged(mix)
+    assert keys == {"ids", "scores", "names"}
+    assert all(isinstance(leaf.features["names"], tfe.RaggedFeature) for leaf in copy.leaves)
+    assert (copy.weights, copy.seed, copy.datasets[0].weights) == (mix.weights, 0, inner.weights)
+    assert all(leaf.features == FEATURES for leaf in mix.leaves)
+    transformed = tfe.sample_from_datasets([ds, ds.with_transform(lambda s: s)], seed=0)
+    assert _varlen_as_ragged(transformed) == (transformed, frozenset())
+
+
+def test_a_mix_gives_the_engine_batches(
+    tf: ModuleType, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = tfe.RecordDataset(path, features=FEATURES)
+    mix = tfe.sample_from_datasets([ds, ds], weights=[1, 3], seed=2)
+    want = list(mix.batches(7, shuffle=True, seed=1))
+    monkeypatch.setattr(assemble, "varlen", _refuse)
+    got = list(to_tf_dataset(mix, 7, shuffle=True, seed=1))
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert a["index"].numpy().tolist() == b["index"].tolist()
+        for k in ("ids", "scores", "names"):
+            assert isinstance(a[k], tf.SparseTensor)
+            np.testing.assert_array_equal(a[k].indices.numpy(), b[k].indices, err_msg=k)
+            np.testing.assert_array_equal(a[k].values.numpy(), b[k].values, err_msg=k)
+            assert a[k].dense_shape.numpy().tolist() == list(b[k].dense_shape), k
 
 
 def test_a_wrong_kind_still_names_the_feature(tf: ModuleType, tmp_path: Path) -> None:
