@@ -281,3 +281,30 @@ def test_the_malloc_ab_runs_both_settings_in_children(data_dir: Path) -> None:
             assert cell.endswith(" faults")
             assert min(float(x) for x in cell.split(" ms")[0].split(" / ")) > 0
         assert float(cells[4].rstrip("x")) > 0
+
+
+def test_the_mix_benchmark_compares_a_mix_with_one_dataset(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import bench_mix
+    from tfrecord_engine.data import epochs, leaves, mixing
+
+    monkeypatch.setattr(bench_mix, "RECORDS", 600)
+    real = leaves.LeafSource.read_spans
+    seen: list[int] = []
+
+    def spy(*args: Any) -> int:
+        seen.append(epochs.read_ahead_threads(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(mixing, "read_ahead_threads", spy)
+    lines = bench_mix.run_shape("tokens", 1, before=True)
+    assert [line.split(": ")[0] for line in lines] == ["tokens in order", "tokens shuffled"]
+    for line in lines:
+        cells = line.split(": ", 1)[1].split(" | ")
+        labels = [cell.split(" ms")[0].rsplit(" ", 3)[0] for cell in cells]
+        assert labels == ["one dataset", "mix", "mix read as before"]
+    # The mix's epochs asked for their threads; the ones read as before did not.
+    assert len(seen) == 4  # (two rounds, two orders)
+    assert leaves.LeafSource.read_spans is real
+    assert vars(mixing)["read_ahead_threads"] is spy

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
 from collections import Counter
@@ -16,9 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
+from tfrecord_engine.data import epochs
 from tfrecord_engine.data.interleave import MAX_DENOMINATOR, integer_weights, period, schedule
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import ShardLayout
+from tfrecord_engine.data.spans import Spans
 from tfrecord_engine.testing.mixing import max_window_error, mix_plans, weight_lists
 from tfrecord_engine.testing.resume import assert_resume_exactly_once
 
@@ -331,6 +334,87 @@ def test_parsed_mix_random_access_batches_and_workers(tmp_path: Path) -> None:
         mix["x"]  # type: ignore[index]
 
 
+def _parsed_sources(tmp_path: Path, sizes: list[list[int]]) -> list[tfe.RecordDataset]:
+    """Datasets of int64 "src", "i" and a VarLenFeature "v"; dataset j holds one file
+    of each size in ``sizes[j]``."""
+    spec = {
+        "src": tfe.FixedLenFeature([], "int64"),
+        "i": tfe.FixedLenFeature([], "int64"),
+        "v": tfe.VarLenFeature("int64"),
+    }
+    out = []
+    for j, files in enumerate(sizes):
+        paths = []
+        for k, n in enumerate(files):
+            path = str(tmp_path / f"parsed{j}-{k}.tfrecord")
+            with tfe.TFRecordWriter(path, index=True) as w:
+                w.write_many(
+                    tfe.encode_example({"src": [j], "i": [100 * k + i], "v": np.arange(i % 4)})
+                    for i in range(n)
+                )
+            paths.append(path)
+        out.append(tfe.RecordDataset(paths, features=spec))
+    return out
+
+
+def test_a_chunk_over_several_datasets_is_read_as_one_buffer_of_spans(tmp_path: Path) -> None:
+    datasets = _parsed_sources(tmp_path, [[30, 25], [12], [40]])
+    mix = tfe.sample_from_datasets(datasets, [2, 1, 1], seed=3)
+    source = mix.leaf_source()
+    idx = np.random.default_rng(0).permutation(len(source))[:60]
+    spans = source.read_spans(idx)
+    assert spans is not None
+    assert spans.records() == source.read_raw(idx)
+    # Only the records and their footers were copied, into a buffer of the call's own.
+    assert spans.buf.shape[0] == int((spans.ends - spans.starts + 4).sum())
+    # Every batch of an epoch, in order and shuffled, holds each record's own values.
+    want = {}
+    for ds in datasets:
+        for sample in ds.__getitems__(list(range(len(ds)))):
+            want[int(sample["src"]), int(sample["i"])] = np.asarray(sample["v"]).tolist()
+    for shuffle in (False, True):
+        seen = 0
+        for batch in mix.batches(16, shuffle=shuffle, seed=1):
+            v = batch["v"]
+            keys = zip(batch["src"].tolist(), batch["i"].tolist(), strict=True)
+            for row, key in enumerate(keys):
+                assert v.values[v.indices[:, 0] == row].tolist() == want[key]
+                seen += 1
+        assert seen == len(want)
+
+
+def test_spans_of_one_shared_buffer_are_joined_without_a_copy() -> None:
+    region = np.arange(100, dtype=np.uint8)
+    a = Spans(region, np.array([0, 40]), np.array([10, 50]))
+    b = Spans(region, np.array([20]), np.array([25]))
+    joined = Spans.joined(3, [(np.array([0, 2]), a), (np.array([1]), b)])
+    assert joined.buf is region
+    assert (joined.starts.tolist(), joined.ends.tolist()) == ([0, 20, 40], [10, 25, 50])
+    # Parts of separate buffers: each record and its 4-byte footer copied, in order.
+    other = Spans(region.copy(), np.array([20]), np.array([25]))
+    copied = Spans.joined(3, [(np.array([0, 2]), a), (np.array([1]), other)])
+    assert copied.buf is not region
+    assert copied.records() == [
+        region[0:10].tobytes(),
+        region[20:25].tobytes(),
+        region[40:50].tobytes(),
+    ]
+    assert copied.buf.shape[0] == 25 + 3 * 4
+
+
+def test_a_mix_reads_ahead_on_as_many_threads_as_a_dataset(tmp_path: Path) -> None:
+    datasets = _parsed_sources(tmp_path, [[30], [30]])
+    mix = tfe.sample_from_datasets(datasets, seed=0)
+    source = mix.leaf_source()
+    want = epochs.read_ahead_threads(2, mix.features, source.record_bytes)
+    assert want == min(2, os.cpu_count() or 1)
+    for it, records in ((mix.batches(8), 60), (datasets[0].batches(8), 30)):
+        assert it._work is not None
+        assert it._work._executor._max_workers == want  # type: ignore[attr-defined]
+        assert sum(len(b["i"]) for b in it) == records
+    assert source.record_bytes == sum(i.data_size for d in datasets for i in d.indexes) / 60
+
+
 def test_nested_mixes_and_one_dataset_twice(files: Files) -> None:
     a, b, c = files.dataset(0, 20), files.dataset(1, 20), files.dataset(2, 8)
     inner = tfe.sample_from_datasets([a, b], [1, 1])
@@ -368,6 +452,32 @@ def test_damage_in_one_source_names_its_file(tmp_path: Path) -> None:
     assert len(delivered) == 19
     assert b"1:1" not in delivered
     assert [(Path(str(r.path)).name, r.record_index) for r in reports] == [("d1.tfrecord", 1)]
+
+
+def test_damage_in_a_parsed_mix_names_its_file_and_record(tmp_path: Path) -> None:
+    datasets = _parsed_sources(tmp_path, [[20], [20]])
+    path = Path(datasets[1].paths[0])
+    raw = bytearray(path.read_bytes())
+    record = tfe.encode_example({"src": [1], "i": [10], "v": np.arange(2)})
+    raw[bytes(raw).index(record) + len(record) - 1] ^= 0xFF  # record 10's data
+    path.write_bytes(bytes(raw))
+    fresh = [tfe.RecordDataset(d.paths, features=d.features) for d in datasets]
+    mix = tfe.sample_from_datasets(fresh, seed=0)
+    it = mix.batches(8)
+    delivered = [next(it)["i"].tolist(), next(it)["i"].tolist()]
+    with pytest.raises(tfe.DataLossError, match=r"parsed1-0\.tfrecord: record 10 .*data CRC"):
+        next(it)  # the batch of the bad record (the mix's 21st): the two before delivered
+    assert delivered == [[0, 0, 1, 1, 2, 2, 3, 3], [4, 4, 5, 5, 6, 6, 7, 7]]
+    reports: list[tfe.DamageReport] = []
+    skip = [
+        tfe.RecordDataset(
+            d.paths, features=d.features, on_damage="skip", on_damage_report=reports.append
+        )
+        for d in datasets
+    ]
+    got = [i for b in tfe.sample_from_datasets(skip, seed=0).batches(8) for i in b["i"].tolist()]
+    assert len(got) == 39
+    assert [Path(str(r.path)).name for r in reports] == ["parsed1-0.tfrecord"]
 
 
 def test_bad_arguments(files: Files, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -27,9 +27,11 @@ from ..index.sidecar import Index
 from ..records.recovery import DamageReport
 from .compressed_source import CompressedFileRecords
 from .dataset import IN_MEMORY_LIMIT, RecordDataset
+from .epochs import FileRecords, files_reached
 from .procpool import DecodePool, WorkerInit
 from .sampler import Shuffle
 from .source import LocalFileRecords
+from .spans import Spans
 
 __all__ = ["LeafSource", "check_alike"]
 
@@ -65,6 +67,7 @@ class LeafSource:
         self.starts: IntArray = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._pools: list[DecodePool] = []
         self._pools_lock = threading.RLock()
+        self._reached: list[Callable[[IntArray], list[FileRecords]]] | None = None
 
     @property
     def features(self) -> Any:
@@ -137,17 +140,27 @@ class LeafSource:
                 out[j] = item
         return out
 
-    def read_spans(
-        self, indices: Sequence[int] | IntArray
-    ) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray] | None:
-        """The records as spans of one buffer when they all lie in one dataset's one
-        uncompressed local file (see ``RecordDataset.read_spans``), else ``None``."""
+    def read_spans(self, indices: Sequence[int] | IntArray) -> Spans | None:
+        """The records as CRC-checked spans of one buffer when they all lie in
+        uncompressed local files (see ``RecordDataset.read_spans``), else ``None``.
+
+        Records of several datasets (a mix's chunk) are read as spans from each and
+        gathered into one buffer in request order (:meth:`Spans.joined`), where a list
+        of ``bytes`` per record, joined again for the decoder, cost a mix of two token
+        datasets a third of its epoch.
+        """
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         groups = self._groups(idx)
-        if len(groups) != 1:
-            return None
-        d, _, local = groups[0]
-        return self.datasets[d].read_spans(local)
+        if len(groups) == 1:
+            d, _, local = groups[0]
+            return self.datasets[d].read_spans(local)
+        parts = []
+        for d, where, local in groups:
+            got = self.datasets[d].read_spans(local)
+            if got is None:
+                return None
+            parts.append((where, Spans(*got)))
+        return Spans.joined(len(idx), parts)
 
     def read_salvaged(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
         """The records one by one: ``None`` and a report (in ``indices`` order) for each
@@ -181,6 +194,13 @@ class LeafSource:
                         "shuffle=False, or rewrite the file with `tfr convert`"
                     )
 
+    @property
+    def record_bytes(self) -> float:
+        """The mean record size over every dataset's files (their indexes' sizes)."""
+        indexes = [index for ds in self.datasets for index in ds.indexes]
+        records = sum(len(index) for index in indexes)
+        return sum(index.data_size for index in indexes) / max(1, records)
+
     def chunk_records(self, shuffle: Shuffle) -> int:
         """Records per read-ahead chunk: the smallest of the datasets' own."""
         return min(ds._chunk_records(shuffle) for ds in self.datasets)
@@ -188,9 +208,11 @@ class LeafSource:
     def to_hold(
         self, shuffle: Shuffle, workers: int, in_memory: bool | None
     ) -> list[LocalFileRecords]:
-        """The files a shuffled epoch reads whole into memory (``RecordDataset.batches``'
-        ``in_memory``, counted over all the datasets)."""
-        if not shuffle or workers > 0 or in_memory is False or not self.verify:
+        """The files an epoch reads whole into memory (``RecordDataset.batches``'
+        ``in_memory``, counted over all the datasets): a shuffled epoch reads them all
+        before its first chunk, one in order each as it reaches it
+        (:meth:`files_reached`)."""
+        if workers > 0 or in_memory is False or not self.verify:
             return []
         readers = {id(r): r for ds in self.datasets for r in ds._open()}
         local = [r for r in readers.values() if isinstance(r, LocalFileRecords)]
@@ -199,6 +221,15 @@ class LeafSource:
         if in_memory is None and sum(r.index.data_size for r in local) > IN_MEMORY_LIMIT:
             return []
         return local
+
+    def files_reached(self, indices: IntArray) -> list[FileRecords]:
+        """The files that the records at ``indices`` (global numbers) lie in."""
+        if self._reached is None:
+            self._reached = [files_reached(ds._open(), ds._numbers) for ds in self.datasets]
+        found: dict[int, FileRecords] = {}
+        for d, _, local in self._groups(np.asarray(indices, dtype=np.int64).reshape(-1)):
+            found.update((id(r), r) for r in self._reached[d](local))
+        return list(found.values())
 
     def worker_init(self) -> WorkerInit:
         """What a decode worker needs: each dataset's own opener, state and indexes."""

@@ -538,7 +538,13 @@ class LocalFileRecords(RandomReads, MappedFile):
             return Spans.empty()
         copy = self._batch_copy(local, verify)
         if copy is not None:  # read-only, and immutable: the caller may keep it
-            spans = Spans(copy.array, self._start[local], self._end[local])
+            if copy.region is not None:
+                # A view of the region the epoch read its files into: records of
+                # several files' reads (a mix's chunk) then join without a copy.
+                at = copy.at
+                spans = Spans(copy.region, self._start[local] + at, self._end[local] + at)
+            else:
+                spans = Spans(copy.array, self._start[local], self._end[local])
             if copy.intact(local):
                 verify = False  # checked as the file was read
         elif self.mapped:

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
 from .dataset import IN_MEMORY_LIMIT, MASK_KEY, RecordBatchIterator, RecordDataset
+from .epochs import read_ahead_threads
 from .held_shared import SharedCopies
 from .interleave import Schedule, integer_weights, schedule
 from .leaves import LeafSource, check_alike
@@ -456,9 +457,12 @@ class MixedDataset:
             sampler,
             chunk_records=source.chunk_records(shuffle),
             readahead=readahead,
+            # As many read-ahead threads as a dataset of these records gets.
+            threads=read_ahead_threads(readahead, features, source.record_bytes, drop),
             workers=workers,
             drop_keys=drop,
             hold=source.to_hold(shuffle, workers, in_memory),
+            hold_of=None if shuffle else source.files_reached,
             keep=IN_MEMORY_LIMIT,
             share=share,
             share_budget=None if in_memory else IN_MEMORY_LIMIT,

@@ -19,6 +19,7 @@ import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..errors import StaleIndexError
 from ..index.sidecar import Index
 from ..records import framing
@@ -62,6 +63,45 @@ class Spans(NamedTuple):
     def records(self) -> list[bytes]:
         """Each record as ``bytes`` (for the exact, record-by-record paths)."""
         return unpacked_spans(self.buf, self.starts, self.ends)
+
+    @classmethod
+    def joined(cls, count: int, parts: list[tuple[IntArray, Spans]]) -> Spans:
+        """The records of several reads as spans of one new buffer, in request order.
+
+        ``parts``: ``(where, spans)`` pairs, ``spans`` holding the records at positions
+        ``where`` of a request of ``count`` records (each position in exactly one
+        part). Only each record and its footer are copied (a part's buffer may be a
+        view of a much larger copy of its files), one compiled gather a part; parts
+        that are all views of one buffer (a region the epoch read its files into) stay
+        so, nothing copied.
+        """
+        first = parts[0][1].buf if parts else None
+        if first is not None and all(spans.buf is first for _, spans in parts[1:]):
+            starts = np.empty(count, np.int64)
+            ends = np.empty(count, np.int64)
+            for where, spans in parts:
+                starts[where] = spans.starts
+                ends[where] = spans.ends
+            return cls(first, starts, ends)
+        sizes = [spans.ends + _F - spans.starts for _, spans in parts]
+        total = sum(int(size.sum()) for size in sizes)
+        out = np.empty(total, np.uint8)
+        starts = np.empty(count, np.int64)
+        ends = np.empty(count, np.int64)
+        at = 0
+        for (where, spans), size in zip(parts, sizes, strict=True):
+            stop = at + int(size.sum())
+            framed = spans.ends + _F
+            if kernels.gather_spans(spans.buf, spans.starts, framed, out[at:stop]) is None:
+                pieces = zip(spans.starts.tolist(), framed.tolist(), strict=True)
+                out[at:stop] = np.frombuffer(
+                    b"".join(spans.buf[a:b].tobytes() for a, b in pieces), np.uint8
+                )
+            placed = at + np.cumsum(size) - size
+            starts[where] = placed
+            ends[where] = placed + (spans.ends - spans.starts)
+            at = stop
+        return cls(out, starts, ends)
 
     @classmethod
     def back_to_back(cls, buf: U8, sizes: IntArray) -> Spans:
