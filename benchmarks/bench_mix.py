@@ -47,14 +47,14 @@ def _old_read_spans(self: leaves.LeafSource, indices: Sequence[int] | Any) -> An
     return self.datasets[d].read_spans(local)
 
 
+_TO_HOLD = leaves.LeafSource.to_hold
+
+
 def _old_to_hold(
     self: leaves.LeafSource, shuffle: Any, workers: int, in_memory: bool | None
 ) -> list[Any]:
     """``LeafSource.to_hold`` as it was: files held for shuffled epochs only."""
     return _TO_HOLD(self, shuffle, workers, in_memory) if shuffle else []
-
-
-_TO_HOLD = leaves.LeafSource.to_hold
 
 
 @contextlib.contextmanager

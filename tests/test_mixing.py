@@ -383,7 +383,12 @@ def test_a_chunk_over_several_datasets_is_read_as_one_buffer_of_spans(tmp_path: 
         assert seen == len(want)
 
 
-def test_spans_of_one_shared_buffer_are_joined_without_a_copy() -> None:
+@pytest.mark.parametrize("compiled", [True, False])
+def test_spans_of_one_shared_buffer_are_joined_without_a_copy(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not compiled:  # (the kernels not loaded: the numpy gather)
+        monkeypatch.setattr("tfrecord_engine.kernels.gather_spans", lambda *args: None)
     region = np.arange(100, dtype=np.uint8)
     a = Spans(region, np.array([0, 40]), np.array([10, 50]))
     b = Spans(region, np.array([20]), np.array([25]))
@@ -400,6 +405,8 @@ def test_spans_of_one_shared_buffer_are_joined_without_a_copy() -> None:
         region[40:50].tobytes(),
     ]
     assert copied.buf.shape[0] == 25 + 3 * 4
+    footers = [copied.buf[e : e + 4].tobytes() for e in copied.ends.tolist()]
+    assert footers == [region[10:14].tobytes(), region[25:29].tobytes(), region[50:54].tobytes()]
 
 
 def test_a_mix_reads_ahead_on_as_many_threads_as_a_dataset(tmp_path: Path) -> None:

@@ -9,15 +9,13 @@ The pipeline (every stage is checkpointable; ``from_generator`` would not be)::
       .unbatch()                                   # one element per batch
       [.map(rebuild SparseTensor, RaggedTensor)]   # only if some feature is not dense
       .assert_cardinality(num_batches).prefetch(...)
-
-(Where each chunk is one batch, :func:`default_chunk_batches` for batches of large
-strings, the scan's call returns the batch's own arrays and there is no ``unbatch``,
-which would copy every string: ``range(num_batches).scan(call, rebuild)
-.prefetch(2).assert_cardinality(...).prefetch(...)``.)
       .with_options(no autotuning model, no default graph rewrites)
       [.apply(prefetch_to_device(device))]
 
-(With ``num_parallel_calls > 1`` the scan only carries the epoch and a parallel ``map``
+(Where each chunk is one batch, :func:`default_chunk_batches` for batches of large
+strings, the scan's call returns the batch's own arrays and there is no ``unbatch``,
+which would copy every string, nor a rebuild ``map``: the scan's function rebuilds.
+With ``num_parallel_calls > 1`` the scan only carries the epoch and a parallel ``map``
 fetches the chunks.) Each iteration (each Keras epoch) draws the next epoch number once,
 at its first chunk, and carries it as ``scan`` state. ``tf.train.Checkpoint`` of an
 iterator saves the scan state as a tensor next to the range position; the chunk
@@ -52,6 +50,7 @@ import numpy.typing as npt
 
 from tfrecord_engine.data.dataset import DEFAULT_CHUNK_RECORDS, MASK_KEY, RecordDataset
 from tfrecord_engine.data.epochs import decodes_lists, decodes_strings, strings_dominate
+from tfrecord_engine.data.leaves import mean_record_bytes
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
@@ -284,12 +283,14 @@ def default_readahead(ds: RecordDataset | MixedDataset, workers: int = 0) -> int
     return AUTO_READAHEAD
 
 
+def _leaves(ds: RecordDataset | MixedDataset) -> list[RecordDataset]:
+    """The datasets ``ds`` reads: itself, or a mix's datasets."""
+    return ds.leaves if isinstance(ds, MixedDataset) else [ds]
+
+
 def _mean_record_bytes(ds: RecordDataset | MixedDataset) -> float:
     """The mean record size of ``ds``'s files (for a mix, all its datasets')."""
-    leaves = ds.leaves if isinstance(ds, MixedDataset) else [ds]
-    indexes = [index for leaf in leaves for index in leaf.indexes]
-    records = sum(len(index) for index in indexes)
-    return sum(index.data_size for index in indexes) / max(1, records)
+    return mean_record_bytes(_leaves(ds))
 
 
 def _varlen_as_ragged(ds: RecordDataset | MixedDataset) -> tuple[Any, frozenset[str]]:
@@ -306,8 +307,7 @@ def _varlen_as_ragged(ds: RecordDataset | MixedDataset) -> tuple[Any, frozenset[
     process alternating): 80 -> 65 ms an epoch (best), 110 -> 70 ms (median).
     """
     varlen = _varlen_keys(ds.features)
-    leaves = ds.leaves if isinstance(ds, MixedDataset) else [ds]
-    if not varlen or any(leaf._output is not None for leaf in leaves):
+    if not varlen or any(leaf._output is not None for leaf in _leaves(ds)):
         return ds, frozenset()
     return _with_ragged(ds, varlen), varlen
 

@@ -33,9 +33,16 @@ from .sampler import Shuffle
 from .source import LocalFileRecords
 from .spans import Spans
 
-__all__ = ["LeafSource", "check_alike"]
+__all__ = ["LeafSource", "check_alike", "mean_record_bytes"]
 
 IntArray = npt.NDArray[np.int64]
+
+
+def mean_record_bytes(datasets: Sequence[RecordDataset]) -> float:
+    """The mean record size over the files of ``datasets`` (from their indexes)."""
+    indexes = [index for ds in datasets for index in ds.indexes]
+    records = sum(len(index) for index in indexes)
+    return sum(index.data_size for index in indexes) / max(1, records)
 
 
 class LeafSource:
@@ -159,7 +166,7 @@ class LeafSource:
             got = self.datasets[d].read_spans(local)
             if got is None:
                 return None
-            parts.append((where, Spans(*got)))
+            parts.append((where, got))
         return Spans.joined(len(idx), parts)
 
     def read_salvaged(self, indices: IntArray) -> tuple[list[bytes | None], list[DamageReport]]:
@@ -196,10 +203,8 @@ class LeafSource:
 
     @property
     def record_bytes(self) -> float:
-        """The mean record size over every dataset's files (their indexes' sizes)."""
-        indexes = [index for ds in self.datasets for index in ds.indexes]
-        records = sum(len(index) for index in indexes)
-        return sum(index.data_size for index in indexes) / max(1, records)
+        """The mean record size over every dataset's files (:func:`mean_record_bytes`)."""
+        return mean_record_bytes(self.datasets)
 
     def chunk_records(self, shuffle: Shuffle) -> int:
         """Records per read-ahead chunk: the smallest of the datasets' own."""
