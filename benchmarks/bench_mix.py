@@ -10,8 +10,8 @@ and ``sample_from_datasets([first two files, last two], seed=0).batches(256)``, 
 order and shuffled, and with ``--before`` the mix read as mixes were until 2026-11-28
 (each chunk's records as ``bytes`` objects joined again for the decoder, on one
 read-ahead thread, no file held in an epoch in order: ``LeafSource.read_spans``
-declining chunks over several datasets, ``LeafSource.to_hold`` holding files for
-shuffled epochs only, the epoch given one thread; the read of a held file as a view of
+declining chunks over several datasets, files held for shuffled epochs only, the
+epoch given one thread; the read of a held file as a view of
 the epoch's region, which single datasets share, is not undone). Prints the best and
 median epoch of each, and the mix's ratio to the dataset (best / median; above 1: the
 mix is slower).
@@ -31,7 +31,7 @@ import numpy as np
 import tfrecord_engine as tfe
 from benchmarks.shapes import SHAPES, write_shape
 from tfrecord_engine import kernels
-from tfrecord_engine.data import leaves, mixing
+from tfrecord_engine.data import epochs, leaves
 
 RECORDS = 20_000
 BATCH = 256
@@ -47,31 +47,33 @@ def _old_read_spans(self: leaves.LeafSource, indices: Sequence[int] | Any) -> An
     return self.datasets[d].read_spans(local)
 
 
-_TO_HOLD = leaves.LeafSource.to_hold
+_FILES_TO_HOLD = epochs.files_to_hold
 
 
-def _old_to_hold(
-    self: leaves.LeafSource, shuffle: Any, workers: int, in_memory: bool | None
-) -> list[Any]:
-    """``LeafSource.to_hold`` as it was: files held for shuffled epochs only."""
-    return _TO_HOLD(self, shuffle, workers, in_memory) if shuffle else []
+def _old_files_to_hold(*args: Any, in_order: bool = False) -> list[Any]:
+    """``files_to_hold`` as a mix's epoch used it then: files held for shuffled epochs
+    only (an epoch in order took the copies earlier epochs kept)."""
+    return _FILES_TO_HOLD(*args, in_order=False)
 
 
 @contextlib.contextmanager
 def read_as_before(on: bool) -> Iterator[None]:
-    """Mixes read as before 2026-11-28 while inside (``on``), as now otherwise."""
+    """Mixes read as before 2026-11-28 while inside (``on``), as now otherwise.
+
+    Holds and threads are patched where ``epochs.start_epoch`` finds them, which mixes
+    and datasets now share: only the case run inside sees them."""
     cls = leaves.LeafSource
-    spans, hold = cls.read_spans, cls.to_hold
-    threads = vars(mixing)["read_ahead_threads"]
+    spans = cls.read_spans
+    hold, threads = epochs.files_to_hold, epochs.read_ahead_threads
     if on:
         cls.read_spans = _old_read_spans  # type: ignore[method-assign]
-        cls.to_hold = _old_to_hold  # type: ignore[method-assign]
-        setattr(mixing, "read_ahead_threads", lambda *args: 1)  # noqa: B010 - not exported
+        epochs.files_to_hold = _old_files_to_hold  # type: ignore[assignment]
+        epochs.read_ahead_threads = lambda *args: 1
     try:
         yield
     finally:
-        cls.read_spans, cls.to_hold = spans, hold  # type: ignore[method-assign]
-        setattr(mixing, "read_ahead_threads", threads)  # noqa: B010
+        cls.read_spans = spans  # type: ignore[method-assign]
+        epochs.files_to_hold, epochs.read_ahead_threads = hold, threads
 
 
 def run_shape(name: str, rounds: int, before: bool) -> list[str]:

@@ -287,24 +287,28 @@ def test_the_mix_benchmark_compares_a_mix_with_one_dataset(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from benchmarks import bench_mix
-    from tfrecord_engine.data import epochs, leaves, mixing
+    from tfrecord_engine.data import epochs, leaves
 
     monkeypatch.setattr(bench_mix, "RECORDS", 600)
     real = leaves.LeafSource.read_spans
+    hold = epochs.files_to_hold
+    threads = epochs.read_ahead_threads
     seen: list[int] = []
 
     def spy(*args: Any) -> int:
-        seen.append(epochs.read_ahead_threads(*args))
+        seen.append(threads(*args))
         return seen[-1]
 
-    monkeypatch.setattr(mixing, "read_ahead_threads", spy)
+    monkeypatch.setattr(epochs, "read_ahead_threads", spy)
     lines = bench_mix.run_shape("tokens", 1, before=True)
     assert [line.split(": ")[0] for line in lines] == ["tokens in order", "tokens shuffled"]
     for line in lines:
         cells = line.split(": ", 1)[1].split(" | ")
         labels = [cell.split(" ms")[0].rsplit(" ", 3)[0] for cell in cells]
         assert labels == ["one dataset", "mix", "mix read as before"]
-    # The mix's epochs asked for their threads; the ones read as before did not.
-    assert len(seen) == 4  # (two rounds, two orders)
+    # The dataset's and the mix's epochs asked for their threads; the ones read as
+    # before did not (two rounds, two orders).
+    assert len(seen) == 8
     assert leaves.LeafSource.read_spans is real
-    assert vars(mixing)["read_ahead_threads"] is spy
+    assert epochs.files_to_hold is hold
+    assert epochs.read_ahead_threads is spy

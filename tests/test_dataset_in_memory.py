@@ -117,6 +117,29 @@ def test_which_epochs_hold(files: list[str], monkeypatch: pytest.MonkeyPatch) ->
     ds.close()
 
 
+def test_a_hosts_epoch_holds_as_batches_does(files: list[str]) -> None:
+    # ds.epoch (what the torch host and the tf.data bridge run) goes through the same
+    # settings as batches: in file order too, each file is read whole as it is reached.
+    from tfrecord_engine.data.sampler import IndexBatchIterator
+
+    ds = tfe.RecordDataset(files, features=SPEC)
+    for shuffle, in_memory, held in (
+        (False, None, True),
+        (True, None, True),
+        (False, False, False),
+    ):
+        it = ds.epoch(
+            IndexBatchIterator(len(ds), 100, shuffle=shuffle, seed=1),
+            shuffle,
+            in_memory=in_memory,
+        )
+        next(it)
+        assert _held(ds) == [held, held], (shuffle, in_memory)
+        assert len(_flat(it)) == len(ds) - 100
+    assert _kept(ds) == [os.path.getsize(f) for f in files]  # kept for the next epoch
+    ds.close()
+
+
 def test_a_damaged_record_is_found_in_the_copy(files: list[str]) -> None:
     # Damaged after indexing (same size): the CRC check of the held copy finds it.
     at = int(tfe.Index.build(files[0]).offsets[123]) + 12 + 3

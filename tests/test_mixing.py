@@ -419,7 +419,80 @@ def test_a_mix_reads_ahead_on_as_many_threads_as_a_dataset(tmp_path: Path) -> No
         assert it._work is not None
         assert it._work._executor._max_workers == want  # type: ignore[attr-defined]
         assert sum(len(b["i"]) for b in it) == records
-    assert source.record_bytes == sum(i.data_size for d in datasets for i in d.indexes) / 60
+    assert (
+        source.record_bytes == sum(int(i.lengths.sum()) for d in datasets for i in d.indexes) / 60
+    )
+    assert (
+        source.record_bytes
+        == tfe.RecordDataset([p for d in datasets for p in d.paths])._opened().record_bytes
+    )
+
+
+def _settings(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What ``epochs.start_epoch`` hands each epoch's iterator (chunk size, threads,
+    files to hold, whether files are held as reached), one dict per epoch started."""
+    seen: list[dict[str, Any]] = []
+
+    class Recorded(epochs.RecordBatchIterator):
+        def __init__(self, dataset: Any, sampler: Any, **kwargs: Any) -> None:
+            seen.append(
+                {
+                    "chunk": kwargs["chunk_records"],
+                    "threads": kwargs["threads"],
+                    "hold": sorted(Path(r.path).name for r in kwargs["hold"]),
+                    "as_reached": kwargs["hold_of"] is not None,
+                }
+            )
+            super().__init__(dataset, sampler, **kwargs)
+
+    monkeypatch.setattr(epochs, "RecordBatchIterator", Recorded)
+    return seen
+
+
+def _sized_dataset(path: Path, n: int, size: int, *, verify: bool = True) -> tfe.RecordDataset:
+    with tfe.TFRecordWriter(path, index=True) as w:
+        w.write_many(b"%06d" % i + b"x" * (size - 6) for i in range(n))
+    return tfe.RecordDataset(str(path), verify=verify)
+
+
+def test_a_mix_epoch_is_settled_as_one_dataset_of_its_files_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Records of 16 KiB and of 1 KiB: each dataset's own chunk in order would be 512 and
+    # 4,096 records; one dataset of both files, at their mean size, takes 964.
+    big = _sized_dataset(tmp_path / "big.tfrecord", 20, 16 << 10)
+    small = _sized_dataset(tmp_path / "small.tfrecord", 20, 1 << 10, verify=False)
+    both = tfe.RecordDataset([big.paths[0], small.paths[0]], verify=False)
+    seen = _settings(monkeypatch)
+    for shuffle in (False, True):
+        for ds in (tfe.sample_from_datasets([big, small], seed=0), both):
+            assert len([r for b in ds.batches(8, shuffle=shuffle) for r in b]) == 40
+    mix_in_order, one_in_order, mix_shuffled, one_shuffled = seen
+    assert mix_in_order == one_in_order
+    assert mix_in_order["chunk"] == epochs.chunk_records(False, (16 << 10) / 2 + 1024 / 2) == 963
+    assert mix_in_order["as_reached"]
+    assert mix_shuffled == one_shuffled
+    # A dataset that skips its CRC checks does not keep the mix from holding its files.
+    assert mix_shuffled["hold"] == ["big.tfrecord", "small.tfrecord"]
+
+
+def test_a_held_mix_still_checks_the_crcs_of_the_datasets_that_verify(tmp_path: Path) -> None:
+    # The files are read whole without checks (one dataset has verify=False); the
+    # records of the dataset that verifies are checked as they are read.
+    checked = tmp_path / "checked.tfrecord"
+    _sized_dataset(checked, 20, 100)
+    raw = bytearray(checked.read_bytes())
+    raw[5 * (100 + 16) + 12 + 50] ^= 0xFF  # record 5's data
+    checked.write_bytes(bytes(raw))
+    unchecked = _sized_dataset(tmp_path / "unchecked.tfrecord", 20, 100, verify=False)
+    mix = tfe.sample_from_datasets([tfe.RecordDataset(str(checked)), unchecked], seed=0)
+    for shuffle in (False, True):
+        with pytest.raises(tfe.DataLossError, match=r"checked\.tfrecord: record 5 "):
+            list(mix.batches(8, shuffle=shuffle))
+    # The damaged record, read through the dataset that skips checks, is delivered.
+    loose = tfe.RecordDataset(str(checked), verify=False)
+    got = [r for b in tfe.sample_from_datasets([loose, unchecked]).batches(8) for r in b]
+    assert len(got) == 40
 
 
 def test_nested_mixes_and_one_dataset_twice(files: Files) -> None:

@@ -16,6 +16,7 @@ from .collate import collate as tfe_collate
 from .epochs import (
     RecordBatchIterator,
     chunk_records,
+    files_reached,
     return_pool,
     start_epoch,
     take_epoch,
@@ -265,7 +266,7 @@ class EpochMethods:
             in_memory=in_memory,
             padded=padded,
             pad_value=pad_value,
-            numbers=self._numbers,
+            reached=files_reached(self._open(), self._numbers),
         )
 
     def epoch(
@@ -312,6 +313,7 @@ class EpochMethods:
                 strings=strings,
                 in_memory=in_memory,
                 share=share,
+                reached=files_reached(self._open(), self._numbers),
             )
         if workers:
             raise InvalidArgumentError("transform= and collate= run in this process: workers=0")

@@ -324,12 +324,19 @@ def start_epoch(
     padded: Padded = False,
     pad_value: Any = 0,
     share: SharedCopies | None = None,
-    numbers: Callable[[IntArray], IntArray] | None = None,
+    reached: Callable[[IntArray], list[FileRecords]] | None = None,
 ) -> RecordBatchIterator:
     """The iterator of one epoch of ``ds`` (files ``readers``, records of
     ``record_bytes`` on average) over ``sampler``'s batches, its arguments checked
     (:func:`check_epoch`; ``random_access``: a shuffled or balanced order).
-    ``numbers``: the dataset's indices to record numbers across the files; given, an
+
+    The one place where an epoch's settings are decided, for a dataset's epochs
+    (``batches`` and a host's ``epoch``) and a mix's alike: chunk sizes
+    (:func:`chunk_records`), read-ahead threads (:func:`read_ahead_threads`) and the
+    files read whole (:func:`files_to_hold`).
+
+    ``reached``: the files that the records at a chunk's sampler indices lie in (a
+    dataset's :func:`files_reached`, a mix's ``LeafSource.files_reached``); given, an
     epoch in file order reads each file whole as it reaches it and keeps the copy for
     later epochs, as shuffled ones do (within the same budget).
     ``share``: the files held are the copies shared by a loader's processes
@@ -344,7 +351,7 @@ def start_epoch(
         workers=workers,
         strings=strings,
     )
-    in_order = numbers is not None and not random_access
+    in_order = reached is not None and not random_access
     return RecordBatchIterator(
         ds,
         sampler,
@@ -354,7 +361,7 @@ def start_epoch(
         workers=workers,
         drop_keys=drop,
         hold=files_to_hold(readers, shuffle, workers, in_memory, in_order=in_order),
-        hold_of=files_reached(readers, numbers) if in_order and numbers is not None else None,
+        hold_of=reached if in_order else None,
         keep=IN_MEMORY_LIMIT,
         padded=padded,
         pad_value=pad_value,

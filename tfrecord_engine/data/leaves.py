@@ -25,12 +25,9 @@ from ..errors import InvalidArgumentError
 from ..index.damage import reporter
 from ..index.sidecar import Index
 from ..records.recovery import DamageReport
-from .compressed_source import CompressedFileRecords
-from .dataset import IN_MEMORY_LIMIT, RecordDataset
+from .dataset import RecordDataset
 from .epochs import FileRecords, files_reached
 from .procpool import DecodePool, WorkerInit
-from .sampler import Shuffle
-from .source import LocalFileRecords
 from .spans import Spans
 
 __all__ = ["LeafSource", "check_alike", "mean_record_bytes"]
@@ -39,10 +36,12 @@ IntArray = npt.NDArray[np.int64]
 
 
 def mean_record_bytes(datasets: Sequence[RecordDataset]) -> float:
-    """The mean record size over the files of ``datasets`` (from their indexes)."""
+    """The mean record size (data bytes, framing left out) over the files of
+    ``datasets``, from their indexes: a dataset's own ``record_bytes`` over the same
+    files, so that a mix's epoch is settled as such a dataset's is."""
     indexes = [index for ds in datasets for index in ds.indexes]
     records = sum(len(index) for index in indexes)
-    return sum(index.data_size for index in indexes) / max(1, records)
+    return sum(int(index.lengths.sum()) for index in indexes) / max(1, records)
 
 
 class LeafSource:
@@ -186,46 +185,18 @@ class LeafSource:
 
     # ---- epochs: what RecordBatchIterator needs besides the reads ---------------------
 
-    def check_epoch(self, shuffle: Shuffle) -> None:
-        """Refuses a shuffled epoch over files that can only be read forward.
-
-        Raises:
-            InvalidArgumentError: naming the file and what to do.
-        """
+    def readers(self) -> list[FileRecords]:
+        """Every dataset's files, each once (a dataset may repeat in a mix), in order:
+        what an epoch checks and holds (``epochs.start_epoch``)."""
+        found: dict[int, FileRecords] = {}
         for ds in self.datasets:
-            for r in ds._open():
-                if shuffle and isinstance(r, CompressedFileRecords) and r.sequential_only:
-                    raise InvalidArgumentError(
-                        f"a shuffled epoch needs random access, but {r.path} can only be "
-                        f"read forward: {r.sequential_reason}. Read the mix with "
-                        "shuffle=False, or rewrite the file with `tfr convert`"
-                    )
+            found.update((id(r), r) for r in ds._open())
+        return list(found.values())
 
     @property
     def record_bytes(self) -> float:
         """The mean record size over every dataset's files (:func:`mean_record_bytes`)."""
         return mean_record_bytes(self.datasets)
-
-    def chunk_records(self, shuffle: Shuffle) -> int:
-        """Records per read-ahead chunk: the smallest of the datasets' own."""
-        return min(ds._chunk_records(shuffle) for ds in self.datasets)
-
-    def to_hold(
-        self, shuffle: Shuffle, workers: int, in_memory: bool | None
-    ) -> list[LocalFileRecords]:
-        """The files an epoch reads whole into memory (``RecordDataset.batches``'
-        ``in_memory``, counted over all the datasets): a shuffled epoch reads them all
-        before its first chunk, one in order each as it reaches it
-        (:meth:`files_reached`)."""
-        if workers > 0 or in_memory is False or not self.verify:
-            return []
-        readers = {id(r): r for ds in self.datasets for r in ds._open()}
-        local = [r for r in readers.values() if isinstance(r, LocalFileRecords)]
-        if len(local) != len(readers):
-            return []
-        if in_memory is None and sum(r.index.data_size for r in local) > IN_MEMORY_LIMIT:
-            return []
-        return local
 
     def files_reached(self, indices: IntArray) -> list[FileRecords]:
         """The files that the records at ``indices`` (global numbers) lie in."""

@@ -35,8 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
-from .dataset import IN_MEMORY_LIMIT, MASK_KEY, RecordBatchIterator, RecordDataset
-from .epochs import read_ahead_threads
+from .dataset import RecordBatchIterator, RecordDataset
+from .epochs import start_epoch
 from .held_shared import SharedCopies
 from .interleave import Schedule, integer_weights, schedule
 from .leaves import LeafSource, check_alike
@@ -404,14 +404,10 @@ class MixedDataset:
             pad_remainder=pad_remainder,
             state=state,
         )
-        features = self.features
-        if pad_remainder and features is not None and MASK_KEY in features:
-            raise InvalidArgumentError(
-                f"pad_remainder adds a {MASK_KEY!r} entry, which is also a feature name"
-            )
-        out = self.epoch(
+        out = self._start(
             sampler,
             shuffle,
+            pad_remainder=pad_remainder,
             readahead=readahead,
             workers=workers,
             strings=strings,
@@ -436,36 +432,47 @@ class MixedDataset:
         """One epoch over batches a host planned itself (a sampler from :meth:`mapped`
         or :meth:`index_batches`), read, held and chunked as :meth:`batches` does;
         ``share``: as for ``RecordDataset.epoch``."""
-        source = self.leaf_source()
-        source.check_epoch(shuffle)
-        features = self.features
-        if readahead < 0 or workers < 0:
-            raise InvalidArgumentError(
-                f"readahead and workers must be >= 0, got {readahead}, {workers}"
-            )
-        if strings not in ("keep", "drop") or (strings == "drop" and features is None):
-            raise InvalidArgumentError(
-                f"strings must be 'keep' or 'drop' (with features), got {strings!r}"
-            )
-        drop = frozenset(
-            k
-            for k, f in (features or {}).items()
-            if strings == "drop" and getattr(f, "dtype", None) == "string"
+        return self._start(
+            sampler,
+            shuffle,
+            pad_remainder=False,  # (the sampler's; batches checks its mask key)
+            readahead=readahead,
+            workers=workers,
+            strings=strings,
+            in_memory=in_memory,
+            share=share,
         )
-        return RecordBatchIterator(
+
+    def _start(
+        self,
+        sampler: MappedBatches,
+        shuffle: Shuffle,
+        *,
+        pad_remainder: bool,
+        readahead: int,
+        workers: int,
+        strings: Literal["keep", "drop"],
+        in_memory: bool | None,
+        share: SharedCopies | None = None,
+    ) -> RecordBatchIterator:
+        # Settled as a dataset's epoch over the mix's files is (epochs.start_epoch): the
+        # chunk size and read-ahead threads from the files' mean record size, every file
+        # held for a shuffled epoch and, in file order, each as the chunks reach it.
+        source = self.leaf_source()
+        return start_epoch(
             self._reader(),
             sampler,
-            chunk_records=source.chunk_records(shuffle),
+            source.readers(),
+            shuffle=shuffle,
+            random_access=bool(shuffle),
+            record_bytes=source.record_bytes,
+            pad_remainder=pad_remainder,
             readahead=readahead,
-            # As many read-ahead threads as a dataset of these records gets.
-            threads=read_ahead_threads(readahead, features, source.record_bytes, drop),
             workers=workers,
-            drop_keys=drop,
-            hold=source.to_hold(shuffle, workers, in_memory),
-            hold_of=None if shuffle else source.files_reached,
-            keep=IN_MEMORY_LIMIT,
+            strings=strings,
+            in_memory=in_memory,
             share=share,
-            share_budget=None if in_memory else IN_MEMORY_LIMIT,
+            reached=source.files_reached,
         )
 
     def _epoch_of(
