@@ -43,7 +43,7 @@ from benchmarks.bench_thresholds import RECORDS, shape_named
 from benchmarks.common import DATA_DIR, best_seconds, patched
 from benchmarks.shapes import write_shape
 from tfrecord_engine import kernels
-from tfrecord_engine.data.single import SingleDecoder
+from tfrecord_engine.example.single import SingleDecoder
 
 _SHAPES = "image,detection,tokens,mixed,ragged,tabular,wide,captioned,audio,clicks,product"
 
@@ -100,7 +100,7 @@ def columns_rows(name: str, sizes: list[int], rounds: int) -> list[str]:
     """``ds[list]`` (the columnar batch): walked record by record (``SMALL_BATCH``'s
     path, forced) against what the dataset does now, alternating."""
     from tfrecord_engine.data import dataset as dataset_module
-    from tfrecord_engine.data import single as single_module
+    from tfrecord_engine.example import single as single_module
 
     ds = _dataset(name)
     old = functools.partial(

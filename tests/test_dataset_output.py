@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine.data.varlen import VarLenArray
+from tfrecord_engine.example.varlen import VarLenArray
 
 SPEC = {
     "y": tfe.FixedLenFeature([], "int64"),

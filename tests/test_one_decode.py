@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine import kernels
-from tfrecord_engine.data.single import SingleDecoder
+from tfrecord_engine.example.single import SingleDecoder
 from tfrecord_engine.kernels import single
 from tfrecord_engine.kernels.single import FLOATS, INTS, ONE_BYTES, OTHER
 

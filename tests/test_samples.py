@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tfrecord_engine.data.samples import sample_of
-from tfrecord_engine.data.varlen import VarLenArray, VarLenList, varlen_array
+from tfrecord_engine.example.varlen import VarLenArray, VarLenList, varlen_array
 from tfrecord_engine.example.wire import Duplicates, example_feature_map
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
 

@@ -15,8 +15,8 @@ import pytest
 
 import tfrecord_engine as tfe
 from tests.cli.helpers import invoke
-from tfrecord_engine.data.varlen import VarLenArray
 from tfrecord_engine.example.seqspecs import SequenceFeatures
+from tfrecord_engine.example.varlen import VarLenArray
 
 CONTEXT: dict[str, Any] = {"id": tfe.FixedLenFeature([], "int64")}
 SEQUENCE: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""The per-call path of ``ds[i]`` (``data/single.py``) against the exact path.
+"""The per-call path of ``ds[i]`` (``example/single.py``) against the exact path.
 
 The fast path may decline a record (``None``: the exact path decides), but must never
 accept one the exact path rejects, and must return the same values, types and shapes.
@@ -21,7 +21,7 @@ from tfrecord_engine import kernels
 from tfrecord_engine.data import access_methods, local_source, localfile, source
 from tfrecord_engine.data import dataset as dataset_module
 from tfrecord_engine.data.samples import sample_of
-from tfrecord_engine.data.single import SingleDecoder
+from tfrecord_engine.example.single import SingleDecoder
 from tfrecord_engine.storage import safecopy
 from tfrecord_engine.testing.examples import ParseCase, parse_cases, serialize_example
 from tfrecord_engine.testing.raw import RawCase, raw_cases
@@ -621,7 +621,7 @@ def test_small_batches_of_many_keys_go_to_the_batch_decode(tmp_path: Any) -> Non
     """A spec of many scalar keys (wide records): ``columns`` walks a few records, and
     leaves ``_WIDE_COLUMNS_MAX`` or more to the batch decode (cheaper there); ``ds[list]``
     gives the same batch either way."""
-    from tfrecord_engine.data import single as single_module
+    from tfrecord_engine.example import single as single_module
 
     keys = [f"f{k:03d}" for k in range(single_module._WALK_KEYS + 4)]
     features = {k: tfe.FixedLenFeature([], "int64") for k in keys}
@@ -642,3 +642,24 @@ def test_small_batches_of_many_keys_go_to_the_batch_decode(tmp_path: Any) -> Non
             assert same(got, ds[idx])
         finally:
             dataset_module.SMALL_BATCH = small
+
+
+def test_the_per_call_decoder_reads_varints_with_the_one_reader() -> None:
+    # single_steps.read_varint is made by kernels.varint.varint_reader (the reader of
+    # every pure-Python decoder): bits past 64 dropped, errors as MalformedExampleError
+    # at the varint's first byte, which the per-call paths turn into "exact path".
+    from tfrecord_engine.example.single_steps import read_varint
+
+    assert read_varint(bytes([0xAC, 0x02, 0x05]), 0, 3) == (300, 2)
+    assert read_varint(b"\x01" + bytes([0xFF] * 9 + [0x7F]), 1, 11) == (2**64 - 1, 11)
+    with pytest.raises(tfe.MalformedExampleError, match="truncated varint") as got:
+        read_varint(b"\x00\x80\x80", 1, 3)
+    assert got.value.offset == 1
+    with pytest.raises(tfe.MalformedExampleError, match="longer than 10 bytes"):
+        read_varint(bytes([0x80] * 11), 0, 11)
+    # A record whose Features length runs past its end: no sample, the exact path decides.
+    spec = {"x": tfe.FixedLenFeature([], "int64")}
+    record = tfe.encode_example({"x": [7]})
+    decoder = SingleDecoder(spec)
+    assert decoder.values(record) is not None
+    assert decoder.values(record[:1] + bytes([0xFF, 0xFF])) is None

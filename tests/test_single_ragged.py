@@ -1,4 +1,4 @@
-"""``ds[i]``'s per-record decoder (``data/single.py``, ``data/single_steps.py``) on
+"""``ds[i]``'s per-record decoder (``example/single.py``, ``example/single_steps.py``) on
 ``RaggedFeature`` and on numeric lists, against the exact path.
 
 The per-record decoder reads packed numeric lists without Python lists (floats with
@@ -23,7 +23,7 @@ import tfrecord_engine as tfe
 from tests.test_single import agreeing, exact, scalar_records
 from tests.test_single import same as _same
 from tfrecord_engine import kernels
-from tfrecord_engine.data.single import SingleDecoder
+from tfrecord_engine.example.single import SingleDecoder
 from tfrecord_engine.testing.examples import ParseCase, parse_cases
 
 

@@ -1,4 +1,4 @@
-"""The per-call path of ``ds[i]`` on SequenceExample datasets (``data/single_sequence.py``)
+"""The per-call path of ``ds[i]`` on SequenceExample datasets (``example/single_sequence.py``)
 against the exact path (``parse_single_sequence_example`` and the sample's typing).
 
 The fast path may decline a record (``None``: the exact path decides), but must never
@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 import tfrecord_engine as tfe
 from tfrecord_engine import kernels
 from tfrecord_engine.data.sequences import sequence_sample
-from tfrecord_engine.data.single_sequence import SingleSequenceDecoder
-from tfrecord_engine.data.varlen import VarLenArray
 from tfrecord_engine.example.seqspecs import SequenceFeatures
+from tfrecord_engine.example.single_sequence import SingleSequenceDecoder
+from tfrecord_engine.example.varlen import VarLenArray
 from tfrecord_engine.testing.examples import (
     FeatureValues,
     SequenceCase,

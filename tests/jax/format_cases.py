@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine.data.varlen import varlen_array
+from tfrecord_engine.example.varlen import varlen_array
 
 from ..optional import require
 

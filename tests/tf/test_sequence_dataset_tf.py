@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 import tfrecord_engine as tfe
 from tests.tf.convert import assert_array_same, assert_same_value, tf_specs
 from tfrecord_engine.data.sampler import IndexBatchIterator
-from tfrecord_engine.data.varlen import VarLenArray, VarLenList
+from tfrecord_engine.example.varlen import VarLenArray, VarLenList
 from tfrecord_engine.testing.sequences import SequenceBatch, sequence_batches
 
 CONTEXT = {

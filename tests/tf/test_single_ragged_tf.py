@@ -16,7 +16,7 @@ import tfrecord_engine as tfe
 from tests.test_single import scalar_records
 from tests.tf.convert import assert_same_value, tf_specs
 from tfrecord_engine import kernels
-from tfrecord_engine.data.single import SingleDecoder
+from tfrecord_engine.example.single import SingleDecoder
 
 FEATURES: dict[str, Any] = {
     "chars": tfe.RaggedFeature("int64", partitions=[tfe.RaggedFeature.RowLengths("lens")]),

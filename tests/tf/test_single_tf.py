@@ -1,4 +1,4 @@
-"""The per-call paths (``data/single.py``: walk, compiled layouts, small batches) vs
+"""The per-call paths (``example/single.py``: walk, compiled layouts, small batches) vs
 TensorFlow on the same bytes: whatever they accept, TensorFlow parses to the same values.
 
 Records are generated for scalar specs and then mutated byte by byte at the same length,
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 
 from tests.test_single import scalar_records
 from tests.tf.convert import assert_same_value, tf_specs
-from tfrecord_engine.data.single import SingleDecoder
+from tfrecord_engine.example.single import SingleDecoder
 
 
 def _theirs(tf: ModuleType, fn: Any) -> Any:

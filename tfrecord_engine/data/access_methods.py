@@ -20,12 +20,12 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..errors import DataLossError, InvalidArgumentError, ParseError
+from ..example.single import SingleDecoder
 from . import views
 from .arguments import record_indices, refuse_record_key
 from .explain import DecodePath, explain_decode
 from .located import locate
 from .samples import sample_of, samples_of
-from .single import SingleDecoder
 from .spans import Spans
 
 if TYPE_CHECKING:

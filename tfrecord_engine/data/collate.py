@@ -33,9 +33,9 @@ import numpy.typing as npt
 
 from ..errors import InvalidArgumentError
 from ..example.values import RaggedValue, SparseValue
+from ..example.varlen import VARIABLE, VarLenArray, VarLenList
 from .formats import auto_format, framework, normalize_format, walk
 from .formats import convert as to_format
-from .varlen import VARIABLE, VarLenArray, VarLenList
 
 __all__ = ["PaddedValue", "collate", "teach_default_collate"]
 
@@ -97,7 +97,7 @@ def collate(
 
     Example:
         >>> import numpy as np
-        >>> from tfrecord_engine.data.varlen import varlen_array
+        >>> from tfrecord_engine.example.varlen import varlen_array
         >>> batch = collate([{"x": np.int64(1), "v": varlen_array(np.array([1, 2]))},
         ...                  {"x": np.int64(2), "v": varlen_array(np.array([3]))}],
         ...                 format="numpy")

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import DataLossError, InvalidArgumentError, OutOfRangeError, TFRecordError
+from ..example.single import SingleDecoder
 from ..index.placement import normalize_placement
 from ..index.sidecar import Index
 from ..records.compression import Compression
@@ -56,7 +57,6 @@ from .prepare import MASK_KEY, PaddedBatch
 from .procpool import DecodePool, WorkerInit
 from .random_holds import RandomHolds
 from .remote_cache import DatasetCache
-from .single import SingleDecoder
 from .source import Fetcher, RandomAccessSource
 from .spans import Spans
 from .view_methods import ViewMethods

@@ -31,6 +31,7 @@ from typing import Any
 from .. import kernels
 from ..example import batch as example_batch
 from ..example import dense
+from ..example.single import SingleDecoder
 from ..example.specs import (
     FeatureSpec,
     FixedLenFeature,
@@ -39,7 +40,6 @@ from ..example.specs import (
     VarLenFeature,
     as_feature_specs,
 )
-from .single import SingleDecoder
 
 __all__ = ["DecodePath", "explain_decode"]
 

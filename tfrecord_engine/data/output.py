@@ -22,9 +22,9 @@ from typing import Any
 
 from ..errors import InvalidArgumentError
 from ..example.specs import FixedLenSequenceFeature, RaggedFeature, SparseFeature, VarLenFeature
+from ..example.varlen import VARIABLE
 from .collate import teach_default_collate
 from .formats import Format, convert, normalize_format
-from .varlen import VARIABLE
 
 __all__ = ["SampleOutput", "check_transform", "has_variable", "sample_output"]
 

@@ -21,7 +21,7 @@ feature                                one record's value
 A batch's samples are cut from the columnar batch the batch decoder produced (row slices
 and one ``tolist`` per string column), never by parsing record by record (except small
 batches, which ``ds[i]``'s decoder takes one record at a time, see
-:mod:`tfrecord_engine.data.single`).
+:mod:`tfrecord_engine.example.single`).
 The arrays (lists) of the variable-length kinds are typed as such
 (:class:`~.varlen.VarLenArray`, a plain ``ndarray`` otherwise): :func:`collate`, and
 PyTorch's ``default_collate`` once taught (:func:`~.collate.teach_default_collate`), pad
@@ -52,8 +52,8 @@ from ..example.specs import (
 )
 from ..example.tensors import TensorFeature
 from ..example.values import RaggedValue, SparseValue
+from ..example.varlen import VarLenList, varlen_array
 from .collate import PaddedValue, collate
-from .varlen import VarLenList, varlen_array
 
 __all__ = ["PaddedValue", "collate", "sample_of", "samples_of"]
 

@@ -45,6 +45,7 @@ from ..example.batch import join_records
 from ..example.seqbatch import SequenceDecoder, SequenceDecodeStats
 from ..example.seqspecs import SequenceFeatures, flat_batch, lengths_key
 from ..example.sequence import parse_single_sequence_example
+from ..example.single_sequence import SingleSequenceDecoder
 from ..example.specs import (
     FeatureSpec,
     FixedLenFeature,
@@ -55,9 +56,8 @@ from ..example.specs import (
     as_feature_specs,
 )
 from ..example.values import RaggedValue, SparseValue
+from ..example.varlen import VarLenList, varlen_array
 from .samples import sample_of, samples_of
-from .single_sequence import SingleSequenceDecoder
-from .varlen import VarLenList, varlen_array
 
 __all__ = [
     "SequenceBatchDecoder",

@@ -4,7 +4,7 @@
 """The numba-compiled decode of one Example for ``ds[i]``'s decoder (imported only by
 :mod:`tfrecord_engine.kernels` when it loads the kernels).
 
-:func:`decode_one` does in one call what ``data/single.py``'s Python walk does entry by
+:func:`decode_one` does in one call what ``example/single.py``'s Python walk does entry by
 entry and its per-key readers do after it: it walks the record's feature map, looks
 each key up in a hashed table of the requested keys (``_dense.key_hash``, the batch
 walk's; the table is built by :func:`tfrecord_engine.kernels.single.one_table`) and,

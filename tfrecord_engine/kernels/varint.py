@@ -3,7 +3,8 @@
 Every pure-Python reader of the wire format reads its varints with a function made
 here: the Example codecs (:mod:`tfrecord_engine.example.wire`, TensorFlow's parsing,
 and :mod:`tfrecord_engine.example.pbwire`, protobuf's), serialized tensors
-(:mod:`tfrecord_engine.example.tensors`) and the index columns' scalar reader
+(:mod:`tfrecord_engine.example.tensors`), the per-call decoders of ``ds[i]`` and small
+batches (:mod:`tfrecord_engine.example.single_steps`) and the index columns' scalar reader
 (:mod:`tfrecord_engine.index.scalars`, a layer below the Example codec, which is why
 the reader lives in this bottom layer). Each decoder words its own errors, so it gets
 its own reader from :func:`varint_reader`, with its error factory bound in a closure:

@@ -45,7 +45,7 @@ def compile_take(steps: list[KeyStep], outputs: list[Output]) -> Take:
     Only integers and names go into its source; shapes, readers and finishes are passed
     in by name.
 
-    >>> from tfrecord_engine.data.single_steps import plan
+    >>> from tfrecord_engine.example.single_steps import plan
     >>> from tfrecord_engine.example.specs import FixedLenFeature
     >>> steps, outputs = plan({"x": FixedLenFeature([2], "float32")})
     >>> take = compile_take(steps, outputs)

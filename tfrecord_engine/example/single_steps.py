@@ -28,10 +28,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ExampleParseError, MalformedExampleError
-from ..example.columns import object_array
-from ..example.ragged import single_ragged
-from ..example.records import KIND_OF
-from ..example.specs import (
+from ..kernels.single import FLOATS, INTS, ONE_BYTES, OTHER, packed_int64
+from ..kernels.varint import varint_reader
+from .columns import object_array
+from .ragged import single_ragged
+from .records import KIND_OF
+from .specs import (
     FeatureSpec,
     FixedLenFeature,
     RaggedFeature,
@@ -40,11 +42,10 @@ from ..example.specs import (
     UniformRowLength,
     VarLenFeature,
 )
-from ..example.values import RaggedValue
-from ..example.varints import decode_packed
-from ..example.wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, RawValues, decode_feature
-from ..kernels.single import FLOATS, INTS, ONE_BYTES, OTHER, packed_int64
+from .values import RaggedValue
+from .varints import decode_packed
 from .varlen import VarLenList, varlen_array
+from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, RawValues, decode_feature
 
 __all__ = [
     "TAKE_ARRAY",
@@ -57,7 +58,7 @@ __all__ = [
     "KeyStep",
     "Output",
     "plan",
-    "uvarint",
+    "read_varint",
 ]
 
 #: A key's value from its decoded values, or ``None`` for the exact path.
@@ -124,29 +125,16 @@ class Output:
     finish: Finish | None = None
 
 
-def uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A varint of at most 10 bytes at ``buf[pos]``: (value, position after it), unmasked.
+def _fail(reason: str, offset: int) -> MalformedExampleError:
+    return MalformedExampleError(reason, offset=offset)
 
-    Raises:
-        IndexError: it runs past the end of ``buf``.
-        MalformedExampleError: longer than 10 bytes.
-    """
-    b = buf[pos]
-    if b >= 0x80:  # (the walk reads one-byte varints inline; two bytes are the rest)
-        b2 = buf[pos + 1]
-        if b2 < 0x80:
-            return (b & 0x7F) | (b2 << 7), pos + 2
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise MalformedExampleError("varint longer than 10 bytes", offset=pos)
+
+#: ``read_varint(buf, pos, end) -> (value, position after it)``: the per-call decoders'
+#: varints, read by the library's one reader (:func:`~..kernels.varint.varint_reader`);
+#: a varint cut off by ``end`` or longer than 10 bytes raises
+#: :class:`~..errors.MalformedExampleError` (the callers then leave the record to the
+#: exact path).
+read_varint = varint_reader(_fail)
 
 
 def _payload(rec: bytes, start: int, end: int, tag: int) -> tuple[int, int] | None:
@@ -157,7 +145,7 @@ def _payload(rec: bytes, start: int, end: int, tag: int) -> tuple[int, int] | No
     size = rec[start + 1]
     at = start + 2
     if size >= 0x80:
-        size, at = uvarint(rec, start + 1)
+        size, at = read_varint(rec, start + 1, len(rec))
     if at + size != end:
         return None
     if size == 0:
@@ -167,12 +155,8 @@ def _payload(rec: bytes, start: int, end: int, tag: int) -> tuple[int, int] | No
     size = rec[at + 1]
     at += 2
     if size >= 0x80:
-        size, at = uvarint(rec, at - 1)
+        size, at = read_varint(rec, at - 1, len(rec))
     return (at, end) if at + size == end else None
-
-
-def _fail(reason: str, offset: int) -> MalformedExampleError:
-    return MalformedExampleError(reason, offset=offset)
 
 
 def read_ints(rec: bytes, start: int, end: int) -> npt.NDArray[np.int64] | None:
@@ -197,7 +181,7 @@ def read_ints(rec: bytes, start: int, end: int) -> npt.NDArray[np.int64] | None:
         if v < 0x80:
             pos += 1
         else:
-            v, pos = uvarint(rec, pos)
+            v, pos = read_varint(rec, pos, len(rec))
             if pos > b:
                 return None  # torn at the run's end: the exact path reports it
             v &= _MASK64

@@ -44,8 +44,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import MalformedExampleError
-from ..example.specs import FeatureSpec, FixedLenFeature
-from ..example.wire import (
+from ..kernels.single import one_table
+from .single_steps import Read, plan, read_varint
+from .single_take import compile_take
+from .specs import FeatureSpec, FixedLenFeature
+from .wire import (
     KIND_BYTES,
     KIND_FLOAT,
     KIND_INT64,
@@ -53,9 +56,6 @@ from ..example.wire import (
     decode_feature,
     example_feature_map,
 )
-from ..kernels.single import one_table
-from .single_steps import Read, plan, uvarint
-from .single_take import compile_take
 
 __all__ = ["SingleDecoder"]
 
@@ -74,7 +74,7 @@ def _code(scalar: bool, kind: int) -> int:
 def _int_at(rec: bytes, start: int, end: int) -> int | None:
     """The int64 of the varint filling ``rec[start:end]``, or ``None`` if it does not."""
     try:
-        value, stop = uvarint(rec, start)
+        value, stop = read_varint(rec, start, len(rec))
     except (IndexError, MalformedExampleError):
         return None
     if stop != end:
@@ -295,7 +295,7 @@ class SingleDecoder:
         if b < 0x80:
             size, pos = b, 2
         else:
-            size, pos = uvarint(rec, 1)
+            size, pos = read_varint(rec, 1, n)
         if pos + size != n:
             return None  # not one Features message filling the record
         out: list[Any] = [None] * len(self._names)
@@ -308,7 +308,7 @@ class SingleDecoder:
                 pos += 2
                 entry_end = pos + b
             else:
-                size, pos = uvarint(rec, pos + 1)
+                size, pos = read_varint(rec, pos + 1, n)
                 entry_end = pos + size
             if entry_end > n or rec[pos] != 0x0A:
                 return None
@@ -320,7 +320,7 @@ class SingleDecoder:
                 vpos = kend + 2
                 vend = vpos + b
             else:
-                size, vpos = uvarint(rec, kend + 1)
+                size, vpos = read_varint(rec, kend + 1, n)
                 vend = vpos + size
             if vend != entry_end:
                 return None
@@ -343,7 +343,7 @@ class SingleDecoder:
                     return None
                 value = rec[vpos + 4]
                 if p != 1 or value >= 0x80:
-                    value, end = uvarint(rec, vpos + 4)
+                    value, end = read_varint(rec, vpos + 4, n)
                     if end != vend:
                         return None
                     value &= _MASK64
@@ -365,14 +365,14 @@ class SingleDecoder:
                 if b < 0x80:
                     at = vpos + 2
                 else:
-                    b, at = uvarint(rec, vpos + 1)
+                    b, at = read_varint(rec, vpos + 1, n)
                 if at + b != vend or rec[at] != 0x0A:
                     return None
                 b = rec[at + 1]
                 if b < 0x80:
                     at += 2
                 else:
-                    b, at = uvarint(rec, at + 1)
+                    b, at = read_varint(rec, at + 1, n)
                 if at + b != vend:
                     return None
                 out[slot] = rec[at:vend]

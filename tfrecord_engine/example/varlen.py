@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..example.values import RaggedValue, SparseValue
+from .values import RaggedValue, SparseValue
 
 __all__ = ["VARIABLE", "VarLenArray", "VarLenList", "varlen_array"]
 

@@ -32,14 +32,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import MalformedExampleError
-from ..example.records import KIND_OF
-from ..example.seqspecs import SequenceFeatures, lengths_key
-from ..example.specs import FixedLenSequenceFeature
-from ..example.wire import KIND_NONE, decode_feature, example_feature_map, feature_kind
 from ..kernels import sequences as seqk
+from .records import KIND_OF
+from .seqspecs import SequenceFeatures, lengths_key
 from .single import SingleDecoder
-from .single_steps import uvarint
+from .single_steps import read_varint
+from .specs import FixedLenSequenceFeature
 from .varlen import varlen_array
+from .wire import KIND_NONE, decode_feature, example_feature_map, feature_kind
 
 __all__ = ["SingleSequenceDecoder"]
 
@@ -151,7 +151,7 @@ class SingleSequenceDecoder:
         if record[0] != 0x0A:
             return None  # context after the feature lists, or none: the exact path
         try:
-            size, at = uvarint(record, 1)
+            size, at = read_varint(record, 1, len(record))
         except (IndexError, MalformedExampleError):
             return None
         context = record[: at + size]
