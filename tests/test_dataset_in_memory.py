@@ -118,26 +118,33 @@ def test_which_epochs_hold(files: list[str], monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_hosts_epoch_holds_as_batches_does(files: list[str]) -> None:
-    # ds.epoch (what the torch host and the tf.data bridge run) goes through the same
-    # settings as batches: in file order too, each file is read whole as it is reached.
+    # ds.epoch (what the torch host runs) is settled where batches is: in file order
+    # too, each file is read whole as it is reached and kept for the next epoch.
+    # Batches of transformed samples (the host's transform=) as well, on one thread.
     from tfrecord_engine.data.sampler import IndexBatchIterator
 
-    ds = tfe.RecordDataset(files, features=SPEC)
-    for shuffle, in_memory, held in (
-        (False, None, True),
-        (True, None, True),
-        (False, False, False),
-    ):
-        it = ds.epoch(
-            IndexBatchIterator(len(ds), 100, shuffle=shuffle, seed=1),
-            shuffle,
-            in_memory=in_memory,
-        )
-        next(it)
-        assert _held(ds) == [held, held], (shuffle, in_memory)
-        assert len(_flat(it)) == len(ds) - 100
-    assert _kept(ds) == [os.path.getsize(f) for f in files]  # kept for the next epoch
-    ds.close()
+    cases = [(False, False, False), (False, None, True), (True, None, True)]
+    for transform in (None, dict):
+        ds = tfe.RecordDataset(files, features=SPEC)  # (no copies kept yet)
+        # (Samples come through __getitems__, whose random reads may take kept copies
+        # of their own: in_memory=False is left to the plain epochs.)
+        for shuffle, in_memory, held in cases[transform is not None :]:
+            it = ds.epoch(
+                IndexBatchIterator(len(ds), 100, shuffle=shuffle, seed=1),
+                shuffle,
+                in_memory=in_memory,
+                transform=transform,
+            )
+            next(it)
+            # (A batch of samples is its own chunk: the first reaches file a alone.)
+            second = held and (shuffle or transform is None)
+            assert _held(ds) == [held, second], (shuffle, in_memory, transform)
+            if transform is not None:
+                assert it._work._executor._max_workers == 1  # type: ignore[union-attr]
+            assert len(_flat(it)) == len(ds) - 100
+            if held and not shuffle:
+                assert _kept(ds) == [os.path.getsize(f) for f in files], transform
+        ds.close()
 
 
 def test_a_damaged_record_is_found_in_the_copy(files: list[str]) -> None:

@@ -5,6 +5,7 @@ balanced orders, and the decode worker pools they use.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,7 +27,7 @@ from .files import DatasetFiles, FileRecords
 from .held_shared import SharedCopies
 from .padding import Padded, check_padded
 from .procpool import DecodePool
-from .sample_batches import sample_epoch
+from .sample_batches import SampleBatchIterator
 from .sampler import IndexBatchIterator, IntArray, Shuffle
 
 __all__ = ["EpochMethods"]
@@ -317,17 +318,25 @@ class EpochMethods:
             )
         if workers:
             raise InvalidArgumentError("transform= and collate= run in this process: workers=0")
-        return sample_epoch(
+        return start_epoch(
             self._dataset(),
             sampler,
             self._open(),
             shuffle=shuffle,
+            random_access=bool(shuffle),
+            record_bytes=self._opened().record_bytes,
+            pad_remainder=False,
             readahead=readahead,
+            workers=0,
             strings=strings,
             in_memory=in_memory,
-            transform=transform,
-            collate=tfe_collate if collate is None else collate,
             share=share,
+            reached=files_reached(self._open(), self._numbers),
+            make=functools.partial(
+                SampleBatchIterator,
+                transform=transform,
+                collate=tfe_collate if collate is None else collate,
+            ),
         )
 
     def _chunk_records(self, shuffle: Shuffle) -> int:

@@ -325,15 +325,18 @@ def start_epoch(
     pad_value: Any = 0,
     share: SharedCopies | None = None,
     reached: Callable[[IntArray], list[FileRecords]] | None = None,
+    make: Callable[..., RecordBatchIterator] | None = None,
 ) -> RecordBatchIterator:
     """The iterator of one epoch of ``ds`` (files ``readers``, records of
     ``record_bytes`` on average) over ``sampler``'s batches, its arguments checked
     (:func:`check_epoch`; ``random_access``: a shuffled or balanced order).
 
     The one place where an epoch's settings are decided, for a dataset's epochs
-    (``batches`` and a host's ``epoch``) and a mix's alike: chunk sizes
-    (:func:`chunk_records`), read-ahead threads (:func:`read_ahead_threads`) and the
-    files read whole (:func:`files_to_hold`).
+    (``batches`` and a host's ``epoch``, batches of samples too) and a mix's alike:
+    chunk sizes (:func:`chunk_records`), read-ahead threads (:func:`read_ahead_threads`)
+    and the files read whole (:func:`files_to_hold`). ``make``: the iterator class
+    given them (default :class:`RecordBatchIterator`; a host's batches of transformed
+    samples: :class:`~.sample_batches.SampleBatchIterator`).
 
     ``reached``: the files that the records at a chunk's sampler indices lie in (a
     dataset's :func:`files_reached`, a mix's ``LeafSource.files_reached``); given, an
@@ -352,7 +355,7 @@ def start_epoch(
         strings=strings,
     )
     in_order = reached is not None and not random_access
-    return RecordBatchIterator(
+    return (RecordBatchIterator if make is None else make)(
         ds,
         sampler,
         chunk_records=chunk_records(shuffle, record_bytes),

@@ -12,25 +12,20 @@ batch decode, cut into samples), each sample through ``transform``, then ``colla
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import DataLossError, InvalidArgumentError, TFRecordError
 from .epochs import (
-    IN_MEMORY_LIMIT,
     EpochSource,
-    FileRecords,
     RecordBatchIterator,
-    check_epoch,
-    files_to_hold,
 )
-from .held_shared import SharedCopies
 from .prepare import MASK_KEY, Ready
-from .sampler import IndexBatch, IndexBatchIterator, Shuffle
+from .sampler import IndexBatch, IndexBatchIterator
 from .spans import IntArray
 
-__all__ = ["SampleBatchIterator", "sample_epoch"]
+__all__ = ["SampleBatchIterator"]
 
 Transform = Callable[[Any], Any]
 
@@ -67,16 +62,19 @@ class SampleBatchIterator(RecordBatchIterator):
         *,
         transform: Transform | None,
         collate: Callable[[list[Any]], Any],
-        readahead: int = 2,
-        drop_keys: frozenset[str] = frozenset(),
-        **hold: Any,
+        **settings: Any,
     ) -> None:
         self._transform = transform
         self._collate = collate
-        self._sample_drop = drop_keys
-        # One batch per chunk: the decode is the batch's own (__getitems__). ``hold``:
-        # the files read whole first, as RecordBatchIterator's (hold, keep, share...).
-        super().__init__(dataset, sampler, chunk_records=1, readahead=readahead, **hold)
+        self._sample_drop = settings.pop("drop_keys", frozenset())
+        if settings.get("workers", 0):
+            raise InvalidArgumentError("transform= and collate= run in this process: workers=0")
+        # ``settings``: the epoch's, as epochs.start_epoch decides them for every epoch
+        # (read-ahead, files to hold, shared copies), but one batch a chunk (its decode
+        # is the batch's own __getitems__) and one read-ahead thread (a transform
+        # need not be safe to call from two threads at once).
+        settings.update(chunk_records=1, threads=1)
+        super().__init__(dataset, sampler, **settings)
 
     def _prepare(self, batches: list[IndexBatch]) -> list[Ready]:
         if self._to_hold:
@@ -140,42 +138,4 @@ def _no_mask(out: object) -> InvalidArgumentError:
         f"pad_remainder=True puts the padding mask in the batch under {MASK_KEY!r}, but "
         f"the collated batch is a {type(out).__name__}, not a dict: return dicts from "
         "transform (or collate), or leave pad_remainder off"
-    )
-
-
-def sample_epoch(
-    dataset: SampleSource,
-    sampler: IndexBatchIterator,
-    readers: Sequence[FileRecords],
-    *,
-    shuffle: Shuffle,
-    readahead: int,
-    strings: Literal["keep", "drop"],
-    in_memory: bool | None,
-    transform: Transform | None,
-    collate: Callable[[list[Any]], Any],
-    share: SharedCopies | None,
-) -> SampleBatchIterator:
-    """An epoch of collated samples (``RecordDataset.epoch`` with ``transform`` or
-    ``collate``): its arguments checked and its files held as ``batches`` does."""
-    drop = check_epoch(
-        readers,
-        dataset.features,
-        random_access=bool(shuffle),
-        pad_remainder=False,
-        readahead=readahead,
-        workers=0,
-        strings=strings,
-    )
-    return SampleBatchIterator(
-        dataset,
-        sampler,
-        transform=transform,
-        collate=collate,
-        readahead=readahead,
-        drop_keys=drop,
-        hold=files_to_hold(readers, shuffle, 0, in_memory),
-        keep=IN_MEMORY_LIMIT,
-        share=share,
-        share_budget=None if in_memory else IN_MEMORY_LIMIT,
     )
