@@ -16,7 +16,6 @@ from .balance import Balance, BalancedOrder, as_balance, balanced_positions
 from .collate import collate as tfe_collate
 from .epochs import (
     RecordBatchIterator,
-    chunk_records,
     files_reached,
     return_pool,
     start_epoch,
@@ -338,10 +337,6 @@ class EpochMethods:
                 collate=tfe_collate if collate is None else collate,
             ),
         )
-
-    def _chunk_records(self, shuffle: Shuffle) -> int:
-        """Records per read-ahead chunk (see :func:`.epochs.chunk_records`)."""
-        return chunk_records(shuffle, self._opened().record_bytes)
 
     # ---- decode worker processes (see .epochs, .procpool) ------------------------------
 
