@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import tfrecord_engine as tfe
+from benchmarks.shape_cases import ours_for
 from benchmarks.shapes import SHAPES, write_shape
 from tfrecord_engine import kernels
 from tfrecord_engine.data import epochs
@@ -102,14 +103,7 @@ def main() -> None:
                 print(compare(name, ds, args.rounds), flush=True)
             continue
         shape = SHAPES[name]
-        if shape.is_sequence:
-            ds = tfe.RecordDataset(
-                write_shape(shape, RECORDS),
-                context_features=shape.features,
-                sequence_features=shape.sequence_features,
-            )
-        else:
-            ds = tfe.RecordDataset(write_shape(shape, RECORDS), features=shape.features)
+        ds = ours_for(shape, write_shape(shape, RECORDS)).ds
         print(compare(name, ds, args.rounds), flush=True)
 
 

@@ -114,6 +114,19 @@ def test_decoder_stats_count_the_fast_path(tmp_path: Path) -> None:
     assert ds.decoder.stats.fallback_records == 0
 
 
+def _chunk_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of records of every chunk epochs prepare from now on."""
+    sizes: list[int] = []
+    real = epochs.prepare_chunk  # type: ignore[attr-defined]  # (imported there)
+
+    def spy(ds: Any, batches: list[Any]) -> Any:
+        sizes.append(sum(len(b.indices) for b in batches))
+        return real(ds, batches)
+
+    monkeypatch.setattr(epochs, "prepare_chunk", spy)
+    return sizes
+
+
 @pytest.mark.parametrize("batch", [1, 4, 16])
 def test_in_order_chunks_of_big_records_are_cut_by_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
@@ -122,15 +135,8 @@ def test_in_order_chunks_of_big_records_are_cut_by_bytes(
     # it is read, checked and decoded while in the CPU's cache; the batches are the same.
     from tfrecord_engine.data import epochs
 
-    sizes: list[int] = []
-    real = epochs.prepare_chunk  # type: ignore[attr-defined]  # (imported there)
-
-    def spy(ds: Any, batches: list[Any]) -> Any:
-        sizes.append(sum(len(b.indices) for b in batches))
-        return real(ds, batches)
-
+    sizes = _chunk_sizes(monkeypatch)
     monkeypatch.setattr(epochs, "CHUNK_BYTES", 20_000)
-    monkeypatch.setattr(epochs, "prepare_chunk", spy)
     spec: dict[str, FeatureSpec] = {"label": tfe.FixedLenFeature([], "int64")}
     records = [tfe.encode_example({"label": i, "pad": [b"x" * 3000]}) for i in range(50)]
     path = tmp_path / "big.tfrecord"
@@ -153,17 +159,10 @@ def test_in_order_chunks_of_many_keys_hold_key_records_per_key(
     # A spec of many keys builds each key's column once a chunk: in file order its
     # chunks hold at least KEY_RECORDS records a key, whatever the byte cap allows
     # (here 10 keys count as many).
-    sizes: list[int] = []
-    real = epochs.prepare_chunk  # type: ignore[attr-defined]  # (imported there)
-
-    def spy(ds: Any, batches: list[Any]) -> Any:
-        sizes.append(sum(len(b.indices) for b in batches))
-        return real(ds, batches)
-
+    sizes = _chunk_sizes(monkeypatch)
     monkeypatch.setattr(epochs, "CHUNK_BYTES", 20_000)
     monkeypatch.setattr(epochs, "KEY_RECORDS", 2)
     monkeypatch.setattr(epochs, "MANY_KEYS", 10)
-    monkeypatch.setattr(epochs, "prepare_chunk", spy)
     spec: dict[str, FeatureSpec] = {f"k{j}": tfe.FixedLenFeature([], "int64") for j in range(10)}
     records = [
         tfe.encode_example({**{f"k{j}": i + j for j in range(10)}, "pad": [b"x" * 3000]})
