@@ -343,3 +343,62 @@ def test_no_shared_segment_means_no_private_copy_per_worker(
     for i in range(N):
         ds[i]
     assert _copied(ds) == [True] * len(SIZES)
+
+
+def _rich(i: int) -> bytes:
+    rng = np.random.default_rng(i)
+    feature = {
+        "i": [i],
+        "x": rng.random(3, dtype=np.float32),
+        "v": np.arange(i % 6, dtype=np.int64),
+        "img": [bytes(rng.integers(0, 256, 2000 + 37 * (i % 50), dtype=np.uint8))],
+        "raw": [np.full(8, i, np.uint16).tobytes()],
+    }
+    keys = list(feature)
+    rng.shuffle(keys)  # (each record its own key order)
+    return tfe.encode_example({k: feature[k] for k in keys})
+
+
+RICH: dict[str, Any] = {
+    "i": tfe.FixedLenFeature([], "int64"),
+    "x": tfe.FixedLenFeature([3], "float32"),
+    "v": tfe.VarLenFeature("int64"),
+    "img": tfe.FixedLenFeature([], "string"),
+    "raw": tfe.RawFeature([8], "uint16"),
+}
+
+
+def test_small_batches_of_held_files_are_decoded_from_the_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once the files are held, __getitems__ of a few records decodes them where they
+    # lie in the copies (no record read out as bytes first); the samples are the same.
+    paths = settled_shards(tmp_path, SIZES, _rich)
+    ds = tfe.RecordDataset(paths, features=RICH)
+    plain = tfe.RecordDataset(paths, features=RICH, random_holds=False)
+    rng = np.random.default_rng(5)
+    for _ in range(40):  # (reads at random until every file is copied)
+        ds.__getitems__(rng.integers(0, N, 64).tolist())
+    assert all(_copied(ds))
+    read_out: list[int] = []
+    real = LocalFileRecords.read_few
+    mine = {id(r) for r in _readers(ds)}
+
+    def counted(self: LocalFileRecords, local: list[int], verify: bool = True) -> Any:
+        if id(self) in mine:
+            read_out.append(len(local))
+        return real(self, local, verify)
+
+    monkeypatch.setattr(LocalFileRecords, "read_few", counted)
+    for size in (1, 5, 64):
+        idx = rng.integers(-N, N, size).tolist()
+        got, want = ds.__getitems__(idx), plain.__getitems__(idx)
+        assert len(got) == len(want) == size
+        for a, b in zip(got, want, strict=True):
+            _same(a, b)
+            assert type(a["img"]) is bytes
+    assert read_out == []
+    # Without the copies (or with the path turned off) the records are read out first.
+    monkeypatch.setattr(tfe.RecordDataset, "_few_held", lambda self, key: None)
+    ds.__getitems__([0, N - 1])
+    assert read_out == [1, 1]

@@ -26,7 +26,7 @@ from .arguments import record_indices, refuse_record_key
 from .explain import DecodePath, explain_decode
 from .located import locate
 from .samples import sample_of, samples_of
-from .spans import Spans
+from .spans import HeldSpans, Spans
 
 if TYPE_CHECKING:
     from ..index.sidecar import Index
@@ -117,6 +117,9 @@ class AccessMethods:
         def _few(
             self, key: Sequence[int] | IntArray, *, scalars: bool = True
         ) -> list[bytes] | None: ...
+        def _few_held(
+            self, key: Sequence[int] | IntArray
+        ) -> list[tuple[list[int], HeldSpans]] | None: ...
         def _out_one(self, sample: Any, index: int) -> Any: ...
         def _out_batch(self, batch: Any) -> Any: ...
         def _out_many(self, samples: list[Any], indices: IntArray) -> list[Any]: ...
@@ -275,7 +278,8 @@ class AccessMethods:
         sample as ``ds[i]`` returns it (``default_collate`` batches the fixed-size
         kinds, :func:`tfrecord_engine.collate` every kind). A few records are read and
         decoded record by record (``ds[i]``'s decoder, its compiled part one call for
-        them all; a batch decode's set-up costs more for them): up to ``SMALL_BATCH``
+        them all; a batch decode's set-up costs more for them; where their files are
+        held in memory, decoded where they lie, without reading them out): up to ``SMALL_BATCH``
         for specs of a few scalars in records of a few lengths, up to
         ``SAMPLES_WALK_MIN_HELD - 1`` (95) for other specs once the compiled kernels
         are loaded, ``SAMPLES_WALK_MIN - 1`` (63) where random reads go to the files
@@ -292,7 +296,14 @@ class AccessMethods:
         try:
             if self.features is None:
                 return self._out_many(self.read_raw(idx), idx)
-            few = None if self._walk_beats_single(len(idx)) else self._few(idx, scalars=False)
+            walk = self._walk_beats_single(len(idx))
+            if not walk and kernels.ready():
+                held = self._few_held(idx)
+                if held is not None:
+                    samples = self._held_samples(held, len(idx))
+                    if samples is not None:
+                        return self._out_many(samples, idx)
+            few = None if walk else self._few(idx, scalars=False)
             if few is not None:
                 single = self._single_decoder()
                 samples = (
@@ -309,6 +320,23 @@ class AccessMethods:
         except (ParseError, DataLossError) as exc:
             locate(exc, self, idx)
             raise
+
+    def _held_samples(
+        self, groups: list[tuple[list[int], HeldSpans]], count: int
+    ) -> list[Any] | None:
+        """The samples of a small batch whose records lie in their files' copies in
+        memory, decoded from those copies file by file (``SingleDecoder.sample_spans``:
+        a record is copied only into its values), in the order asked; ``None`` where
+        the per-record decoder leaves a record to the exact path."""
+        single = self._single_decoder()
+        out: list[Any] = [None] * count
+        for places, spans in groups:
+            got = single.sample_spans(*spans)
+            if got is None:
+                return None
+            for k, sample in zip(places, got, strict=True):
+                out[k] = sample
+        return out
 
     def explain_decode(self, batch_size: int = 256) -> DecodePath:
         """Which decode path this dataset's batches of ``batch_size`` take and why, with

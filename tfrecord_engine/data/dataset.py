@@ -58,7 +58,7 @@ from .procpool import DecodePool, WorkerInit
 from .random_holds import RandomHolds
 from .remote_cache import DatasetCache
 from .source import Fetcher, RandomAccessSource
-from .spans import Spans
+from .spans import HeldSpans, Spans
 from .view_methods import ViewMethods
 
 # (Names kept importable from here for callers of earlier versions.)
@@ -493,6 +493,27 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
         (the columnar ``ds[list]``); else for any spec the per-record decoder plans
         (the samples of ``__getitems__``).
         """
+        got = self._few_numbers(key, scalars)
+        if got is None:
+            return None
+        files, numbers = got
+        return files.read_few(numbers, self.verify)
+
+    def _few_held(self, key: Sequence[int] | IntArray) -> list[tuple[list[int], HeldSpans]] | None:
+        """The records of a small batch of samples (as :meth:`_few` with ``scalars=False``)
+        as spans of their files' copies in memory, one group a file
+        (``DatasetFiles.few_spans``), or ``None``: :meth:`_few` reads them."""
+        got = self._few_numbers(key, False)
+        if got is None or not self._single_decoder().slices_only:
+            return None  # (a reader's walk indexes the record: only bytes or maps do)
+        files, numbers = got
+        return files.few_spans(numbers, self.verify)
+
+    def _few_numbers(
+        self, key: Sequence[int] | IntArray, scalars: bool
+    ) -> tuple[DatasetFiles, Sequence[int] | IntArray] | None:
+        """The files and the numbers in them of a small batch decoded record by record
+        (see :meth:`_few`), or ``None`` for the batch path."""
         if (isinstance(key, np.ndarray) and key.ndim != 1) or _is_sequence(self.features):
             return None  # (SequenceExamples: always the batch decoder)
         single = self._single_decoder()
@@ -504,7 +525,7 @@ class RecordDataset(ViewMethods, EpochMethods, OutputMethods, AccessMethods):
             if mapped is None:
                 return None
             key = mapped
-        return files.read_few(key, self.verify)
+        return files, key
 
     def _with_view(self, view: views.Selection) -> RecordDataset:
         """A copy over the same files holding the records of ``view`` (a fresh epoch

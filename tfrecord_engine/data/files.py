@@ -39,7 +39,7 @@ from .gather import LocalFilesGather
 from .local_source import LocalFileRecords
 from .random_holds import RandomHolds
 from .remote_cache import DatasetCache
-from .spans import IntArray, Spans
+from .spans import HeldSpans, IntArray, Spans
 
 __all__ = ["DatasetFiles", "FileRecords", "open_indexes", "open_records"]
 
@@ -274,12 +274,11 @@ class DatasetFiles:
             return None
         return reader.spans(idx - self.starts[f], verify)
 
-    def read_few(self, key: Sequence[int] | IntArray, verify: bool) -> list[bytes] | None:
-        """The records ``key`` (a few numbers, negatives allowed) of uncompressed local
-        files, read record by record in Python integers, or ``None`` where the batch path
-        must decide (another key type, an index out of range, any error: it raises)."""
-        readers = self.readers
-        if not isinstance(readers[0], LocalFileRecords):
+    def _few_numbers(self, key: Sequence[int] | IntArray) -> list[int] | None:
+        """``key`` (a few numbers, negatives allowed) as valid record numbers in Python
+        integers, or ``None``: another key type, an index out of range, files that are
+        not local and uncompressed (the batch path decides, and raises)."""
+        if not isinstance(self.readers[0], LocalFileRecords):
             return None
         n = self.starts_list[-1]
         local = key.tolist() if isinstance(key, np.ndarray) else list(key)
@@ -295,9 +294,50 @@ class DatasetFiles:
                 if not -n <= i < 0:
                     return None
                 local[j] = i + n
+        return local
+
+    def few_spans(
+        self, key: Sequence[int] | IntArray, verify: bool
+    ) -> list[tuple[list[int], HeldSpans]] | None:
+        """The records ``key`` (a few numbers, negatives allowed) as spans of their files'
+        copies in memory, one group a file: ``(places in key, spans)``. ``None`` where a
+        file they lie in has no such copy, or as :meth:`read_few` (which then reads them).
+        """
+        local = self._few_numbers(key)
+        if local is None:
+            return None
+        readers = self.readers
+        starts = self.starts_list
+        single = len(readers) == 1
+        by_file: dict[int, tuple[list[int], list[int]]] = {}
+        for k, i in enumerate(local):
+            f = 0 if single else bisect.bisect_right(starts, i) - 1
+            places, mine = by_file.setdefault(f, ([], []))
+            places.append(k)
+            mine.append(i - starts[f])
+        out = []
+        for f, (places, mine) in by_file.items():
+            reader = readers[f]
+            if not isinstance(reader, LocalFileRecords) or reader._held is None:
+                return None
+            got = reader.held_spans(mine, verify)
+            if got is None:
+                return None
+            out.append((places, got))
+        return out
+
+    def read_few(self, key: Sequence[int] | IntArray, verify: bool) -> list[bytes] | None:
+        """The records ``key`` (a few numbers, negatives allowed) of uncompressed local
+        files, read record by record in Python integers, or ``None`` where the batch path
+        must decide (another key type, an index out of range, any error: it raises)."""
+        readers = self.readers
+        local = self._few_numbers(key)
+        if local is None:
+            return None
         try:
-            if len(readers) == 1:
-                return readers[0].read_few(local, verify)
+            first = readers[0]
+            if len(readers) == 1 and isinstance(first, LocalFileRecords):
+                return first.read_few(local, verify)
             # Shards: one read_few per file touched (its CRCs checked together), then
             # the records back in the order asked.
             starts = self.starts_list

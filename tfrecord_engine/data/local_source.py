@@ -24,8 +24,10 @@ from .random_holds import RandomHolds
 from .random_reads import NEVER, RandomReads
 from .spans import (
     U8,
+    HeldSpans,
     IntArray,
     Spans,
+    bad_spans,
     check_spans,
     short,
     stored_crcs,
@@ -437,6 +439,29 @@ class LocalFileRecords(RandomReads, MappedFile):
             if not np.array_equal(framing.mask_crc_array(crcs), np.array(stored, np.uint32)):
                 return None
         return out
+
+    def held_spans(self, local: list[int], verify: bool = True) -> HeldSpans | None:
+        """The records ``local`` (a few valid indices within this file) as spans of the
+        file's copy in memory, CRC-checked, without a copy of any record: what a small
+        ``__getitems__`` decodes where its files are held (random reads' copies, an
+        epoch's, or the copies shared by a loader's workers). ``None`` where there is no
+        such copy, it is shorter than the index says, or a record fails its check:
+        :meth:`read_few` then decides (and raises the located error)."""
+        if self._held is not None and self._auto:
+            self.auto_tick()  # (as read_few: the copy is rechecked now and then)
+        held, copy = self._held, self._copy
+        if held is None or copy is None or copy.data is not held:
+            return None
+        where = np.array(local, np.int64)
+        starts = self._start[where]
+        ends = self._end[where]
+        buf = copy.array
+        if len(local) and int(ends.max()) + _F > buf.shape[0]:
+            return None  # (a copy shorter than the index says: read_few raises)
+        if verify and held is not self._held_checked and len(bad_spans(Spans(buf, starts, ends))):
+            return None
+        data = held
+        return HeldSpans(data, buf, starts, ends)
 
     def _gather_few(self, local: list[int]) -> list[bytes] | None:
         gen = self._gen  # (as in read_one: a map closed meanwhile voids the copy)

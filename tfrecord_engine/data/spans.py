@@ -12,6 +12,7 @@ and :func:`short` are the errors of a file that no longer matches its index.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from typing import NamedTuple
 
@@ -28,6 +29,7 @@ from ..records.framing import crc_spans
 
 __all__ = [
     "U8",
+    "HeldSpans",
     "IntArray",
     "Spans",
     "bad_records",
@@ -45,6 +47,18 @@ IntArray = npt.NDArray[np.int64]
 U8 = npt.NDArray[np.uint8]
 _F = framing.FOOTER_SIZE
 _FOOTER_AT = np.arange(_F, dtype=np.int64)
+
+
+class HeldSpans(NamedTuple):
+    """Records as spans of a file's copy in memory (``LocalFileRecords.held_spans``):
+    ``array`` is ``data`` seen as ``uint8``; slices of ``data`` itself are ``bytes``
+    (what the per-record decoder makes string values of), so a record is copied only
+    into its values. The copy lives while either does."""
+
+    data: mmap.mmap | bytes
+    array: U8
+    starts: IntArray
+    ends: IntArray
 
 
 class Spans(NamedTuple):

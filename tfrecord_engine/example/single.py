@@ -38,14 +38,16 @@ samples; :attr:`SingleDecoder.prefers_walk` says when a batch decode beats them.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import MalformedExampleError
 from ..kernels.single import one_table
-from .single_steps import Read, plan, read_varint
+from .single_steps import TAKE_READ, Read, plan, read_varint
 from .single_take import compile_take
 from .specs import FeatureSpec, FixedLenFeature
 from .wire import (
@@ -58,6 +60,11 @@ from .wire import (
 )
 
 __all__ = ["SingleDecoder"]
+
+I64 = npt.NDArray[np.int64]
+#: A buffer whose slices are ``bytes`` and whose items are ints: ``bytes``, or a map
+#: (a file's copy in memory).
+Sliced = bytes | mmap.mmap
 
 # How each feature is read: a scalar inline (codes below _OTHER_INT), else generically.
 _INT, _FLOAT, _BYTES, _OTHER_INT, _OTHER_FLOAT, _OTHER_BYTES = range(6)
@@ -223,6 +230,12 @@ class SingleDecoder:
         self._outputs = outputs
         self._direct = (
             all(o.finish is None for o in outputs) and [o.name for o in outputs] == self._names
+        )
+        #: True when the take of every key slices the record (no reader walks it):
+        #: :meth:`sample_spans` then takes records from any buffer whose slices are
+        #: ``bytes`` (a file's copy in memory), not only from ``bytes`` or a map.
+        self.slices_only = self.enabled and all(
+            step.compiled.take != TAKE_READ for step in self.steps
         )
         #: True when every feature is a scalar int64, float32 or string (``FixedLenFeature([])``):
         #: :meth:`columns` then decodes small batches.
@@ -510,29 +523,45 @@ class SingleDecoder:
         """
         if not self.enabled:
             return None
-        assert self._one is not None
-        assert self._take is not None
         m = len(records)
         if m == 0:
             return []
         data = b"".join(records)
         lengths = np.fromiter(map(len, records), np.int64, m)
         ends = np.cumsum(lengths)
-        got = self._one.decode_many(np.frombuffer(data, np.uint8), ends - lengths, ends)
+        return self.sample_spans(data, np.frombuffer(data, np.uint8), ends - lengths, ends)
+
+    def sample_spans(
+        self, data: Sliced, array: npt.NDArray[np.uint8], starts: I64, ends: I64
+    ) -> list[dict[str, Any]] | None:
+        """:meth:`sample_batch` of the records ``data[starts[j]:ends[j]]``, spans of one
+        buffer (``array`` is ``data`` as ``uint8``; ``data`` slices to ``bytes`` and,
+        unless :attr:`slices_only`, indexes to ints, as ``bytes`` and maps do): the
+        records are not joined or copied first, only their values are made. ``None`` as
+        :meth:`sample_list`."""
+        if not self.enabled:
+            return None
+        assert self._one is not None
+        assert self._take is not None
+        if len(starts) == 0:
+            return []
+        got = self._one.decode_many(array, starts, ends)
         if got is None:
-            return self.sample_list(records)
+            spans = zip(starts.tolist(), ends.tolist(), strict=True)
+            return self.sample_list([data[a:b] for a, b in spans])
         out, places, ints, floats = got
         take = self._take
+        record = cast("bytes", data)  # (a map slices and indexes as bytes do)
         samples = []
         for j, (i0, f0, ni, nf) in enumerate(places.tolist()):
             sample = None
             if i0 >= 0:
                 try:
-                    sample = take(data, out[j], ints[i0 : i0 + ni], floats[f0 : f0 + nf])
+                    sample = take(record, out[j], ints[i0 : i0 + ni], floats[f0 : f0 + nf])
                 except (IndexError, MalformedExampleError):
                     sample = None
             if sample is None:
-                sample = self.sample(records[j])
+                sample = self.sample(data[int(starts[j]) : int(ends[j])])
                 if sample is None:
                     return None
             samples.append(sample)
