@@ -102,9 +102,10 @@ class RecordIterableDataset(IterableDataset[Any]):
         readahead: chunks prepared ahead on a thread in each worker (as for ``batches``).
         strings: ``"keep"`` or ``"drop"`` the string features (as for ``batches``).
         in_memory: as for ``batches``: a shuffled epoch reads uncompressed local files
-            whole into memory first (by default when they total at most
-            ``IN_MEMORY_LIMIT``). Under ``num_workers=N`` the copy is one per machine,
-            shared by the workers (docs/workers.md), not one per worker.
+            whole into memory first, an epoch in order each file as it reaches it (by
+            default when they total at most ``IN_MEMORY_LIMIT``). Under
+            ``num_workers=N`` the copy is one per machine, shared by the workers
+            (docs/workers.md), not one per worker.
         device: iterating in the main process (``num_workers=0``, or a plain ``for``
             loop), move every batch there; a CUDA device gets the next ``prefetch``
             batches copied ahead on a side stream (see :func:`prefetch_to_device`). With
