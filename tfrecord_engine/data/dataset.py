@@ -46,13 +46,13 @@ from .epochs import (
     DEFAULT_CHUNK_RECORDS,
     IN_MEMORY_LIMIT,
     RecordBatchIterator,
-    close_pools,
     in_file_order,
 )
 from .files import DatasetFiles, FileRecords, open_indexes, open_records
 from .located import locate
 from .output import SampleOutput, check_transform, sample_output
 from .output_methods import OutputMethods
+from .pools import close_pools
 from .prepare import MASK_KEY, PaddedBatch
 from .procpool import DecodePool, WorkerInit
 from .random_holds import RandomHolds

@@ -17,14 +17,13 @@ from .collate import collate as tfe_collate
 from .epochs import (
     RecordBatchIterator,
     files_reached,
-    return_pool,
     start_epoch,
     take_epoch,
-    take_pool,
 )
 from .files import DatasetFiles, FileRecords
 from .held_shared import SharedCopies
 from .padding import Padded, check_padded
+from .pools import return_pool, take_pool
 from .procpool import DecodePool
 from .sample_batches import SampleBatchIterator
 from .sampler import IndexBatchIterator, IntArray, Shuffle

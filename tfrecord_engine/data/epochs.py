@@ -5,7 +5,7 @@
 :data:`DEFAULT_CHUNK_RECORDS` records (in file order of at most :data:`CHUNK_BYTES`),
 each chunk prepared by :func:`~.prepare.prepare_chunk` on the consumer's thread, a
 read-ahead thread (:mod:`.pipeline`) or decode worker processes (:mod:`.procpool`,
-whose pools a dataset keeps between epochs: :func:`take_pool`, :func:`return_pool`).
+whose pools a dataset keeps between epochs: :mod:`.pools`).
 A shuffled epoch over local files may first read them whole into memory
 (:func:`files_to_hold`, :mod:`.held`). The functions here decide an epoch's settings
 from ``batches``' arguments (:func:`take_epoch`, :func:`check_epoch`,
@@ -56,11 +56,9 @@ __all__ = [
     "files_to_hold",
     "in_file_order",
     "read_ahead_threads",
-    "return_pool",
     "start_epoch",
     "strings_dominate",
     "take_epoch",
-    "take_pool",
 ]
 
 #: Records read, checked and decoded together ahead of the consumer.
@@ -158,10 +156,6 @@ def read_ahead_threads(
     return max(1, min(readahead, READ_AHEAD_THREADS, os.cpu_count() or 1))
 
 
-#: Guards every dataset's decode pools (epochs may start on several threads). Reentrant:
-#: the collector may hand back an abandoned epoch's pool (PoolStream.__del__) inside it.
-_POOLS_LOCK = threading.RLock()
-
 FileRecords = LocalFileRecords | FetcherRecords | CompressedFileRecords
 
 
@@ -185,12 +179,6 @@ class EpochSource(ChunkSource, LocatingSource, PoolSource, Protocol):
 
     def _out_batch(self, batch: Any) -> Any:
         """A batch in the dataset's output format."""
-
-
-class PoolOwner(PoolSource, Protocol):
-    """A dataset that keeps its decode pools in ``_pools``."""
-
-    _pools: list[DecodePool]
 
 
 def take_epoch(
@@ -427,63 +415,6 @@ def in_file_order(
                 yield one(record, i)
         if stop:
             return
-
-
-# ---- decode worker processes -----------------------------------------------------------
-
-
-def take_pool(owner: PoolOwner, workers: int, slots: int) -> DecodePool:
-    """An idle pool of ``workers`` processes with ``slots`` slots, or a new one.
-
-    Pools in use stay listed in ``owner._pools`` too, so that closing the owner stops
-    them (:func:`close_pools`).
-    """
-    with _POOLS_LOCK:
-        # A forked copy of a dataset must not talk to its parent's workers.
-        owner._pools = [p for p in owner._pools if p.owner == os.getpid() and not p.broken]
-        for pool in owner._pools:
-            if not pool.in_use and pool.workers == workers and pool.slots == slots:
-                pool.in_use = True
-                return pool
-    pool = DecodePool(owner, workers, slots=slots)
-    pool.in_use = True
-    with _POOLS_LOCK:
-        owner._pools.append(pool)
-    return pool
-
-
-def return_pool(owner: PoolOwner, pool: DecodePool, *, is_open: bool) -> None:
-    """Keeps a pool for the next epoch (one per shape), or stops it: a pool that saw
-    an error or an interrupt, or still has replies unread, is never reused, nor one
-    whose owner was closed (``is_open`` false, or the pool no longer listed)."""
-    with _POOLS_LOCK:
-        pool.in_use = False
-        keep = not (
-            pool.broken
-            or pool.queued
-            or not is_open
-            or pool not in owner._pools  # (the owner was closed meanwhile)
-            or any(
-                p is not pool
-                and not p.in_use
-                and p.workers == pool.workers
-                and p.slots == pool.slots
-                for p in owner._pools
-            )
-        )
-        if not keep and pool in owner._pools:
-            owner._pools.remove(pool)
-    if not keep:
-        pool.close()
-
-
-def close_pools(owner: PoolOwner) -> None:
-    """Stops the owner's pools (those this process started)."""
-    with _POOLS_LOCK:
-        pools, owner._pools = owner._pools, []
-    for pool in pools:
-        if pool.owner == os.getpid():
-            pool.close()
 
 
 class RecordBatchIterator(Iterator[Any]):

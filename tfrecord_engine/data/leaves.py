@@ -13,8 +13,6 @@ dataset (damage reports, locating errors, the output format, per-record samples)
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -27,6 +25,7 @@ from ..index.sidecar import Index
 from ..records.recovery import DamageReport
 from .dataset import RecordDataset
 from .epochs import FileRecords, files_reached
+from .pools import close_pools, return_pool, take_pool
 from .procpool import DecodePool, WorkerInit
 from .spans import Spans
 
@@ -72,7 +71,6 @@ class LeafSource:
         counts = [len(ds) for ds in datasets]
         self.starts: IntArray = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._pools: list[DecodePool] = []
-        self._pools_lock = threading.RLock()
         self._reached: list[Callable[[IntArray], list[FileRecords]]] | None = None
 
     @property
@@ -215,40 +213,15 @@ class LeafSource:
 
     def _take_pool(self, workers: int, slots: int) -> DecodePool:
         """An idle pool of this shape, or a new one (kept for the next epoch)."""
-        with self._pools_lock:
-            self._pools = [p for p in self._pools if p.owner == os.getpid() and not p.broken]
-            for pool in self._pools:
-                if not pool.in_use and (pool.workers, pool.slots) == (workers, slots):
-                    pool.in_use = True
-                    return pool
-        pool = DecodePool(self, workers, slots=slots)
-        pool.in_use = True
-        with self._pools_lock:
-            self._pools.append(pool)
-        return pool
+        return take_pool(self, workers, slots)
 
     def _return_pool(self, pool: DecodePool) -> None:
         """Keeps a healthy pool (one per shape) for the next epoch, else stops it."""
-        with self._pools_lock:
-            pool.in_use = False
-            keep = not (pool.broken or pool.queued or pool not in self._pools) and not any(
-                p is not pool
-                and not p.in_use
-                and (p.workers, p.slots) == (pool.workers, pool.slots)
-                for p in self._pools
-            )
-            if not keep and pool in self._pools:
-                self._pools.remove(pool)
-        if not keep:
-            pool.close()
+        return_pool(self, pool, is_open=True)
 
     def close(self) -> None:
         """Stops the decode workers and closes every dataset (they reopen on next use)."""
-        with self._pools_lock:
-            pools, self._pools = self._pools, []
-        for pool in pools:
-            if pool.owner == os.getpid():
-                pool.close()
+        close_pools(self)
         for ds in self.datasets:
             ds.close()
 
