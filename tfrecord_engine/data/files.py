@@ -296,6 +296,19 @@ class DatasetFiles:
                 local[j] = i + n
         return local
 
+    def _by_file(self, local: list[int]) -> dict[int, tuple[list[int], list[int]]]:
+        """Valid record numbers grouped by file, in the order first met: file ->
+        ``(places in local, numbers within the file)``."""
+        starts = self.starts_list
+        single = len(self.readers) == 1
+        by_file: dict[int, tuple[list[int], list[int]]] = {}
+        for k, i in enumerate(local):
+            f = 0 if single else bisect.bisect_right(starts, i) - 1
+            places, mine = by_file.setdefault(f, ([], []))
+            places.append(k)
+            mine.append(i - starts[f])
+        return by_file
+
     def few_spans(
         self, key: Sequence[int] | IntArray, verify: bool
     ) -> list[tuple[list[int], HeldSpans]] | None:
@@ -306,21 +319,10 @@ class DatasetFiles:
         local = self._few_numbers(key)
         if local is None:
             return None
-        readers = self.readers
-        starts = self.starts_list
-        single = len(readers) == 1
-        by_file: dict[int, tuple[list[int], list[int]]] = {}
-        for k, i in enumerate(local):
-            f = 0 if single else bisect.bisect_right(starts, i) - 1
-            places, mine = by_file.setdefault(f, ([], []))
-            places.append(k)
-            mine.append(i - starts[f])
         out = []
-        for f, (places, mine) in by_file.items():
-            reader = readers[f]
-            if not isinstance(reader, LocalFileRecords) or reader._held is None:
-                return None
-            got = reader.held_spans(mine, verify)
+        for f, (places, mine) in self._by_file(local).items():
+            reader = self.readers[f]
+            got = reader.held_spans(mine, verify) if isinstance(reader, LocalFileRecords) else None
             if got is None:
                 return None
             out.append((places, got))
@@ -340,26 +342,19 @@ class DatasetFiles:
                 return first.read_few(local, verify)
             # Shards: one read_few per file touched (its CRCs checked together), then
             # the records back in the order asked.
-            starts = self.starts_list
-            by_file: dict[int, list[int]] = {}
-            place: list[tuple[int, int]] = []
-            for i in local:
-                f = bisect.bisect_right(starts, i) - 1
-                mine = by_file.setdefault(f, [])
-                place.append((f, len(mine)))
-                mine.append(i - starts[f])
-            read: dict[int, list[bytes]] = {}
-            for f, mine in by_file.items():
+            out: list[bytes] = [b""] * len(local)
+            for f, (places, mine) in self._by_file(local).items():
                 reader = readers[f]
                 if not isinstance(reader, LocalFileRecords):
                     return None
                 got = reader.read_few(mine, verify)
                 if got is None:
                     return None
-                read[f] = got
+                for k, record in zip(places, got, strict=True):
+                    out[k] = record
         except TFRecordError:
             return None
-        return [read[f][k] for f, k in place]
+        return out
 
     def salvage(self, idx: IntArray, verify: bool) -> tuple[list[bytes | None], list[DamageReport]]:
         """Reads ``idx`` (valid numbers) one by one: ``None`` and a report for each

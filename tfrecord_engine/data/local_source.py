@@ -460,8 +460,7 @@ class LocalFileRecords(RandomReads, MappedFile):
             return None  # (a copy shorter than the index says: read_few raises)
         if verify and held is not self._held_checked and len(bad_spans(Spans(buf, starts, ends))):
             return None
-        data = held
-        return HeldSpans(data, buf, starts, ends)
+        return HeldSpans(held, buf, starts, ends)
 
     def _gather_few(self, local: list[int]) -> list[bytes] | None:
         gen = self._gen  # (as in read_one: a map closed meanwhile voids the copy)

@@ -67,10 +67,9 @@ class SampleBatchIterator(RecordBatchIterator):
         self._transform = transform
         self._collate = collate
         self._sample_drop = settings.pop("drop_keys", frozenset())
-        if settings.get("workers", 0):
-            raise InvalidArgumentError("transform= and collate= run in this process: workers=0")
         # ``settings``: the epoch's, as epochs.start_epoch decides them for every epoch
-        # (read-ahead, files to hold, shared copies), but one batch a chunk (its decode
+        # (read-ahead, files to hold, shared copies; no workers: RecordDataset.epoch
+        # refuses them with a transform), but one batch a chunk (its decode
         # is the batch's own __getitems__) and one read-ahead thread (a transform
         # need not be safe to call from two threads at once).
         settings.update(chunk_records=1, threads=1)
