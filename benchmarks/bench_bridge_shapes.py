@@ -4,6 +4,7 @@
     python -m benchmarks.bench_bridge_shapes --readahead 0,2
     python -m benchmarks.bench_bridge_shapes --chunk-batches auto,16 --shuffled
     python -m benchmarks.bench_bridge_shapes --shapes tokens,detection --varlen ragged,sparse
+    python -m benchmarks.bench_bridge_shapes --shapes wide,tabular --blocks on,off
 
 A focused A/B for the bridge rows of ``benchmarks.bench_shapes``: for each shape (20,000
 records, ``benchmarks.shapes``), one process runs TensorFlow's pipeline
@@ -14,6 +15,11 @@ each consumed as the matrix does (a Python loop touching every tensor of each ba
 ``--varlen sparse`` builds the bridge as it was before 2026-11-28 for
 ``VarLenFeature`` outputs (the engine's sparse indices, crossing as such) beside the
 default (``ragged``: values and row splits, the ``SparseTensor`` made by TensorFlow).
+``--blocks off`` builds the bridge as it was before 2026-11-29 for specs of many dense
+features (one array per feature across the boundary, and string values as ``bytes``
+objects) beside the default (``on``: blocks of
+:data:`tfrecord_bridge.layout.BLOCK_MIN` or more features of one dtype and shape, and
+short strings as rows, see ``tfrecord_bridge.dataset.uses_string_rows``).
 Prints each case's records/s, its ratio to TensorFlow (best / median of the rounds:
 same-process ratios, which on a busy machine move far less than absolute speeds) and
 the median of its epochs' minor page faults (this process's, TensorFlow's threads
@@ -64,6 +70,24 @@ def _varlen_path(module: Any, how: str) -> Iterator[None]:
         module._varlen_as_ragged = real
 
 
+@contextlib.contextmanager
+def _blocks(how: str) -> Iterator[None]:
+    """Builds bridges whose dense features cross in blocks and short strings as rows
+    (``on``, the default) or one array per feature and strings as objects (``off``)."""
+    from tfrecord_bridge import dataset, layout
+
+    if how not in ("on", "off"):
+        raise ValueError(f"--blocks takes on or off, got {how!r}")
+    real, rows = layout.BLOCK_MIN, dataset.uses_string_rows
+    if how == "off":
+        layout.BLOCK_MIN = 1 << 30
+        dataset.uses_string_rows = lambda ds, workers=0: False
+    try:
+        yield
+    finally:
+        layout.BLOCK_MIN, dataset.uses_string_rows = real, rows
+
+
 def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     name: str,
     workers: list[int],
@@ -72,6 +96,7 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     readahead: tuple[int | None, ...] = (None,),
     chunk_batches: tuple[int | None, ...] = (None,),
     varlen: tuple[str, ...] = ("ragged",),
+    blocks: tuple[str, ...] = ("on",),
 ) -> str:
     """One line: every case of shape ``name``, records/s and ratio to TensorFlow."""
     import tensorflow as tf
@@ -91,8 +116,8 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     )
     key = shape.count_key
     cases: dict[str, Callable[[], int]] = {"tf": lambda: _loop(theirs, key)}
-    for w, r, c, v in itertools.product(workers, readahead, chunk_batches, varlen):
-        with _varlen_path(bridge_dataset, v):
+    for w, r, c, v, b in itertools.product(workers, readahead, chunk_batches, varlen, blocks):
+        with _varlen_path(bridge_dataset, v), _blocks(b):
             bridge = bridge_dataset.to_tf_dataset(
                 ds, BATCH, shuffle=shuffle, seed=SEED, workers=w, readahead=r, chunk_batches=c
             )
@@ -103,6 +128,8 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
             label += f" chunk_batches={'auto' if c is None else c}"
         if len(varlen) > 1:
             label += f" varlen={v}"
+        if len(blocks) > 1:
+            label += f" blocks={b}"
         cases[label] = functools.partial(_loop, bridge, key)
     cases["numpy batches"] = lambda: sum(
         count(b, key) for b in ds.batches(BATCH, shuffle=shuffle, seed=SEED)
@@ -142,6 +169,9 @@ def main() -> None:
     parser.add_argument(
         "--varlen", default="ragged", help="comma-separated: ragged (default), sparse (before)"
     )
+    parser.add_argument(
+        "--blocks", default="on", help="comma-separated: on (default), off (before)"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shuffled", action="store_true", help="also the shuffled epochs")
     args = parser.parse_args()
@@ -149,9 +179,10 @@ def main() -> None:
     readahead = tuple(None if r == "auto" else int(r) for r in args.readahead.split(","))
     chunks = tuple(None if c == "auto" else int(c) for c in args.chunk_batches.split(","))
     varlen = tuple(args.varlen.split(","))
+    blocks = tuple(args.blocks.split(","))
     for shuffle in (False, True) if args.shuffled else (False,):
         for name in args.shapes.split(","):
-            line = run_shape(name, workers, shuffle, args.rounds, readahead, chunks, varlen)
+            line = run_shape(name, workers, shuffle, args.rounds, readahead, chunks, varlen, blocks)
             print(line, flush=True)
 
 

@@ -250,9 +250,9 @@ def test_the_bridge_ab_builds_both_varlen_paths(
     built: list[frozenset[str]] = []
     real_path = bridge_dataset._varlen_as_ragged
 
-    def spy(tf: Any, specs: Any, varlen: frozenset[str] = frozenset()) -> Any:
+    def spy(tf: Any, specs: Any, varlen: frozenset[str] = frozenset(), **kw: Any) -> Any:
         built.append(varlen)
-        return Layout(tf, specs, varlen)
+        return Layout(tf, specs, varlen, **kw)
 
     monkeypatch.setattr("tfrecord_bridge.dataset.Layout", spy)
     line = bridge_bench.run_shape("tokens", [0], False, 1, varlen=("ragged", "sparse"))
@@ -267,6 +267,39 @@ def test_the_bridge_ab_builds_both_varlen_paths(
     assert bridge_dataset._varlen_as_ragged is real_path  # (put back after the sparse case)
     with pytest.raises(ValueError, match="ragged or sparse"):
         bridge_bench.run_shape("tokens", [0], False, 1, varlen=("coo",))
+
+
+@pytest.mark.tf
+def test_the_bridge_ab_builds_blocks_and_the_columns_of_before(
+    bridge_bench: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfrecord_bridge import dataset as bridge_dataset
+    from tfrecord_bridge import layout as bridge_layout
+    from tfrecord_bridge.layout import Layout
+
+    built: list[list[str]] = []
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        made = Layout(*args, **kw)
+        built.append([slot.kind for slot in made.slots])
+        return made
+
+    monkeypatch.setattr("tfrecord_bridge.dataset.Layout", spy)
+    real = (bridge_layout.BLOCK_MIN, bridge_dataset.uses_string_rows)
+    line = bridge_bench.run_shape("wide", [0], False, 1, blocks=("on", "off"))
+    labels = [c.split(": ")[0] for c in line.split(": ", 1)[1].split(" | ")]
+    assert labels == [
+        "tf",
+        "bridge workers=0 blocks=on",
+        "bridge workers=0 blocks=off",
+        "numpy batches",
+    ]
+    on, off = built
+    assert on == ["block"] * 3  # int64, float32, and the strings as one blob
+    assert off == ["dense"] * len(shapes.SHAPES["wide"].features)
+    assert (bridge_layout.BLOCK_MIN, bridge_dataset.uses_string_rows) == real  # put back
+    with pytest.raises(ValueError, match="on or off"):
+        bridge_bench.run_shape("wide", [0], False, 1, blocks=("maybe",))
 
 
 def test_the_malloc_ab_runs_both_settings_in_children(data_dir: Path) -> None:

@@ -42,6 +42,7 @@ read-ahead threads prepare two chunks ahead (:func:`default_readahead`; see
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -54,6 +55,7 @@ from tfrecord_engine.data.leaves import mean_record_bytes
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
+from tfrecord_engine.example.dense import eligible as dense_eligible
 from tfrecord_engine.example.seqspecs import SequenceFeatures
 from tfrecord_engine.example.specs import RaggedFeature, VarLenFeature
 
@@ -68,6 +70,7 @@ __all__ = [
     "default_chunk_batches",
     "default_readahead",
     "to_tf_dataset",
+    "uses_string_rows",
 ]
 
 # TensorFlow ships no complete type stubs: TF objects are ``Any`` at this boundary.
@@ -82,6 +85,10 @@ CHUNK_CALL_BYTES = 8 << 20
 # Batches of this many record bytes or more whose spec keeps a string cross one per
 # call, without ``unbatch`` (see :func:`default_chunk_batches`).
 SINGLE_BATCH_BYTES = 5 << 18
+
+# Mean record bytes per string value, at most, for string values to cross as rows
+# (see :func:`uses_string_rows`).
+STRING_ROWS_MEAN_BYTES = 256
 
 # Chunks made ahead of ``unbatch`` (with one chunk call at a time): measured on the
 # MNIST-like file with one worker, median epoch 482k -> 572k records/s (12 epochs each,
@@ -202,6 +209,11 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     if readahead is None:
         readahead = default_readahead(ds, workers)
     engine_ds, varlen = _varlen_as_ragged(ds)
+    string_rows = uses_string_rows(ds, workers)
+    if string_rows:
+        if engine_ds is ds:
+            engine_ds = ds._copy()  # (its own decoder: the caller's keeps its bytes)
+        engine_ds.decoder.string_rows = True
     source = EpochBatches(
         engine_ds,
         batch_size,
@@ -223,7 +235,7 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
     specs = element_spec(tf, features, static)
     if pad_remainder:
         specs[MASK_KEY] = tf.TensorSpec([batch_size], tf.bool)
-    layout = Layout(tf, specs, varlen)
+    layout = Layout(tf, specs, varlen, string_rows=string_rows)
     num_batches = source.num_batches
 
     per_chunk = default_chunk_batches(ds, batch_size) if chunk_batches is None else chunk_batches
@@ -255,6 +267,26 @@ def to_tf_dataset(  # noqa: PLR0917 - the public contract takes these positional
         # Must be the last transformation (TensorFlow's rule).
         out = out.apply(tf.data.experimental.prefetch_to_device(device))
     return out
+
+
+def uses_string_rows(ds: RecordDataset | MixedDataset, workers: int = 0) -> bool:
+    """Whether :func:`to_tf_dataset` has the string values of ``ds`` cross as rows
+    (:mod:`tfrecord_engine.example.string_rows`, cut into TensorFlow's string tensor
+    with ``tf.strings.substr``) rather than one ``bytes`` object each.
+
+    For a dataset (not a mix) decoded in this process whose spec is all
+    ``FixedLenFeature``, with a string among them, where the records' mean size over
+    the string values a record holds is at most :data:`STRING_ROWS_MEAN_BYTES`: short
+    strings (ids, codes, the string columns of wide records), whose objects cost more
+    than their bytes. Large values (images) keep their objects, copied once.
+    """
+    features = ds.features
+    if workers > 0 or not isinstance(ds, RecordDataset) or not isinstance(features, dict):
+        return False
+    if ds._output is not None or not dense_eligible(features):
+        return False
+    strings = sum(math.prod(spec.shape) for spec in features.values() if spec.dtype == "string")
+    return bool(strings > 0 and _mean_record_bytes(ds) <= STRING_ROWS_MEAN_BYTES * strings)
 
 
 def default_readahead(ds: RecordDataset | MixedDataset, workers: int = 0) -> int:

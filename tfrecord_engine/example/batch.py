@@ -119,6 +119,11 @@ class BatchDecoder:
         #: the rows and the parent makes the objects once). Outputs then hold such
         #: arrays (``tfrecord_engine.data.procpool`` converts them).
         self.defer_bytes = False
+        #: Leave the string values of the compiled dense plan (:mod:`.dense`) as rows
+        #: (:mod:`.string_rows`) where they allow it: outputs then hold string features
+        #: as rows or as ``bytes`` objects, batch by batch (the tf.data bridge asks for
+        #: them and takes both).
+        self.string_rows = False
         self._deferrable = {
             key
             for key, f in self.features.items()
@@ -155,7 +160,7 @@ class BatchDecoder:
         if plan is None:
             return None
         try:
-            done = plan.decode_counted(buf, starts, ends)
+            done = plan.decode_counted(buf, starts, ends, rows=self.string_rows)
         except dense.NeedsExact:
             raise _Delegate from None
         if done is None:

@@ -44,6 +44,7 @@ from ..kernels.threads import ThreadFlag
 from .lists import bytes_objects
 from .records import Request, decode_requests
 from .specs import FeatureSpec, FixedLenFeature
+from .string_rows import string_rows
 from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64, Duplicates, example_feature_map
 
 __all__ = [
@@ -217,9 +218,14 @@ class DensePlan:
         return None if out is None else out[0]
 
     def decode_counted(
-        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64
+        self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64, *, rows: bool = False
     ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
-        """:meth:`decode`, with how many records the exact per-record path decoded."""
+        """:meth:`decode`, with how many records the exact per-record path decoded.
+
+        With ``rows``, string features come as :mod:`.string_rows` where every value of
+        the batch allows (the kernel took every record, no value was a default, none
+        pads too wide), else as ``bytes`` objects.
+        """
         mv = buf.data
 
         def record(i: int) -> bytes:
@@ -231,7 +237,9 @@ class DensePlan:
             a, b = bounds[k], bounds[k + 1]
             return buf, starts[a:b], ends[a:b], a
 
-        return self._run(int(starts.shape[0]), len(bounds) - 1, chunk, record)
+        return self._run(
+            int(starts.shape[0]), len(bounds) - 1, chunk, record, rows_of=buf if rows else None
+        )
 
     def decode_records(
         self, records: Sequence[bytes]
@@ -255,11 +263,18 @@ class DensePlan:
         return self._run(n, len(bounds) - 1, chunk, records.__getitem__)
 
     def _run(
-        self, n: int, count: int, chunk: Callable[[int], Chunk], record: Callable[[int], bytes]
+        self,
+        n: int,
+        count: int,
+        chunk: Callable[[int], Chunk],
+        record: Callable[[int], bytes],
+        rows_of: npt.NDArray[np.uint8] | None = None,
     ) -> tuple[dict[str, npt.NDArray[Any]], int] | None:
         """Runs the kernel over chunks ``chunk(0)``.. ``chunk(count - 1)`` of ``n`` records
         (on the thread pool when there are several and the kernel costs enough, see
-        :meth:`_pool_for`: each made by the thread walking it)."""
+        :meth:`_pool_for`: each made by the thread walking it). ``rows_of``: the one
+        buffer of every chunk, whose string values may stay rows (see
+        :meth:`decode_counted`): they are made after every walk."""
         n_int = n * (self._cols[KIND_INT64] + self._cols[KIND_BYTES])
         n_float = n * self._cols[KIND_FLOAT]
         ints = np.empty(n_int + self._int_defaults.shape[0], np.int64)
@@ -299,7 +314,7 @@ class DensePlan:
             if measure:
                 self._measured(time.thread_time() - began, int((ends - starts).sum()))
             fallback[first : first + done.shape[0]] = done
-            if strings:
+            if strings and rows_of is None:
                 self._make_strings(buf, ints, strings, first, done, n)
             return True
 
@@ -308,6 +323,12 @@ class DensePlan:
         pool = self._pool_for(count)
         if not all(map(walk, range(count)) if pool is None else pool.map(walk, range(count))):
             return None
+        if strings and rows_of is not None:
+            rows = None if fallback.any() else self._string_rows(rows_of, ints, n)
+            if rows is None:
+                self._make_strings(rows_of, ints, strings, 0, fallback, n)
+            else:
+                strings = rows
         fvalues = floats.view(np.float32)
         out: dict[str, npt.NDArray[Any]] = {}
         for s in self._slots:
@@ -379,6 +400,33 @@ class DensePlan:
             target = strings[s.name].reshape(n, s.count)
             target[first : first + m] = values[:, at : at + s.count]
             at += s.count
+
+    def _string_rows(
+        self, buf: npt.NDArray[np.uint8], ints: I64, n: int
+    ) -> dict[str, npt.NDArray[Any]] | None:
+        """Every string feature's values as :mod:`.string_rows` (flat, ``n * count``
+        each), or None where one is a default or pads too wide.
+
+        The rows of all string features are one array ``[n, values a record]`` of one
+        width, each feature's its columns: a consumer takes a batch of all of them as
+        one block (the tf.data bridge: one buffer, no step per feature).
+        """
+        blocks = [
+            ints[s.col * n : s.col * n + n * s.words].reshape(n, s.count, 2) for s in self._strings
+        ]
+        spans = (np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]).reshape(-1, 2)
+        if spans.shape[0] and int(spans[:, 0].min()) < 0:
+            return None  # (a default: its value is not in the records)
+        rows = string_rows(buf, spans)
+        if rows is None:
+            return None
+        table = rows.reshape(n, -1)
+        out = {}
+        at = 0
+        for s in self._strings:
+            out[s.name] = table[:, at : at + s.count]
+            at += s.count
+        return out
 
     def _exact_records(
         self,

@@ -37,7 +37,7 @@ except ImportError as exc:
 from ._dense import key_hash
 from ._intrinsics import LOW_BYTES, load8, prefetch
 
-__all__ = ["bytes_lists", "load", "padded_rows", "sparse_indices", "walk_examples"]
+__all__ = ["bytes_lists", "load", "padded_rows", "sized_rows", "sparse_indices", "walk_examples"]
 
 _BYTES = 1
 _FLOAT = 2
@@ -237,28 +237,44 @@ def bytes_lists(buf, ls, le, counts, ok):
 
 
 @njit(nogil=True, cache=True)
+def _pad_row(buf, a, m, out, j, first):  # noqa: PLR0917 - a compiled inner loop
+    """``buf[a:a + m]`` into ``out[j, first:]`` (uint64 words, seen as bytes),
+    zero-padded. Eight bytes are moved at a time (masked to the value's end)."""
+    size = buf.shape[0]
+    for q in range(out.shape[1] - first):
+        left = m - 8 * q
+        if left <= 0:
+            out[j, first + q] = 0
+            continue
+        at = a + 8 * q
+        if at + 8 <= size:
+            w = load8(buf, at)
+        else:
+            w = np.uint64(0)
+            for b in range(min(left, 8)):
+                w |= np.uint64(buf[at + b]) << np.uint64(8 * b)
+        out[j, first + q] = w & LOW_BYTES[min(left, 8)]
+
+
+@njit(nogil=True, cache=True)
 def padded_rows(buf, vs, ve, out):
     """``buf[vs[j]:ve[j]]`` into row j of ``out`` (uint64 ``[n, words]``, seen as the
     row's bytes), zero-padded: rows a numpy ``S<8 * words>`` view turns into ``bytes``
-    objects in one C loop. Eight bytes are moved at a time (masked to the value's end)."""
-    words = out.shape[1]
-    size = buf.shape[0]
+    objects in one C loop."""
     for j in range(vs.shape[0]):
-        a = vs[j]
-        m = ve[j] - a
-        for q in range(words):
-            left = m - 8 * q
-            if left <= 0:
-                out[j, q] = 0
-                continue
-            at = a + 8 * q
-            if at + 8 <= size:
-                w = load8(buf, at)
-            else:
-                w = np.uint64(0)
-                for b in range(min(left, 8)):
-                    w |= np.uint64(buf[at + b]) << np.uint64(8 * b)
-            out[j, q] = w & LOW_BYTES[min(left, 8)]
+        _pad_row(buf, vs[j], ve[j] - vs[j], out, j, 0)
+
+
+@njit(nogil=True, cache=True)
+def sized_rows(buf, spans, out):
+    """``buf[spans[j, 0]:spans[j, 1]]`` into row j of ``out`` (uint64 ``[n, 1 + words]``):
+    its size in the first word, then its bytes, zero-padded (the string rows of
+    ``tfrecord_engine.example.string_rows``, written once)."""
+    for j in range(spans.shape[0]):
+        a = spans[j, 0]
+        m = spans[j, 1] - a
+        out[j, 0] = m
+        _pad_row(buf, a, m, out, j, 1)
 
 
 @njit(nogil=True, cache=True)
@@ -276,14 +292,14 @@ def sparse_indices(counts, out):
 
 def load(errors: tuple[type[Exception], ...]) -> dict[str, object]:
     """The kernels by name, each None where compiling or its self-test failed."""
-    names = ("ex_walk", "ex_bytes", "ex_pad", "ex_sparse")
+    names = ("ex_walk", "ex_bytes", "ex_pad", "ex_rows", "ex_sparse")
     try:
         ok = _self_test()
     except (*errors, NumbaError):
         ok = False
     if not ok:
         return dict.fromkeys(names)
-    kernels = (walk_examples, bytes_lists, padded_rows, sparse_indices)
+    kernels = (walk_examples, bytes_lists, padded_rows, sized_rows, sparse_indices)
     return dict(zip(names, kernels, strict=True))
 
 
@@ -334,6 +350,10 @@ def _self_test() -> bool:
     rows = np.ones((2, 1), np.uint64)
     padded_rows(buf, vs, ve, rows)
     if rows.tobytes() != b"hi" + bytes(14):
+        return False
+    sized = np.ones((2, 2), np.uint64)
+    sized_rows(buf, np.stack((vs, ve), axis=1), sized)
+    if sized.tolist() != [[2, 0x6968], [0, 0]]:
         return False
     indices = np.full((3, 2), -1, np.int64)
     sparse_indices(np.array([2, 0, 1], np.int64), indices)

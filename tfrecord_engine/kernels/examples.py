@@ -21,6 +21,7 @@ __all__ = [
     "bytes_lists",
     "key_table",
     "padded_rows",
+    "sized_rows",
     "sparse_indices",
     "walk_examples",
 ]
@@ -159,6 +160,24 @@ def padded_rows(buf: U8, starts: I64, ends: I64, width: int) -> U8 | None:
     out = np.empty((n, (width + 7) // 8), np.uint64)
     kernel(buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64), out)
     return out.view(np.uint8).reshape(n, -1)
+
+
+def sized_rows(buf: U8, spans: I64, width: int) -> npt.NDArray[np.uint64] | None:
+    """Each ``buf[spans[j, 0]:spans[j, 1]]`` as row j of a ``uint64 [n, 1 + w / 8]``
+    array: its size, then its bytes zero-padded to ``w`` (``width`` rounded up to a
+    multiple of 8), every span at most ``width`` bytes, inside ``buf``; or None without
+    the kernels."""
+    kernel = _kernel("ex_rows")
+    if kernel is None:
+        return None
+    buf = np.ascontiguousarray(buf).reshape(-1)
+    spans = np.ascontiguousarray(spans, np.int64).reshape(-1, 2)
+    starts, ends = spans[:, 0], spans[:, 1]
+    if not _in_bounds(buf, starts, ends) or int((ends - starts).max(initial=0)) > width:
+        return None
+    out = np.empty((spans.shape[0], 1 + (width + 7) // 8), np.uint64)
+    kernel(buf, spans, out)
+    return out
 
 
 def sparse_indices(counts: I64, total: int) -> I64 | None:
