@@ -162,3 +162,21 @@ def test_string_rows_only_for_dense_specs_decoded_here(tmp_path: Any) -> None:
     assert not uses_string_rows(tfe.RecordDataset(path, features=numbers))
     transformed = tfe.RecordDataset(path, features=features, transform=lambda r: r)
     assert not uses_string_rows(transformed)
+
+
+@pytest.mark.parametrize(
+    "kw", [{"pad_remainder": True}, {"drop_remainder": True}, {"shuffle": True, "seed": 3}]
+)
+def test_blocks_and_blobs_give_the_engine_batches(
+    tf: ModuleType, tmp_path: Any, kw: dict[str, Any]
+) -> None:
+    features, records = _wide_records(230)
+    path = write_file(str(tmp_path), records)
+    ds = tfe.RecordDataset(path, features=features)
+    ours = list(to_tf_dataset(ds, 64, chunk_batches=2, **kw))
+    engine = list(ds.batches(64, **kw))
+    assert len(ours) == len(engine)
+    for a, b in zip(ours, engine, strict=True):
+        assert sorted(a) == sorted(b)
+        for key, value in b.items():
+            assert a[key].numpy().tolist() == value.tolist(), key
