@@ -1,14 +1,14 @@
-"""Chunk sizes of epochs in file order: the byte cap alone against the per-key floor.
+"""Chunk sizes of epochs in file order: the byte cap alone against whole chunks for many keys.
 
     python -m benchmarks.bench_chunks                     # wide, many-keys, image, detection
     python -m benchmarks.bench_chunks --shapes wide,tokens --rounds 9
 
 An epoch in file order reads, checks and decodes chunks of at most
 ``epochs.CHUNK_BYTES`` of records, but a spec of at least ``epochs.MANY_KEYS`` keys
-gets at least ``epochs.KEY_RECORDS`` records per key (up to 4,096). For each shape
-one process alternates, round after round, ``batches(256)`` in order with the floor
-as it is and with it off (``KEY_RECORDS = 0``: the byte cap alone), and prints each
-one's best and median epoch and the chunk each took. Shapes: those of the matrix
+takes chunks of 4,096 records, as a shuffled epoch does. For each shape one process
+alternates, round after round, ``batches(256)`` in order with that rule and with it
+off (``MANY_KEYS`` out of reach: the byte cap alone), and prints each one's best and
+median epoch and the chunk each took. Shapes: those of the matrix
 (``benchmarks.shapes``, 20,000 records in four files) and ``many-keys``, 12,000
 records of 120 ``float32[8]`` keys in a shuffled order per record (5.5 KB), written
 to a temporary folder removed afterwards.
@@ -61,9 +61,9 @@ def many_keys_dataset(records: int = MANY_KEYS_RECORDS) -> Iterator[tfe.RecordDa
 
 
 def compare(name: str, ds: tfe.RecordDataset, rounds: int) -> str:
-    """One line: the epoch with the per-key floor and with the byte cap alone."""
-    floor = epochs.KEY_RECORDS
-    settings = {"per-key floor": floor, "bytes only": 0}
+    """One line: the epoch with whole chunks for many keys and with the byte cap alone."""
+    many = epochs.MANY_KEYS
+    settings = {"many keys, whole chunks": many, "bytes only": 1 << 30}
     times: dict[str, list[float]] = {label: [] for label in settings}
     chunks: dict[str, int] = {}
     record_bytes = ds._opened().record_bytes
@@ -71,7 +71,7 @@ def compare(name: str, ds: tfe.RecordDataset, rounds: int) -> str:
     try:
         for r in range(rounds + 1):
             for label, value in settings.items():
-                epochs.KEY_RECORDS = value
+                epochs.MANY_KEYS = value
                 chunks[label] = epochs.chunk_records(False, record_bytes, keys)
                 t0 = time.perf_counter()
                 for _batch in ds.batches(BATCH):
@@ -79,13 +79,13 @@ def compare(name: str, ds: tfe.RecordDataset, rounds: int) -> str:
                 if r:  # (round 0 warms up: files held, kernels compiled)
                     times[label].append(time.perf_counter() - t0)
     finally:
-        epochs.KEY_RECORDS = floor
+        epochs.MANY_KEYS = many
     cells = [
         f"{label} ({chunks[label]} records a chunk) {min(got) * 1e3:.1f} / "
         f"{statistics.median(got) * 1e3:.1f} ms"
         for label, got in times.items()
     ]
-    base, now = times["bytes only"], times["per-key floor"]
+    base, now = times["bytes only"], times["many keys, whole chunks"]
     ratio = f"{min(base) / min(now):.2f} / {statistics.median(base) / statistics.median(now):.2f}x"
     return f"{name} ({keys} keys, {record_bytes:,.0f} B): " + " | ".join(cells) + f" | {ratio}"
 

@@ -347,20 +347,20 @@ def test_the_mix_benchmark_compares_a_mix_with_one_dataset(
     assert epochs.read_ahead_threads is spy
 
 
-def test_the_chunk_benchmark_compares_the_per_key_floor_with_bytes_only(
+def test_the_chunk_benchmark_compares_whole_chunks_for_many_keys_with_bytes_only(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from benchmarks import bench_chunks
     from tfrecord_engine.data import epochs
 
-    floor = epochs.KEY_RECORDS
+    many = epochs.MANY_KEYS
     with bench_chunks.many_keys_dataset(records=300) as ds:
         folder = Path(ds.paths[0]).parent
         line = bench_chunks.compare("many-keys", ds, rounds=1)
     assert not folder.exists()  # (nothing left where other tools look)
     assert line.startswith("many-keys (120 keys, ")
     cells = line.split(": ", 1)[1].split(" | ")
-    assert cells[0].startswith(f"per-key floor ({min(4096, 120 * floor)} records a chunk)")
+    assert cells[0].startswith("many keys, whole chunks (4096 records a chunk)")
     assert cells[1].startswith("bytes only (")
     assert float(cells[2].split(" / ")[0]) > 0
-    assert floor == epochs.KEY_RECORDS  # put back
+    assert many == epochs.MANY_KEYS  # put back

@@ -153,16 +153,16 @@ def test_in_order_chunks_of_big_records_are_cut_by_bytes(
     assert max(sizes) == 50  # shuffled epochs keep their chunk size
 
 
-def test_in_order_chunks_of_many_keys_hold_key_records_per_key(
+def test_in_order_chunks_of_many_keys_are_whole_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A spec of many keys builds each key's column once a chunk: in file order its
-    # chunks hold at least KEY_RECORDS records a key, whatever the byte cap allows
-    # (here 10 keys count as many).
+    # A spec of many keys builds each key's column once a chunk: in file order it
+    # takes the chunks of a shuffled epoch, whatever the byte cap allows (here 10 keys
+    # count as many, and a whole chunk is 32 records).
     sizes = _chunk_sizes(monkeypatch)
     monkeypatch.setattr(epochs, "CHUNK_BYTES", 20_000)
-    monkeypatch.setattr(epochs, "KEY_RECORDS", 2)
     monkeypatch.setattr(epochs, "MANY_KEYS", 10)
+    monkeypatch.setattr(epochs, "DEFAULT_CHUNK_RECORDS", 32)
     spec: dict[str, FeatureSpec] = {f"k{j}": tfe.FixedLenFeature([], "int64") for j in range(10)}
     records = [
         tfe.encode_example({**{f"k{j}": i + j for j in range(10)}, "pad": [b"x" * 3000]})
@@ -174,12 +174,11 @@ def test_in_order_chunks_of_many_keys_hold_key_records_per_key(
     ds = tfe.RecordDataset(str(path), features=spec)
     got = [x for b in ds.batches(4) for x in b["k3"].tolist()]
     assert got == [i + 3 for i in range(50)]
-    # 20,000 bytes hold 6 records of ~3 KB; 10 keys ask for 20: chunks of 5 batches.
-    assert max(sizes) == 20
-    assert epochs.chunk_records(False, 3000.0, 10) == 20
+    # 20,000 bytes hold 6 records of ~3 KB; 10 keys take whole chunks: 8 batches.
+    assert max(sizes) == 32
+    assert epochs.chunk_records(False, 3000.0, 10) == 32
     assert epochs.chunk_records(False, 3000.0, 9) == 6  # (few keys: the byte cap)
-    assert epochs.chunk_records(False, 3000.0, 10_000) == epochs.DEFAULT_CHUNK_RECORDS
-    assert epochs.chunk_records(True, 3000.0, 10) == epochs.DEFAULT_CHUNK_RECORDS
+    assert epochs.chunk_records(True, 3000.0, 9) == 32
 
 
 def test_read_ahead_threads_follow_the_records() -> None:

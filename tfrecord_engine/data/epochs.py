@@ -45,7 +45,6 @@ __all__ = [
     "CHUNK_BYTES",
     "DEFAULT_CHUNK_RECORDS",
     "IN_MEMORY_LIMIT",
-    "KEY_RECORDS",
     "MANY_KEYS",
     "EpochSource",
     "RecordBatchIterator",
@@ -68,17 +67,19 @@ DEFAULT_CHUNK_RECORDS = 4096
 #: cache, into a buffer the allocator reuses (a fresh mapping of tens of MB pays a page
 #: fault every 4 KB). 4,096 wide records of 21 KB were 88 MB.
 CHUNK_BYTES = 8 << 20
-#: ... but a spec of at least :data:`MANY_KEYS` feature keys gets at least
-#: ``KEY_RECORDS`` records a key (up to :data:`DEFAULT_CHUNK_RECORDS`): a chunk builds
-#: each key's column once (~6 us a key for wide records), which the byte cap would
-#: make such a spec pay every ~2,000 records where its records are large. In order,
-#: batches of 256, alternating (``python -m benchmarks.bench_chunks``): wide records
-#: (201 scalar keys, 3.8 KB; 2,214 records a chunk by bytes, 4,020 by keys) 172 -> 157
-#: ms an epoch (median 178 -> 164); 120 float32[8] keys (5.5 KB; 1,518 -> 2,400) 29.9
-#: -> 28.5 ms (median 35.6 -> 31.9). Specs of few keys keep the byte cap (their per-key
-#: cost is small next to a chunk's decode).
-KEY_RECORDS = 20
-#: The number of feature keys from which :data:`KEY_RECORDS` applies.
+#: ... but a spec of at least :data:`MANY_KEYS` feature keys takes chunks of
+#: :data:`DEFAULT_CHUNK_RECORDS`, as shuffled epochs do: a chunk builds each key's
+#: column once (~6 us a key for wide records), which the byte cap would make such a
+#: spec pay every ~2,000 records where its records are large. In order, batches of 256,
+#: alternating (``python -m benchmarks.bench_chunks --rounds 9``, 2026-11-29), best /
+#: median epoch, the byte cap alone -> whole chunks: wide records (201 scalar keys, 3.8
+#: KB; 2,214 records a chunk by bytes) 159.6 / 164.0 -> 136.0 / 147.4 ms; 120
+#: float32[8] keys (5.5 KB; 1,518 records) 29.9 / 32.5 -> 24.7 / 28.5 ms. (The rule of
+#: before, at least 20 records a key, gave wide records 4,020-record chunks, 15
+#: batches where shuffled epochs take 16: medians of 11 epochs 152 and 145 ms against
+#: 141 and 133 with 4,096, and the matrix read them in order at 0.91x of shuffled.)
+#: Specs of few keys keep the byte cap (their per-key cost is small next to a chunk's
+#: decode).
 MANY_KEYS = 32
 
 
@@ -258,13 +259,12 @@ def check_epoch(
 
 def chunk_records(shuffle: Shuffle, record_bytes: float, keys: int = 0) -> int:
     """Records per read-ahead chunk: in file order, no more than :data:`CHUNK_BYTES`
-    of records of the mean size ``record_bytes``, unless the spec's ``keys`` are many
-    and ask for more (:data:`KEY_RECORDS` each); shuffled epochs keep theirs."""
-    if shuffle:
+    of records of the mean size ``record_bytes``, unless the spec's ``keys`` are
+    :data:`MANY_KEYS` or more; shuffled epochs, and specs of many keys, take
+    :data:`DEFAULT_CHUNK_RECORDS`."""
+    if shuffle or keys >= MANY_KEYS:
         return DEFAULT_CHUNK_RECORDS
     chunk = int(CHUNK_BYTES // max(record_bytes, 1))
-    if keys >= MANY_KEYS:
-        chunk = max(chunk, KEY_RECORDS * keys)
     return max(1, min(DEFAULT_CHUNK_RECORDS, chunk))
 
 
