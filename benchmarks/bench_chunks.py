@@ -5,7 +5,8 @@
 
 An epoch in file order reads, checks and decodes chunks of at most
 ``epochs.CHUNK_BYTES`` of records, but a spec of at least ``epochs.MANY_KEYS`` keys
-takes chunks of 4,096 records, as a shuffled epoch does. For each shape one process
+takes chunks of 4,096 records, as a shuffled epoch does (within
+``epochs.MANY_KEYS_CHUNK_BYTES``). For each shape one process
 alternates, round after round, ``batches(256)`` in order with that rule and with it
 off (``MANY_KEYS`` out of reach: the byte cap alone), and prints each one's best and
 median epoch and the chunk each took. Shapes: those of the matrix

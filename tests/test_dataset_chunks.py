@@ -179,6 +179,10 @@ def test_in_order_chunks_of_many_keys_are_whole_chunks(
     assert epochs.chunk_records(False, 3000.0, 10) == 32
     assert epochs.chunk_records(False, 3000.0, 9) == 6  # (few keys: the byte cap)
     assert epochs.chunk_records(True, 3000.0, 9) == 32
+    # Many keys of large records: within MANY_KEYS_CHUNK_BYTES, not a whole chunk.
+    monkeypatch.setattr(epochs, "DEFAULT_CHUNK_RECORDS", 4096)
+    assert epochs.chunk_records(False, 16_384.0, 40) == epochs.MANY_KEYS_CHUNK_BYTES // 16_384
+    assert epochs.chunk_records(False, 3000.0, 40) == 4096
 
 
 def test_read_ahead_threads_follow_the_records() -> None:

@@ -399,9 +399,9 @@ def _packed(parts: tuple[np.ndarray[Any, Any], ...], how: str) -> list[np.ndarra
 
 
 def _blocks(tf: TF, slots: list[Slot], string_rows: bool = False) -> list[Slot]:
-    """``slots`` with each group of :data:`BLOCK_MIN` or more dense slots of one dtype
-    and one fixed, non-empty shape replaced by one ``block`` slot, where its first
-    member was; with ``string_rows``, every group of strings, as a blob."""
+    """``slots`` with each group of :data:`BLOCK_MIN` or more dense numeric slots of one
+    dtype and one fixed, non-empty shape replaced by one ``block`` slot, where its
+    first member was; with ``string_rows``, every group of strings, as a blob."""
     groups: dict[tuple[Any, tuple[int, ...]], list[Slot]] = {}
     for slot in slots:
         if slot.kind != "dense":
@@ -413,7 +413,9 @@ def _blocks(tf: TF, slots: list[Slot], string_rows: bool = False) -> list[Slot]:
     blocks: dict[int, Slot | None] = {}
     for (dtype, inner), members in groups.items():
         blob = string_rows and dtype == tf.string
-        if len(members) < BLOCK_MIN and not blob:
+        if not blob and (dtype == tf.string or len(members) < BLOCK_MIN):
+            # (Strings of objects stay apart: unstacking a block would copy each value
+            # once more, and large ones are copied once as they are.)
             continue
         batch = members[0].spec.shape.as_list()[0]
         keys = tuple(m.key for m in members)
@@ -443,7 +445,7 @@ def _block_of(
     shape = (len(batches), rows, len(slot.members), *inner)
     block = _aligned(shape, [np.empty(0, dtype)])
     for i, batch in enumerate(batches):
-        values = [batch[key] for key in slot.members]
+        values = _members(slot, batch, rows)
         view = _as_block(values)
         if view is not None:
             block[i] = view
@@ -467,7 +469,7 @@ def _blob_of(
     pieces: list[bytes] = []
     offset = 0
     for i, batch in enumerate(batches):
-        values = [batch[key] for key in slot.members]
+        values = _members(slot, batch, shape[1])
         view = _as_block(values)
         for j, part in [(slice(None), view)] if view is not None else enumerate(values):
             data, at, size = _values_buffer(part)
@@ -478,6 +480,25 @@ def _blob_of(
     blob = np.empty((), object)
     blob[()] = b"".join(pieces)
     return blob, positions, sizes
+
+
+def _members(slot: Slot, batch: Mapping[str, Any], rows: int) -> list[np.ndarray[Any, Any]]:
+    """The values of block ``slot``'s members in ``batch``, each of ``rows`` records.
+
+    Raises:
+        InvalidArgumentError: a batch of another size in the chunk (only
+            ``on_damage="skip"`` makes batches smaller: pass ``chunk_batches=1``).
+    """
+    values = [np.asarray(batch[key]) for key in slot.members]
+    for key, value in zip(slot.members, values, strict=True):
+        if value.shape[:1] != (rows,):
+            raise tfe.InvalidArgumentError(
+                f"feature {key!r}: a batch of {value.shape[:1]} records in a chunk of "
+                f"batches of {rows}: the batches of one numpy_function call must be of "
+                "one size (on_damage='skip' drops damaged records from their batch): "
+                "pass chunk_batches=1"
+            )
+    return values
 
 
 def _cut(tf: TF, blob: Any, positions: Any, sizes: Any) -> Any:
@@ -528,6 +549,8 @@ def _as_block(values: list[np.ndarray[Any, Any]]) -> np.ndarray[Any, Any] | None
     and dtype) lie in one buffer at equal steps: the engine's dense decode keeps every
     feature of one dtype in one buffer, a feature's rows after another's, and the string
     rows of all features in one table. None otherwise."""
+    if not all(isinstance(v, np.ndarray) for v in values):
+        return None
     first = values[0]
     base = first.base
     if not isinstance(base, np.ndarray) or first.ndim == 0 or first.size == 0:

@@ -21,6 +21,7 @@ from tfrecord_bridge import to_tf_dataset
 from tfrecord_bridge.dataset import uses_string_rows
 from tfrecord_bridge.layout import Layout, _as_block
 from tfrecord_bridge.specs import element_spec
+from tfrecord_engine.data import epochs
 from tfrecord_engine.example.string_rows import is_rows
 from tfrecord_engine.testing.examples import ParseCase
 from tfrecord_engine.testing.wide import wide_cases
@@ -180,3 +181,57 @@ def test_blocks_and_blobs_give_the_engine_batches(
         assert sorted(a) == sorted(b)
         for key, value in b.items():
             assert a[key].numpy().tolist() == value.tolist(), key
+
+
+def test_a_chunk_of_rows_and_objects_gives_the_native_batches(
+    tf: ModuleType, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Engine chunks of 64 records, bridge chunks of 3 batches of 32: a bridge chunk
+    # takes the end of one engine chunk and the start of the next. The first engine
+    # chunk holds a defaulted string (its strings come as bytes objects), the others
+    # come as rows: one buffer is made of both.
+    monkeypatch.setattr(epochs, "DEFAULT_CHUNK_RECORDS", 64)
+    features = {
+        "a": tfe.FixedLenFeature([], "string", default_value=b"dflt\x00"),
+        "b": tfe.FixedLenFeature([], "string"),
+        "n": tfe.FixedLenFeature([], "int64"),
+    }
+    records = [
+        tfe.encode_example(
+            {"b": [b"b%d\x00" % i], "n": [i]}
+            if i == 5
+            else {"a": [b"a" * (i % 7)], "b": [b""], "n": [i]}
+        )
+        for i in range(200)
+    ]
+    path = write_file(str(tmp_path), records)
+    seen: list[bool] = []
+    real = bridge_layout._values_buffer
+
+    def spy(values: Any) -> Any:
+        seen.append(is_rows(values))
+        return real(values)
+
+    monkeypatch.setattr(bridge_layout, "_values_buffer", spy)
+    _same_as_native(tf, path, features, 32, 3)
+    assert True in seen
+    assert False in seen
+
+
+def test_batches_of_other_sizes_in_one_chunk_are_refused(tf: ModuleType) -> None:
+    features = {f"k{j}": tfe.FixedLenFeature([], "int64") for j in range(4)}
+    layout = Layout(tf, element_spec(tf, features, None))
+    assert [s.kind for s in layout.slots] == ["block"]
+    full = {k: np.arange(4, dtype=np.int64) for k in features}
+    short = {k: np.arange(3, dtype=np.int64) for k in features}  # (a record skipped)
+    with pytest.raises(tfe.InvalidArgumentError, match="chunk_batches=1"):
+        layout.pack([full, short])
+
+
+def test_strings_as_objects_cross_one_feature_at_a_time(tf: ModuleType) -> None:
+    # Unstacking a block of objects would copy each value once more (images).
+    features = {f"s{j}": tfe.FixedLenFeature([], "string") for j in range(5)}
+    layout = Layout(tf, element_spec(tf, features, None))
+    assert [s.kind for s in layout.slots] == ["dense"] * 5
+    rows = Layout(tf, element_spec(tf, features, None), string_rows=True)
+    assert [(s.kind, s.blob) for s in rows.slots] == [("block", True)]

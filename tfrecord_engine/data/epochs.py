@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_CHUNK_RECORDS",
     "IN_MEMORY_LIMIT",
     "MANY_KEYS",
+    "MANY_KEYS_CHUNK_BYTES",
     "EpochSource",
     "RecordBatchIterator",
     "check_epoch",
@@ -68,7 +69,9 @@ DEFAULT_CHUNK_RECORDS = 4096
 #: fault every 4 KB). 4,096 wide records of 21 KB were 88 MB.
 CHUNK_BYTES = 8 << 20
 #: ... but a spec of at least :data:`MANY_KEYS` feature keys takes chunks of
-#: :data:`DEFAULT_CHUNK_RECORDS`, as shuffled epochs do: a chunk builds each key's
+#: :data:`DEFAULT_CHUNK_RECORDS`, as shuffled epochs do, up to
+#: :data:`MANY_KEYS_CHUNK_BYTES` of records (4,096 wide records are 15.5 MB; records
+#: of 16 KB get 2,048 a chunk, not 67 MB of them): a chunk builds each key's
 #: column once (~6 us a key for wide records), which the byte cap would make such a
 #: spec pay every ~2,000 records where its records are large. In order, batches of 256,
 #: alternating (``python -m benchmarks.bench_chunks --rounds 9``, 2026-11-29), best /
@@ -81,6 +84,8 @@ CHUNK_BYTES = 8 << 20
 #: Specs of few keys keep the byte cap (their per-key cost is small next to a chunk's
 #: decode).
 MANY_KEYS = 32
+#: The byte cap of in-order chunks of a spec of :data:`MANY_KEYS` keys or more.
+MANY_KEYS_CHUNK_BYTES = 32 << 20
 
 
 #: The most threads that prepare (read, check, decode) an epoch's chunks at once. Their
@@ -259,12 +264,13 @@ def check_epoch(
 
 def chunk_records(shuffle: Shuffle, record_bytes: float, keys: int = 0) -> int:
     """Records per read-ahead chunk: in file order, no more than :data:`CHUNK_BYTES`
-    of records of the mean size ``record_bytes``, unless the spec's ``keys`` are
-    :data:`MANY_KEYS` or more; shuffled epochs, and specs of many keys, take
-    :data:`DEFAULT_CHUNK_RECORDS`."""
-    if shuffle or keys >= MANY_KEYS:
+    of records of the mean size ``record_bytes`` (:data:`MANY_KEYS_CHUNK_BYTES` where
+    the spec's ``keys`` are :data:`MANY_KEYS` or more), and no more than
+    :data:`DEFAULT_CHUNK_RECORDS`, which shuffled epochs take."""
+    if shuffle:
         return DEFAULT_CHUNK_RECORDS
-    chunk = int(CHUNK_BYTES // max(record_bytes, 1))
+    cap = MANY_KEYS_CHUNK_BYTES if keys >= MANY_KEYS else CHUNK_BYTES
+    chunk = int(cap // max(record_bytes, 1))
     return max(1, min(DEFAULT_CHUNK_RECORDS, chunk))
 
 

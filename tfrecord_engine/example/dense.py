@@ -411,6 +411,8 @@ class DensePlan:
         width, each feature's its columns: a consumer takes a batch of all of them as
         one block (the tf.data bridge: one buffer, no step per feature).
         """
+        if n == 0:
+            return None  # (no values: the objects' empty arrays)
         blocks = [
             ints[s.col * n : s.col * n + n * s.words].reshape(n, s.count, 2) for s in self._strings
         ]

@@ -45,8 +45,8 @@ def is_rows(values: npt.NDArray[Any]) -> bool:
 def string_rows(buf: npt.NDArray[np.uint8], spans: I64) -> npt.NDArray[Any] | None:
     """``buf[spans[j, 0]:spans[j, 1]]`` (``spans``: int64 ``[n, 2]``) as rows, or None:
     no compiled kernels, a value wider than :data:`MAX_WIDTH`, or padding that would
-    take over 4x the values' bytes (plus 32 a value), as :func:`~.lists.bytes_objects`
-    pads its own rows."""
+    take over 4x the values' bytes plus 32 a value and 64 KiB, as
+    :func:`~.lists.bytes_objects` pads its own rows."""
     n = int(spans.shape[0])
     sizes = spans[:, 1] - spans[:, 0]
     total = int(sizes.sum())
