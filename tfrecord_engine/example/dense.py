@@ -31,7 +31,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -379,11 +379,7 @@ class DensePlan:
         width = sum(s.count for s in self._strings)
         if m == 0 or width == 0:
             return  # (no values: the outputs are empty)
-        blocks = []
-        for s in self._strings:
-            at = s.col * n + first * s.words
-            blocks.append(ints[at : at + m * s.words].reshape(m, s.count, 2))
-        spans = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0].copy()
+        spans = self._string_spans(ints, n, first, m)
         spans[fallback] = 0  # (their words were never written)
         vs, ve = spans[..., 0], spans[..., 1]
         defaulted = vs < 0
@@ -395,11 +391,8 @@ class DensePlan:
             chosen = np.empty(marks.shape[0], object)
             chosen[:] = [self._str_defaults[-1 - int(v)] for v in marks.tolist()]
             values[defaulted] = chosen
-        at = 0
-        for s in self._strings:
-            target = strings[s.name].reshape(n, s.count)
-            target[first : first + m] = values[:, at : at + s.count]
-            at += s.count
+        for s, columns in self._by_feature(values):
+            strings[s.name].reshape(n, s.count)[first : first + m] = columns
 
     def _string_rows(
         self, buf: npt.NDArray[np.uint8], ints: I64, n: int
@@ -413,22 +406,31 @@ class DensePlan:
         """
         if n == 0:
             return None  # (no values: the objects' empty arrays)
-        blocks = [
-            ints[s.col * n : s.col * n + n * s.words].reshape(n, s.count, 2) for s in self._strings
-        ]
-        spans = (np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]).reshape(-1, 2)
+        spans = self._string_spans(ints, n, 0, n).reshape(-1, 2)
         if spans.shape[0] and int(spans[:, 0].min()) < 0:
             return None  # (a default: its value is not in the records)
         rows = string_rows(buf, spans)
         if rows is None:
             return None
-        table = rows.reshape(n, -1)
-        out = {}
+        return {s.name: columns for s, columns in self._by_feature(rows.reshape(n, -1))}
+
+    def _string_spans(self, ints: I64, n: int, first: int, m: int) -> I64:
+        """The spans the kernel wrote for records ``first``.. (``m`` of them) of every
+        string feature, as one new array ``[m, values a record, 2]``, the features'
+        values side by side in spec order (see :meth:`_by_feature`)."""
+        blocks = []
+        for s in self._strings:
+            at = s.col * n + first * s.words
+            blocks.append(ints[at : at + m * s.words].reshape(m, s.count, 2))
+        return np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0].copy()
+
+    def _by_feature(self, table: npt.NDArray[Any]) -> Iterator[tuple[_Slot, npt.NDArray[Any]]]:
+        """Each string feature with its columns of ``table`` (``[records, values a
+        record]``, as :meth:`_string_spans` lays them out)."""
         at = 0
         for s in self._strings:
-            out[s.name] = table[:, at : at + s.count]
+            yield s, table[:, at : at + s.count]
             at += s.count
-        return out
 
     def _exact_records(
         self,
