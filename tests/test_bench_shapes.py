@@ -223,12 +223,17 @@ def bridge_bench(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return bench_bridge_shapes
 
 
+def _labels(line: str) -> list[str]:
+    """The case labels of one line of ``bench_bridge_shapes.run_shape``."""
+    return [cell.split(": ")[0] for cell in line.split(": ", 1)[1].split(" | ")]
+
+
 @pytest.mark.tf
 def test_the_bridge_ab_prints_each_chunk_setting_with_its_faults(bridge_bench: Any) -> None:
     line = bridge_bench.run_shape("detection", [0], True, 1, chunk_batches=(None, 1))
     assert line.startswith("detection shuffled: ")
     cells = line.split(": ", 1)[1].split(" | ")
-    labels = [c.split(": ")[0] for c in cells]
+    labels = _labels(line)
     assert labels == [
         "tf",
         "bridge workers=0 chunk_batches=auto",
@@ -256,7 +261,7 @@ def test_the_bridge_ab_builds_both_varlen_paths(
 
     monkeypatch.setattr("tfrecord_bridge.dataset.Layout", spy)
     line = bridge_bench.run_shape("tokens", [0], False, 1, varlen=("ragged", "sparse"))
-    labels = [c.split(": ")[0] for c in line.split(": ", 1)[1].split(" | ")]
+    labels = _labels(line)
     assert labels == [
         "tf",
         "bridge workers=0 varlen=ragged",
@@ -287,7 +292,7 @@ def test_the_bridge_ab_builds_blocks_and_the_columns_of_before(
     monkeypatch.setattr("tfrecord_bridge.dataset.Layout", spy)
     real = (bridge_layout.BLOCK_MIN, bridge_dataset.uses_string_rows)
     line = bridge_bench.run_shape("wide", [0], False, 1, blocks=("on", "off"))
-    labels = [c.split(": ")[0] for c in line.split(": ", 1)[1].split(" | ")]
+    labels = _labels(line)
     assert labels == [
         "tf",
         "bridge workers=0 blocks=on",
