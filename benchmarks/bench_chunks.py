@@ -73,7 +73,7 @@ def compare(name: str, ds: tfe.RecordDataset, rounds: int) -> str:
         for r in range(rounds + 1):
             for label, value in settings.items():
                 epochs.MANY_KEYS = value
-                chunks[label] = epochs.chunk_records(False, record_bytes, keys)
+                chunks[label] = epochs.chunk_records(record_bytes, keys)
                 t0 = time.perf_counter()
                 for _batch in ds.batches(BATCH):
                     pass

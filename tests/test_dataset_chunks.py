@@ -128,11 +128,12 @@ def _chunk_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 @pytest.mark.parametrize("batch", [1, 4, 16])
-def test_in_order_chunks_of_big_records_are_cut_by_bytes(
+def test_chunks_of_big_records_are_cut_by_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    # In file order a chunk holds about CHUNK_BYTES of records (at least one batch), so
-    # it is read, checked and decoded while in the CPU's cache; the batches are the same.
+    # A chunk holds about CHUNK_BYTES of records (at least one batch), in file order or
+    # shuffled, so it is read, checked and decoded while in the CPU's cache (and a
+    # shuffled chunk of big records is not hundreds of MB); the batches are the same.
     from tfrecord_engine.data import epochs
 
     sizes = _chunk_sizes(monkeypatch)
@@ -150,7 +151,13 @@ def test_in_order_chunks_of_big_records_are_cut_by_bytes(
     sizes.clear()
     shuffled = [x for b in ds.batches(batch, shuffle=True, seed=1) for x in b["label"].tolist()]
     assert sorted(shuffled) == list(range(50))
-    assert max(sizes) == 50  # shuffled epochs keep their chunk size
+    assert max(sizes) == max(6 // batch, 1) * batch  # shuffled: the same cap
+    # The chunk size changes no batch of a shuffled epoch.
+    monkeypatch.setattr(epochs, "CHUNK_BYTES", 1 << 30)
+    again = tfe.RecordDataset(str(path), features=spec)  # (a new dataset: its epoch 0)
+    whole = [x for b in again.batches(batch, shuffle=True, seed=1) for x in b["label"].tolist()]
+    assert max(sizes) == 50
+    assert whole == shuffled
 
 
 def test_in_order_chunks_of_many_keys_are_whole_chunks(
@@ -176,13 +183,12 @@ def test_in_order_chunks_of_many_keys_are_whole_chunks(
     assert got == [i + 3 for i in range(50)]
     # 20,000 bytes hold 6 records of ~3 KB; 10 keys take whole chunks: 8 batches.
     assert max(sizes) == 32
-    assert epochs.chunk_records(False, 3000.0, 10) == 32
-    assert epochs.chunk_records(False, 3000.0, 9) == 6  # (few keys: the byte cap)
-    assert epochs.chunk_records(True, 3000.0, 9) == 32
+    assert epochs.chunk_records(3000.0, 10) == 32
+    assert epochs.chunk_records(3000.0, 9) == 6  # (few keys: the byte cap)
     # Many keys of large records: within MANY_KEYS_CHUNK_BYTES, not a whole chunk.
     monkeypatch.setattr(epochs, "DEFAULT_CHUNK_RECORDS", 4096)
-    assert epochs.chunk_records(False, 16_384.0, 40) == epochs.MANY_KEYS_CHUNK_BYTES // 16_384
-    assert epochs.chunk_records(False, 3000.0, 40) == 4096
+    assert epochs.chunk_records(16_384.0, 40) == epochs.MANY_KEYS_CHUNK_BYTES // 16_384
+    assert epochs.chunk_records(3000.0, 40) == 4096
 
 
 def test_read_ahead_threads_follow_the_records() -> None:

@@ -469,9 +469,10 @@ def test_a_mix_epoch_is_settled_as_one_dataset_of_its_files_is(
             assert len([r for b in ds.batches(8, shuffle=shuffle) for r in b]) == 40
     mix_in_order, one_in_order, mix_shuffled, one_shuffled = seen
     assert mix_in_order == one_in_order
-    assert mix_in_order["chunk"] == epochs.chunk_records(False, (16 << 10) / 2 + 1024 / 2) == 963
+    assert mix_in_order["chunk"] == epochs.chunk_records((16 << 10) / 2 + 1024 / 2) == 963
     assert mix_in_order["as_reached"]
     assert mix_shuffled == one_shuffled
+    assert mix_shuffled["chunk"] == 963  # (shuffled: the same byte cap)
     # A dataset that skips its CRC checks does not keep the mix from holding its files.
     assert mix_shuffled["hold"] == ["big.tfrecord", "small.tfrecord"]
 
