@@ -205,7 +205,7 @@ class SequenceDecoder:
                     k = self._seq_index[name]
                     if not spec.allow_missing and bool((walk.seq_first[:, k] < 0).any()):
                         raise _Exact  # a required FeatureList is missing
-                    seq_out[name] = self._dense(buf, name, spec, step_spans(name), flat)
+                    seq_out[name] = self._dense(buf, name, spec, walk, k, step_spans, flat)
                     lengths[name] = walk.seq_count[:, k].copy()
                 elif isinstance(spec, VarLenFeature):
                     seq_out[name] = _sparse(*flat(name, KIND_OF[spec.dtype]))
@@ -216,19 +216,27 @@ class SequenceDecoder:
         return ctx_out, seq_out, lengths
 
     @staticmethod
-    def _dense(
+    def _dense(  # noqa: PLR0917 - the walk and the key's helpers, as _fast has them
         buf: U8,
         name: str,
         spec: FixedLenSequenceFeature,
-        spans: tuple[I64, I64, I64, I64],
+        walk: Any,
+        k: int,
+        step_spans: Any,
         flat: Any,
     ) -> npt.NDArray[Any]:
-        ls, le, first, count = spans
+        """The padded ``[n, max_steps, *shape]`` values of feature list ``name`` (its
+        index ``k`` among the walk's lists). Numbers are copied by one compiled pass
+        straight from the walk's step spans, each record's from ``seq_first`` on (the
+        spans are not gathered per key first: for 10-200 steps of two lists that gather
+        cost 40% as much as the walk); strings through the gathered spans."""
+        count = walk.seq_count[:, k]
         n = int(count.shape[0])
         max_steps = int(count.max(initial=0))
         stride = math.prod(spec.shape)
         kind = KIND_OF[spec.dtype]
         if kind == KIND_BYTES:
+            _, _, first, count = step_spans(name)
             values, per_step, _ = flat(name, kind)
             if bool((per_step != stride).any()):
                 raise _Exact  # a step of another size: the exact path raises
@@ -241,7 +249,15 @@ class SequenceDecoder:
         dtype = np.float32 if kind == KIND_FLOAT else np.int64
         out = np.zeros((n, max_steps, *spec.shape), dtype)
         wrong = seqk.dense_steps(
-            buf, ls, le, first, count, stride=stride, max_steps=max_steps, kind=kind, out=out
+            buf,
+            walk.step_start,
+            walk.step_end,
+            walk.seq_first[:, k],
+            count,
+            stride=stride,
+            max_steps=max_steps,
+            kind=kind,
+            out=out,
         )
         if wrong is None or wrong >= 0:
             raise _Exact
