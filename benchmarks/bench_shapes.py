@@ -61,6 +61,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.shapes import SHAPES, Shape, data_bytes, write_shape
+from benchmarks.survey_shapes import SURVEY_SHAPES
+
+#: The matrix's shapes and the survey's (``--shapes`` takes either; the default is the matrix).
+ALL_SHAPES: dict[str, Shape] = {**SHAPES, **SURVEY_SHAPES}
 
 #: Targets of the matrix (ratio ours/anchor at least this), by row kind.
 TARGETS: dict[str, float] = {
@@ -138,7 +142,7 @@ def _run_group(group: str, shape: Shape, paths: list[str], quick: bool) -> list[
 
 
 def _child(argv: list[str]) -> None:
-    shape = SHAPES[argv[0]]
+    shape = ALL_SHAPES[argv[0]]
     group, records, quick = argv[1], int(argv[2]), argv[3] == "quick"
     paths = write_shape(shape, records)
     rows = _run_group(group, shape, paths, quick)
@@ -242,7 +246,7 @@ def _timed(fn: Callable[[], object]) -> float:
 def run(quick: bool = False, names: list[str] | None = None) -> tuple[str, list[Row]]:
     """Writes the data, runs every shape's rows in child processes; returns Markdown + rows."""
     records = QUICK_RECORDS if quick else FULL_RECORDS
-    shapes = [SHAPES[n] for n in (names or list(SHAPES))]
+    shapes = [ALL_SHAPES[n] for n in (names or list(SHAPES))]
     rows: list[Row] = []
     for shape in shapes:
         write_shape(shape, records)
@@ -283,7 +287,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few records, one timed run")
-    parser.add_argument("--shapes", nargs="*", choices=list(SHAPES), help="default: all")
+    parser.add_argument(
+        "--shapes",
+        nargs="*",
+        choices=list(ALL_SHAPES),
+        help=f"default: the matrix's; also the survey's ({', '.join(SURVEY_SHAPES)})",
+    )
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(args_list)
     text, rows = run(args.quick, args.shapes)

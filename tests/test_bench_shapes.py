@@ -14,6 +14,7 @@ import tfrecord_engine as tfe
 from benchmarks import bench_shapes, shapes
 from benchmarks.bench_shapes import Row
 from benchmarks.shape_baselines import ProtobufDataset
+from benchmarks.survey_shapes import SURVEY_SHAPES
 from tests.optional import require
 
 RECORDS = 96
@@ -40,10 +41,13 @@ def test_files_differ_in_counts_orders_and_sizes(data_dir: Path) -> None:
     assert max(mean_sizes) > 1.1 * min(mean_sizes)
 
 
-@pytest.mark.parametrize("name", [n for n, s in shapes.SHAPES.items() if not s.is_sequence])
+@pytest.mark.parametrize(
+    "name", [n for n, s in bench_shapes.ALL_SHAPES.items() if not s.is_sequence]
+)
 def test_protobuf_baseline_reads_what_the_engine_reads(data_dir: Path, name: str) -> None:
-    """The anchor decodes the same values (else its speed would mean nothing)."""
-    shape = shapes.SHAPES[name]
+    """The anchor decodes the same values (else its speed would mean nothing), on the
+    matrix's shapes and the survey's."""
+    shape = bench_shapes.ALL_SHAPES[name]
     paths = shapes.write_shape(shape, RECORDS)
     ours = tfe.RecordDataset(paths, features=shape.features)
     base = ProtobufDataset(paths, shape)
@@ -69,6 +73,32 @@ def test_sequence_baseline_reads_what_the_engine_reads(data_dir: Path) -> None:
     assert int(ctx["label"]) == int(base[5]["label"])
     np.testing.assert_array_equal(lists["frames"], base[5]["frames"])
     assert 5 <= len(base[5]["frames"]) <= 60
+
+
+def test_the_survey_sequence_baseline_reads_what_the_engine_reads(data_dir: Path) -> None:
+    shape = SURVEY_SHAPES["steps"]
+    paths = shapes.write_shape(shape, RECORDS)
+    ours = tfe.RecordDataset(
+        paths, context_features=shape.features, sequence_features=shape.sequence_features
+    )
+    base = ProtobufDataset(paths, shape)
+    for i in (0, len(base) - 1):
+        mine, theirs = ours[i], base[i]
+        assert int(mine["length"]) == int(theirs["length"]) == len(theirs["pos"])
+        assert mine["doc"] == theirs["doc"]
+        for key in ("pos", "vel"):
+            np.testing.assert_array_equal(mine[key], theirs[key])
+
+
+def test_survey_shapes_run_in_the_child_by_name(data_dir: Path) -> None:
+    """``--shapes`` takes the survey's shapes: the child process finds them by name."""
+    require("torch")
+    shape = SURVEY_SHAPES["pose"]
+    shapes.write_shape(shape, RECORDS)
+    rows = bench_shapes.run_shape(shape, "torch", RECORDS, quick=True)
+    _check_rows(rows)
+    assert {r.shape for r in rows} == {"pose"}
+    assert not set(SURVEY_SHAPES) & set(shapes.SHAPES)  # (no name taken twice)
 
 
 def _row(shape: str, access: str, ratio: float, target: float | None) -> Row:
