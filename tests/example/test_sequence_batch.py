@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 
 import tfrecord_engine.example as tfe
@@ -83,6 +84,66 @@ def test_off_canonical_records_go_to_the_exact_path() -> None:
             "out",
         )
         assert decoder.stats.exact_batches == 1
+
+
+def _ld(tag: int, payload: bytes) -> bytes:
+    """A length-delimited field (lengths under 128 here: one byte)."""
+    assert len(payload) < 0x80
+    return bytes([tag, len(payload)]) + payload
+
+
+def _one_list(steps: list[bytes]) -> bytes:
+    """A SequenceExample whose one feature list ``s`` has these step Features (bytes)."""
+    feature_list = b"".join(_ld(0x0A, step) for step in steps)
+    entry = _ld(0x0A, b"s") + _ld(0x12, feature_list)
+    return _ld(0x12, _ld(0x0A, entry))
+
+
+def _numeric_step(tag: int, payload: bytes, extra: bytes = b"") -> bytes:
+    """A step Feature: a FloatList (0x12) or Int64List (0x1A) of one packed field."""
+    return _ld(tag, _ld(0x0A, payload)) + extra
+
+
+# Steps at the edges of the walk's short-step path (every length one byte): each
+# record alone and beside good ones, the batch decoder against the exact path.
+_GOOD_FLOATS = _numeric_step(0x12, np.array([1.5, -2.0], "<f4").tobytes())
+_STEP_EDGES = {
+    "floats": ("float32", [_GOOD_FLOATS, _GOOD_FLOATS]),
+    "ints": ("int64", [_numeric_step(0x1A, bytes([5, 0x96, 0x01])), _numeric_step(0x1A, b"\x07")]),
+    "empty packed field": ("float32", [_numeric_step(0x12, b""), _GOOD_FLOATS]),
+    "floats not of 4 bytes": ("float32", [_numeric_step(0x12, b"\x00" * 6)]),
+    "a torn varint": ("int64", [_numeric_step(0x1A, bytes([5, 0x96]))]),
+    "another kind": ("int64", [_GOOD_FLOATS]),
+    "a field after the list": ("float32", [_numeric_step(0x12, b"\x00" * 8, b"\x1a\x00")]),
+    # A FloatList of 3 bytes whose packed field claims 4: the rest lies after the list.
+    "a list shorter than its field": ("float32", [bytes([0x12, 3, 0x0A, 4, 0, 0, 0, 0])]),
+    "an empty list": ("float32", [_ld(0x12, b""), _GOOD_FLOATS]),
+    "an empty step": ("float32", [b"", _GOOD_FLOATS]),
+}
+
+
+@pytest.mark.parametrize("case", list(_STEP_EDGES))
+@pytest.mark.parametrize("shape", [[], [2]])
+def test_short_steps_at_the_edges_match_the_exact_path(case: str, shape: list[int]) -> None:
+    dtype, steps = _STEP_EDGES[case]
+    specs: dict[str, Any] = {
+        "s": tfe.VarLenFeature(dtype),
+        "d": tfe.FixedLenSequenceFeature(shape, dtype, allow_missing=True),
+    }
+    record = _one_list(steps)
+    good = _one_list([_GOOD_FLOATS] if dtype == "float32" else [_numeric_step(0x1A, b"\x01\x02")])
+    for name, spec in specs.items():
+        sequence = {"s": spec}
+        for batch in ([record], [good, record, good]):
+            decoder = SequenceDecoder({}, sequence)
+            exact_ok, exact = _outcome(lambda b=batch, q=sequence: parse_records(b, {}, q, False))
+            ok, ours = _outcome(lambda b=batch, d=decoder: d.decode_records(b))
+            assert ok == exact_ok, (case, name, ours, exact)
+            if ok:
+                _assert_same(ours, exact, f"{case} {name}")
+            else:
+                assert type(ours) is type(exact)
+                assert str(ours) == str(exact)
 
 
 def test_without_kernels_the_exact_path_serves() -> None:

@@ -133,9 +133,30 @@ def _steps(buf, s, e, want, step_ls, step_le, at):  # noqa: PLR0917
     (an empty step: an empty span); returns where the next goes, or -1 where a step is
     not canonical or of another kind than ``want``."""
     q = s
+    tag = 0x0A if want == _BYTES else (0x12 if want == _FLOAT else 0x1A)
     while q < e:
         if buf[q] != 0x0A:
             return -1
+        # The usual step of a short numeric list, every length one byte: 0A n, then
+        # the list's tag and n - 2, then 0A and the packed payload's n - 4 (as
+        # _feature checks it, without its calls); any other step takes the long way.
+        if want != _BYTES and q + 5 < e:
+            n = np.int64(buf[q + 1])
+            if (
+                4 <= n < 0x80
+                and q + 2 + n <= e
+                and buf[q + 2] == tag
+                and buf[q + 3] == n - 2
+                and buf[q + 4] == 0x0A
+                and buf[q + 5] == n - 4
+                and (want != _FLOAT or (n - 4) % 4 == 0)
+                and (want != _INT64 or n == 4 or buf[q + 1 + n] < 0x80)
+            ):
+                step_ls[at] = q + 4
+                step_le[at] = q + 2 + n
+                at += 1
+                q += 2 + n
+                continue
         ss, se = _span(buf, q + 1, e)
         if ss < 0:
             return -1
