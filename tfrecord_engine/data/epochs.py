@@ -73,7 +73,10 @@ DEFAULT_CHUNK_RECORDS = 4096
 #: in fresh memory each chunk. With the byte cap, a new dataset's first shuffled
 #: epoch of 20,000 such clips 619 / 1,522 -> 321 / 373 ms (best / median of 7,
 #: alternating), later ones 350 / 405 -> 314 / 362 ms; images of 2-12 KiB 36.9 ->
-#: 33.7 ms, detection records 88 -> 84 ms; records of under 2 KB keep 4,096.
+#: 33.7 ms, detection records 88 -> 84 ms; records of under 2 KB keep 4,096. With
+#: decode processes (``workers=2``), whose 16 MB shared-memory slots the big chunks
+#: outgrew (they crossed the pipe instead), shuffled epochs of images 195 -> 93 ms and
+#: of detection records 666 -> 200 ms (best of 6, alternating).
 CHUNK_BYTES = 8 << 20
 #: ... but a spec of at least :data:`MANY_KEYS` feature keys takes chunks of
 #: :data:`DEFAULT_CHUNK_RECORDS`, as shuffled epochs do, up to
