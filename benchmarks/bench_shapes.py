@@ -42,6 +42,9 @@ SequenceExample: ``RecordDataset(paths, context_features=, sequence_features=)``
 it exists; before, its rows read a raw dataset and parse each batch with
 ``tfe.parse_sequence_example`` (the label says so), and the bridge rows are left out
 (the bridge takes parsed datasets).
+
+``--shapes clips multilabel pose steps`` runs the same rows on four shapes written after
+the matrix was tuned (:mod:`benchmarks.survey_shapes`); the default is the matrix.
 """
 
 from __future__ import annotations
