@@ -154,6 +154,7 @@ def test_chunks_of_big_records_are_cut_by_bytes(
     assert max(sizes) == max(6 // batch, 1) * batch  # shuffled: the same cap
     # The chunk size changes no batch of a shuffled epoch.
     monkeypatch.setattr(epochs, "CHUNK_BYTES", 1 << 30)
+    sizes.clear()
     again = tfe.RecordDataset(str(path), features=spec)  # (a new dataset: its epoch 0)
     whole = [x for b in again.batches(batch, shuffle=True, seed=1) for x in b["label"].tolist()]
     assert max(sizes) == 50

@@ -96,8 +96,8 @@ class EpochMethods:
                 batches on every shard: raw batches become :class:`PaddedBatch`, parsed
                 batches get a boolean ``"mask"`` entry. Every record is still counted
                 exactly once (where the mask is True).
-            readahead: chunks of about 4,096 records (in file order, of about 8 MB
-                at most, but at least one batch) prepared ahead (read, CRC-checked,
+            readahead: chunks of about 4,096 records (of about 8 MB at most, but at
+                least one batch) prepared ahead (read, CRC-checked,
                 decoded) on worker threads: two at once on a machine of two cores or
                 more, as their decode releases the GIL; one for records of 4 KiB or
                 more with a string feature, whose ``bytes`` values are made under the

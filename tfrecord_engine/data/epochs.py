@@ -2,9 +2,9 @@
 
 :class:`RecordBatchIterator` is what ``RecordDataset.batches`` returns (and a mix's
 ``batches``): the sampler's batches (:mod:`.sampler`), grouped into chunks of about
-:data:`DEFAULT_CHUNK_RECORDS` records (in file order of at most :data:`CHUNK_BYTES`),
-each chunk prepared by :func:`~.prepare.prepare_chunk` on the consumer's thread, a
-read-ahead thread (:mod:`.pipeline`) or decode worker processes (:mod:`.procpool`,
+:data:`DEFAULT_CHUNK_RECORDS` records (of at most :data:`CHUNK_BYTES`, in file order or
+shuffled), each chunk prepared by :func:`~.prepare.prepare_chunk` on the consumer's
+thread, a read-ahead thread (:mod:`.pipeline`) or decode worker processes (:mod:`.procpool`,
 whose pools a dataset keeps between epochs: :mod:`.pools`).
 A shuffled epoch over local files may first read them whole into memory
 (:func:`files_to_hold`, :mod:`.held`). The functions here decide an epoch's settings
@@ -79,7 +79,7 @@ DEFAULT_CHUNK_RECORDS = 4096
 #: of detection records 666 -> 200 ms (best of 6, alternating).
 CHUNK_BYTES = 8 << 20
 #: ... but a spec of at least :data:`MANY_KEYS` feature keys takes chunks of
-#: :data:`DEFAULT_CHUNK_RECORDS`, as shuffled epochs do, up to
+#: :data:`DEFAULT_CHUNK_RECORDS` (in file order or shuffled), up to
 #: :data:`MANY_KEYS_CHUNK_BYTES` of records (4,096 wide records are 15.5 MB; records
 #: of 16 KB get 2,048 a chunk, not 67 MB of them): a chunk builds each key's
 #: column once (~6 us a key for wide records), which the byte cap would make such a
@@ -90,11 +90,12 @@ CHUNK_BYTES = 8 << 20
 #: float32[8] keys (5.5 KB; 1,518 records) 29.9 / 32.5 -> 24.7 / 28.5 ms. (The rule of
 #: before, at least 20 records a key, gave wide records 4,020-record chunks, 15
 #: batches where shuffled epochs take 16: medians of 11 epochs 152 and 145 ms against
-#: 141 and 133 with 4,096, and the matrix read them in order at 0.91x of shuffled.)
+#: 141 and 133 with 4,096, and the matrix read them in order at 0.91x of shuffled,
+#: whose chunks were then 4,096 records whatever their size.)
 #: Specs of few keys keep the byte cap (their per-key cost is small next to a chunk's
 #: decode).
 MANY_KEYS = 32
-#: The byte cap of in-order chunks of a spec of :data:`MANY_KEYS` keys or more.
+#: The byte cap of the chunks of a spec of :data:`MANY_KEYS` keys or more.
 MANY_KEYS_CHUNK_BYTES = 32 << 20
 
 
