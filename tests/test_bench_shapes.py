@@ -399,3 +399,26 @@ def test_the_chunk_benchmark_compares_whole_chunks_for_many_keys_with_bytes_only
     assert cells[1].startswith("bytes only (")
     assert float(cells[2].split(" / ")[0]) > 0
     assert many == epochs.MANY_KEYS  # put back
+
+
+def test_the_list_kinds_ab_prints_a_row_a_case(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import bench_list_kinds
+
+    monkeypatch.setattr(bench_list_kinds, "RECORDS", 400)
+    rows = bench_list_kinds.compare("tokens", rounds=1)
+    assert len(rows) == len(bench_list_kinds.CASES)
+    assert all(row.startswith("| tokens | ") and row.endswith("x |") for row in rows)
+    # The RaggedFeature spec reads the same values, with row splits for the index.
+    shape = shapes.SHAPES["tokens"]
+    paths = shapes.write_shape(shape, 400)
+    sparse = tfe.RecordDataset(paths, features=shape.features)[0:50]["input_ids"]
+    ragged = tfe.RecordDataset(paths, features=bench_list_kinds.as_ragged(shape.features))[0:50][
+        "input_ids"
+    ]
+    assert isinstance(ragged, tfe.RaggedValue)
+    np.testing.assert_array_equal(sparse.values, ragged.values)
+    np.testing.assert_array_equal(
+        np.bincount(sparse.indices[:, 0], minlength=50), np.diff(ragged.row_splits)
+    )
