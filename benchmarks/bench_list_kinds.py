@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import tfrecord_engine as tfe
-from benchmarks.shapes import SHAPES, write_shape
-from benchmarks.survey_shapes import SURVEY_SHAPES
+from benchmarks.shapes import write_shape
+from benchmarks.survey_shapes import ALL_SHAPES
 
 RECORDS = 20_000
 CASES = ((256, False), (256, True), (4096, False), (4096, True))
@@ -39,7 +39,7 @@ def as_ragged(features: Mapping[str, Any]) -> dict[str, Any]:
 
 def compare(name: str, rounds: int) -> list[str]:
     """Markdown rows for one shape: case, each kind's best / median epoch, the ratio."""
-    shape = {**SHAPES, **SURVEY_SHAPES}[name]
+    shape = ALL_SHAPES[name]
     if shape.is_sequence or not any(
         isinstance(s, tfe.VarLenFeature) for s in shape.features.values()
     ):

@@ -64,10 +64,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.shapes import SHAPES, Shape, data_bytes, write_shape
-from benchmarks.survey_shapes import SURVEY_SHAPES
-
-#: The matrix's shapes and the survey's (``--shapes`` takes either; the default is the matrix).
-ALL_SHAPES: dict[str, Shape] = {**SHAPES, **SURVEY_SHAPES}
+from benchmarks.survey_shapes import ALL_SHAPES, SURVEY_SHAPES
 
 #: Targets of the matrix (ratio ours/anchor at least this), by row kind.
 TARGETS: dict[str, float] = {

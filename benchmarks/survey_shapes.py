@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 import tfrecord_engine as tfe
-from benchmarks.shapes import Record, Shape, _fixed, _length
+from benchmarks.shapes import SHAPES, Record, Shape, _fixed, _length
 
 
 def _letters(rng: np.random.Generator, size: int) -> bytes:
@@ -120,3 +120,6 @@ SURVEY_SHAPES: dict[str, Shape] = {
         ),
     )
 }
+
+#: The matrix's shapes and the survey's, by name (the tools' ``--shapes`` take either).
+ALL_SHAPES: dict[str, Shape] = {**SHAPES, **SURVEY_SHAPES}

@@ -14,7 +14,7 @@ import tfrecord_engine as tfe
 from benchmarks import bench_shapes, shapes
 from benchmarks.bench_shapes import Row
 from benchmarks.shape_baselines import ProtobufDataset
-from benchmarks.survey_shapes import SURVEY_SHAPES
+from benchmarks.survey_shapes import ALL_SHAPES, SURVEY_SHAPES
 from tests.optional import require
 
 RECORDS = 96
@@ -41,13 +41,11 @@ def test_files_differ_in_counts_orders_and_sizes(data_dir: Path) -> None:
     assert max(mean_sizes) > 1.1 * min(mean_sizes)
 
 
-@pytest.mark.parametrize(
-    "name", [n for n, s in bench_shapes.ALL_SHAPES.items() if not s.is_sequence]
-)
+@pytest.mark.parametrize("name", [n for n, s in ALL_SHAPES.items() if not s.is_sequence])
 def test_protobuf_baseline_reads_what_the_engine_reads(data_dir: Path, name: str) -> None:
     """The anchor decodes the same values (else its speed would mean nothing), on the
     matrix's shapes and the survey's."""
-    shape = bench_shapes.ALL_SHAPES[name]
+    shape = ALL_SHAPES[name]
     paths = shapes.write_shape(shape, RECORDS)
     ours = tfe.RecordDataset(paths, features=shape.features)
     base = ProtobufDataset(paths, shape)

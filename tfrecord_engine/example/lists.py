@@ -61,6 +61,15 @@ def decode_spans(
 
 #: Values at most this long are made through a zero-padded ``S<width>`` array.
 PAD_MAX_WIDTH = 512
+
+
+def pads_within(n: int, padded_width: int, total: int) -> bool:
+    """Whether ``n`` values of ``total`` bytes, each padded to ``padded_width``, take at
+    most 4x the values' bytes plus 32 a value and 64 KiB: the padding every padded
+    string table of the decoders may cost (here, and :mod:`.string_rows`)."""
+    return n * padded_width <= 4 * total + 32 * n + 65536
+
+
 #: Mean value sizes up to this are sliced from one ``bytes`` copy of their range.
 SLICE_MAX_MEAN = 512
 
@@ -87,7 +96,7 @@ def bytes_objects(buf: npt.NDArray[np.uint8], vs: I64, ve: I64) -> npt.NDArray[A
             return object_array([b""] * n)
         # (Padding costs little next to making each object: up to 4x the values' bytes
         # plus 32 a value.)
-        if width <= PAD_MAX_WIDTH and n * (width + 7) <= 4 * total + 32 * n + 65536:
+        if width <= PAD_MAX_WIDTH and pads_within(n, width + 7, total):
             rows = kernel_examples.padded_rows(buf, vs, ve, width)
             if rows is not None:
                 out: npt.NDArray[Any] = rows.view(f"S{rows.shape[1]}").reshape(n).astype(object)

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..kernels import examples as kernel_examples
+from .lists import PAD_MAX_WIDTH, pads_within
 
 __all__ = ["ROW_HEADER", "is_rows", "rows_to_objects", "string_rows"]
 
@@ -30,7 +31,7 @@ I64 = npt.NDArray[np.int64]
 #: Bytes before a row's value (its ``"size"``).
 ROW_HEADER = 8
 #: Widest value kept as a row; wider ones make ``bytes`` objects (few a batch, copied once).
-MAX_WIDTH = 512
+MAX_WIDTH = PAD_MAX_WIDTH
 
 
 def _dtype(width: int) -> np.dtype[Any]:
@@ -45,13 +46,13 @@ def is_rows(values: npt.NDArray[Any]) -> bool:
 def string_rows(buf: npt.NDArray[np.uint8], spans: I64) -> npt.NDArray[Any] | None:
     """``buf[spans[j, 0]:spans[j, 1]]`` (``spans``: int64 ``[n, 2]``) as rows, or None:
     no compiled kernels, a value wider than :data:`MAX_WIDTH`, or padding that would
-    take over 4x the values' bytes plus 32 a value and 64 KiB, as
-    :func:`~.lists.bytes_objects` pads its own rows."""
+    take over 4x the values' bytes plus 32 a value and 64 KiB (:func:`~.lists.pads_within`,
+    as :func:`~.lists.bytes_objects` pads its own rows)."""
     n = int(spans.shape[0])
     sizes = spans[:, 1] - spans[:, 0]
     total = int(sizes.sum())
     width = max(8, -(-int(sizes.max(initial=0)) // 8) * 8)
-    if width > MAX_WIDTH or n * width > 4 * total + 32 * n + 65536:
+    if width > MAX_WIDTH or not pads_within(n, width, total):
         return None
     words = kernel_examples.sized_rows(buf, spans, width)
     if words is None:

@@ -133,7 +133,7 @@ def _steps(buf, s, e, want, step_ls, step_le, at):  # noqa: PLR0917
     (an empty step: an empty span); returns where the next goes, or -1 where a step is
     not canonical or of another kind than ``want``."""
     q = s
-    tag = 0x0A if want == _BYTES else (0x12 if want == _FLOAT else 0x1A)
+    tag = (want << 3) | 2  # (the Feature's field of that kind, length-delimited)
     while q < e:
         if buf[q] != 0x0A:
             return -1
