@@ -63,6 +63,30 @@ def test_kernels_are_in_use() -> None:
         )
 
 
+def test_every_kernel_loads_and_the_walks_count_no_references() -> None:
+    # A kernel that numba cannot compile without reference counting (one that makes an
+    # array) fails its self-test and is left out silently: every name must be there.
+    from tfrecord_engine.kernels import _examples, _loader, _sequence, _single
+    from tfrecord_engine.kernels._intrinsics import NO_REFCOUNTS
+
+    loaded = _loader._load()
+    assert loaded is not None
+    assert [name for name, kernel in loaded.items() if kernel is None] == []
+    # The per-entry helpers of the walks are called millions of times an epoch: with
+    # numba's reference counting each call pays atomic updates of every array it takes.
+    assert NO_REFCOUNTS == {"_nrt": False}
+    for helper in (
+        _examples._span,
+        _examples._record,
+        _examples.walk_examples,
+        _single._walk,
+        _sequence._steps,
+        _sequence.walk_sequences,
+    ):
+        assert helper.targetoptions.get("_nrt") is False, helper
+    assert _examples._slot.targetoptions.get("inline") == "always"
+
+
 _spans = st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), min_size=1, max_size=40)
 
 
@@ -193,9 +217,7 @@ def test_varint_runs_equal_protobuf_and_the_numpy_path(runs: list[bytes], gap: b
 
     py_values = np.empty(values.size + 32 * len(runs), np.int64)
     py_counts, py_ok = np.empty_like(counts), np.empty_like(ok)
-    n = _kernels_numba.varint_runs.py_func(  # type: ignore[no-untyped-call]
-        buf, p_start, p_end, py_values, py_counts, py_ok
-    )
+    n = _kernels_numba.varint_runs.py_func(buf, p_start, p_end, py_values, py_counts, py_ok)
     assert py_values[:n].tolist() == values.tolist()
     assert py_counts.tolist() == counts.tolist()
     assert py_ok.tolist() == ok.tolist()

@@ -19,6 +19,7 @@ except ImportError as exc:
     ) from exc
 
 from ._intrinsics import LOW_BYTES as _LOW_BYTES
+from ._intrinsics import NO_REFCOUNTS
 from ._intrinsics import copy as _copy
 from ._intrinsics import ctz as _ctz
 from ._intrinsics import load8 as _load8
@@ -30,7 +31,7 @@ _HASH_MUL1 = np.uint64(0x9E3779B97F4A7C15)
 _HASH_MUL2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
 def _key_words(buf, p, n):
     """The key ``buf[p:p + n]`` as two little-endian words: its first (up to) 8 bytes,
     bytes past the key read as 0, and, if it is longer than 8, its last 8 (else 0).
@@ -47,14 +48,14 @@ def _key_words(buf, p, n):
     return w1, w2
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
 def _mix(w1, w2, n):
     """A key's hash from its :func:`_key_words` and its length."""
     h = (w1 ^ (w2 * _HASH_MUL2) ^ np.uint64(n)) * _HASH_MUL1
     return h ^ (h >> np.uint64(32))
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
 def key_hash(buf, p, n):
     """A feature key's hash from its length and its first and last 8 bytes (bytes past
     the key read as 0). ``example.dense`` builds its table with this same function; its
@@ -64,7 +65,7 @@ def key_hash(buf, p, n):
     return _mix(w1, w2, n)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _varint(buf, i, e):
     """``(value, position after it)`` of the varint at ``buf[i:e]``; position -1 when it
     is torn or longer than 10 bytes.
@@ -81,7 +82,7 @@ def _varint(buf, i, e):
     return value, -1
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _length(buf, i, e):
     """A length prefix at ``buf[i:e]`` that fits in what is left: ``(end, start)`` of the
     payload, or ``(-1, -1)``.

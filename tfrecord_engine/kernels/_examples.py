@@ -35,7 +35,7 @@ except ImportError as exc:
     ) from exc
 
 from ._dense import key_hash
-from ._intrinsics import LOW_BYTES, load8, prefetch
+from ._intrinsics import LOW_BYTES, NO_REFCOUNTS, load8, prefetch
 
 __all__ = ["bytes_lists", "load", "padded_rows", "sized_rows", "sparse_indices", "walk_examples"]
 
@@ -44,7 +44,7 @@ _FLOAT = 2
 _INT64 = 3
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _span(buf, i, e):
     """The payload ``(start, end)`` of the length prefix at ``buf[i:e]`` when it fits
     in ``[i, e)``, else ``(-1, -1)`` (lengths of up to 5 varint bytes)."""
@@ -67,7 +67,7 @@ def _span(buf, i, e):
     return -1, -1
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
 def _slot(buf, p, n, table, table_hash, key_at, keys):  # noqa: PLR0917
     """The selected key equal to ``buf[p:p + n]`` (its index), or -1."""
     h = key_hash(buf, p, n)
@@ -89,7 +89,7 @@ def _slot(buf, p, n, table, table_hash, key_at, keys):  # noqa: PLR0917
     return -1
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _record(buf, r, s, e, table, table_hash, key_at, keys, kind, ps, pe):  # noqa: PLR0917
     """Walks record ``r`` at ``buf[s:e]``; False where it is not the canonical shape."""
     if s == e:
@@ -157,13 +157,13 @@ _AHEAD = 8
 _ASK_BYTES = 256
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _ask(buf, a, e):
     for p in range(a, min(e, a + _ASK_BYTES), 64):
         prefetch(buf, p)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def walk_examples(buf, starts, ends, table, table_hash, key_at, keys, kind, ps, pe, bad):  # noqa: PLR0917
     """Walks the Examples ``buf[starts[r]:ends[r]]``.
 
@@ -236,7 +236,7 @@ def bytes_lists(buf, ls, le, counts, ok):
     return vs, ve
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _pad_row(buf, a, m, out, j, first):  # noqa: PLR0917 - a compiled inner loop
     """``buf[a:a + m]`` into ``out[j, first:]`` (uint64 words, seen as bytes),
     zero-padded. Eight bytes are moved at a time (masked to the value's end)."""
@@ -256,7 +256,7 @@ def _pad_row(buf, a, m, out, j, first):  # noqa: PLR0917 - a compiled inner loop
         out[j, first + q] = w & LOW_BYTES[min(left, 8)]
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def padded_rows(buf, vs, ve, out):
     """``buf[vs[j]:ve[j]]`` into row j of ``out`` (uint64 ``[n, words]``, seen as the
     row's bytes), zero-padded: rows a numpy ``S<8 * words>`` view turns into ``bytes``
@@ -265,7 +265,7 @@ def padded_rows(buf, vs, ve, out):
         _pad_row(buf, vs[j], ve[j] - vs[j], out, j, 0)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def sized_rows(buf, spans, out):
     """``buf[spans[j, 0]:spans[j, 1]]`` into row j of ``out`` (uint64 ``[n, 1 + words]``):
     its size in the first word, then its bytes, zero-padded (the string rows of
@@ -277,7 +277,7 @@ def sized_rows(buf, spans, out):
         _pad_row(buf, a, m, out, j, 1)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def sparse_indices(counts, out):
     """A VarLenFeature's ``[values, 2]`` indices from its values per record: ``(r, j)``
     for value j of record r, written once (numpy's repeat, arange and stack write four

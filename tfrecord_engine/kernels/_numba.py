@@ -29,7 +29,7 @@ except ImportError as exc:
     ) from exc
 
 from ._dense import dense_examples, key_hash
-from ._intrinsics import LOW_BYTES
+from ._intrinsics import LOW_BYTES, NO_REFCOUNTS
 from ._intrinsics import copy as _copy
 from ._intrinsics import ctz as _ctz
 from ._intrinsics import load8 as _load8
@@ -79,7 +79,7 @@ def _crc8(typingctx: Any, crc: Any, data: Any) -> Any:
     return types.uint32(types.uint32, types.uint8), codegen
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
 def _crc_bytes(c, buf, i, e):
     """The CRC32C state ``c`` advanced by ``buf[i:e]`` a byte at a time (the unaligned
     head and the tail of a span; inlined, so as cheap as the loop written out)."""
@@ -89,7 +89,7 @@ def _crc_bytes(c, buf, i, e):
     return c
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _crc_span(buf, words, base, s, e):
     """CRC32C of ``buf[s:e]``, ``words`` as in :func:`crc_spans`."""
     first = (max(s - base, 0) + 7) // 8
@@ -104,7 +104,7 @@ def _crc_span(buf, words, base, s, e):
     return c ^ np.uint32(0xFFFFFFFF)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def crc_spans(buf, words, base, starts, ends, out):  # noqa: PLR0917
     """``out[j]`` = CRC32C of ``buf[starts[j]:ends[j]]``.
 
@@ -210,7 +210,7 @@ def _fold_lanes(typingctx: Any, buf: Any, s: Any, e: Any) -> Any:
     ), codegen
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _crc_span_folded(buf, s, e):
     """CRC32C of ``buf[s:e]`` (at least 64 bytes) by carry-less folding
     (:func:`_fold_lanes`); the folded lane's 16 bytes then go through the CRC
@@ -225,7 +225,7 @@ def _crc_span_folded(buf, s, e):
     return _crc_bytes(np.uint32(w), buf, p, e) ^ np.uint32(0xFFFFFFFF)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def crc_spans_folded(buf, words, base, starts, ends, out):  # noqa: PLR0917
     """:func:`crc_spans`, spans of 64 bytes or more by carry-less folding (PCLMULQDQ)."""
     for j in range(starts.shape[0]):
@@ -240,7 +240,7 @@ def crc_spans_folded(buf, words, base, starts, ends, out):  # noqa: PLR0917
 _CONTINUED = np.uint64(0x8080808080808080)  # every byte's continuation bit
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
 def _joined(v):
     """The int64 of the varint whose bytes (up to 8, continuation bits set) are ``v``."""
     return np.int64(
@@ -255,7 +255,7 @@ def _joined(v):
     )
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def varint_run(buf, i, e, values, n):
     """Decodes the varints of ``buf[i:e]`` into ``values[n:]``; returns ``n`` past the
     last, or -1 where the run is torn at its end or holds a varint over 10 bytes.
@@ -315,7 +315,7 @@ def varint_run(buf, i, e, values, n):
     return n
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
     """Decodes the runs ``buf[p_start[r]:p_end[r]]`` (see :func:`varint_run`); returns
     how many values it wrote. A run torn at its end or holding a varint over 10 bytes
@@ -334,7 +334,7 @@ def varint_runs(buf, p_start, p_end, values, counts, ok):  # noqa: PLR0917
     return n
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def match_words(buf, base, at, word, mask, ok):  # noqa: PLR0917
     """``ok[j]``: for every k, the 8 bytes at ``base[j] + at[k]`` equal ``word[k]``
     where ``mask[k]`` has bits set (little-endian; bytes past the buffer's end read 0).
@@ -354,7 +354,7 @@ def match_words(buf, base, at, word, mask, ok):  # noqa: PLR0917
         ok[j] = good
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def match_words_loaded(buf, base, at, word, mask, ok):  # noqa: PLR0917
     """:func:`match_words`, each word in one unaligned 8-byte load (byte by byte only
     within 8 bytes of the buffer's end): the check of every record's structural words
@@ -378,7 +378,7 @@ def match_words_loaded(buf, base, at, word, mask, ok):  # noqa: PLR0917
         ok[j] = good
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def match_lengths(buf, base, pos, width, value, delta, ok):  # noqa: PLR0917
     """``ok[j]`` &= for every k, the ``width[k]`` 7-bit groups at ``base[j] + pos[k]``
     read as ``value[k] + delta[j]`` (continuation bits are not looked at, as in
@@ -397,7 +397,7 @@ def match_lengths(buf, base, pos, width, value, delta, ok):  # noqa: PLR0917
                 break
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def walk_records(buf, pos, size, max_records, max_bytes, starts):  # noqa: PLR0917
     """Record starts from ``pos`` by their length fields, while each record fits in
     ``size`` (at most ``max_records``, none starting past ``pos + max_bytes``).
@@ -422,7 +422,7 @@ def walk_records(buf, pos, size, max_records, max_bytes, starts):  # noqa: PLR09
     return count, pos
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def frame_records(data, starts, lengths, length_crcs, data_crcs, out):  # noqa: PLR0917
     """Writes the framed records (header, data, footer) back to back into ``out``.
 
@@ -447,7 +447,7 @@ def frame_records(data, starts, lengths, length_crcs, data_crcs, out):  # noqa: 
         p = q + 4
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _masked(crc):
     """The CRC as TFRecord stores it: rotated right by 15 bits plus 0xa282ead8."""
     c = np.uint64(crc)
@@ -455,7 +455,7 @@ def _masked(crc):
     return np.uint32((rotated + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF))
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def fill_frames(buf, words, base, lengths):
     """Fills in the headers and footers of the framed records laid out in ``buf``.
 
@@ -484,7 +484,7 @@ def fill_frames(buf, words, base, lengths):
 _AHEAD = 8
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def gather_spans(buf, starts, ends, out):
     """``buf[starts[j]:ends[j]]`` for every j, back to back into ``out``.
 

@@ -37,6 +37,7 @@ except ImportError as exc:
 
 # The length-prefix reader of the Example walk and the shared memcpy: one definition each.
 from ._examples import _span
+from ._intrinsics import NO_REFCOUNTS
 from ._intrinsics import copy as _memcpy
 
 __all__ = ["dense_steps", "load", "numeric_lists", "sparse_indices", "walk_sequences"]
@@ -46,7 +47,7 @@ _FLOAT = 2
 _INT64 = 3
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _match(buf, p, n, keys, key_at, lo, hi):  # noqa: PLR0917
     """The index in ``[lo, hi)`` of the key equal to ``buf[p:p + n]``, or -1."""
     for k in range(lo, hi):
@@ -63,7 +64,7 @@ def _match(buf, p, n, keys, key_at, lo, hi):  # noqa: PLR0917
     return -1
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _feature(buf, s, e, want):
     """``(kind, list_start, list_end)`` of the Feature ``buf[s:e]``: kind 0 when empty,
     -1 when it is not the canonical shape or its kind is neither 0 nor ``want``."""
@@ -87,7 +88,7 @@ def _feature(buf, s, e, want):
     return kind, ls, le
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _entry(buf, p, end):
     """``(key_start, key_end, value_start, value_end, entry_end)`` of the map entry at
     ``buf[p:end]`` (its tag first); ``entry_end`` -1 when it is not key then value."""
@@ -105,7 +106,7 @@ def _entry(buf, p, end):
     return ks, ke, vs, ve, ee
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _context(buf, r, s, e, keys, key_at, kinds, ctx_kind, ctx_ls, ctx_le):  # noqa: PLR0917
     p = s
     nctx = kinds.shape[0]
@@ -127,7 +128,7 @@ def _context(buf, r, s, e, keys, key_at, kinds, ctx_kind, ctx_ls, ctx_le):  # no
     return True
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _steps(buf, s, e, want, step_ls, step_le, at):  # noqa: PLR0917
     """Writes the list span of each step of the FeatureList ``buf[s:e]`` from ``at`` on
     (an empty step: an empty span); returns where the next goes, or -1 where a step is
@@ -170,7 +171,7 @@ def _steps(buf, s, e, want, step_ls, step_le, at):  # noqa: PLR0917
     return at
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _lists(buf, r, s, e, keys, key_at, nctx, kinds, seq_first, seq_count, step_ls, step_le, at):  # noqa: PLR0917
     p = s
     nseq = kinds.shape[0]
@@ -193,7 +194,7 @@ def _lists(buf, r, s, e, keys, key_at, nctx, kinds, seq_first, seq_count, step_l
     return at
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def walk_sequences(  # noqa: PLR0917
     buf,
     starts,
@@ -266,7 +267,7 @@ def walk_sequences(  # noqa: PLR0917
     return at
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def dense_steps(buf, step_ls, step_le, first, count, stride, max_steps, kind, ints, floats):  # noqa: PLR0917
     """Copies the numeric steps of each record into ``[n, max_steps, stride]`` outputs.
 
@@ -315,7 +316,7 @@ def dense_steps(buf, step_ls, step_le, first, count, stride, max_steps, kind, in
     return -1
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def numeric_lists(buf, ls, le, kind, ints, floats, counts):  # noqa: PLR0917
     """Decodes the Int64List (kind 3) or FloatList (kind 2) payloads ``buf[ls[j]:le[j]]``
     (each empty or one packed field, as :func:`walk_sequences` checked) into ``ints`` or
@@ -356,7 +357,7 @@ def numeric_lists(buf, ls, le, kind, ints, floats, counts):  # noqa: PLR0917
     return total
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def sparse_indices(per_step, count, out):
     """Fills ``out`` ``[N, 3]`` with (record, step, position) of every value, records
     holding ``count[r]`` steps of ``per_step[j]`` values each, in order."""

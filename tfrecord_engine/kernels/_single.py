@@ -40,6 +40,7 @@ except ImportError as exc:
 
 from ._dense import key_hash
 from ._examples import _span
+from ._intrinsics import NO_REFCOUNTS
 from ._intrinsics import copy as _memcpy
 from ._numba import varint_run
 
@@ -59,7 +60,7 @@ OTHER, INTS, FLOATS, ONE_BYTES = 0, 1, 2, 3
 _TAG = (0, 0x1A, 0x12, 0x0A)  # each code's list tag (Int64List 3, FloatList 2, BytesList 1)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
 def _slot(buf, p, n, meta, keys):
     """The requested key equal to ``buf[p:p + n]`` (its index), or -1."""
     h = key_hash(buf, p, n)
@@ -81,7 +82,7 @@ def _slot(buf, p, n, meta, keys):
     return -1
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _run(buf, vs, ve, tag):
     """``(a, b, values)`` of the list ``tag`` filling the Feature ``buf[vs:ve]``: the span
     of its one field-1 run filling it, and whether it has one (``(ve, ve, False)``: an
@@ -101,7 +102,7 @@ def _run(buf, vs, ve, tag):
     return a, b, True
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _walk(buf, meta, keys, out):
     """Pass 1: every requested key's spans and counts (see :func:`decode_one`); returns
     the numbers of int64 and float32 values, or ``(-1, -1)``."""
@@ -182,7 +183,7 @@ def _walk(buf, meta, keys, out):
     return ints, floats
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _fill(buf, meta, out, ints, bits):
     """Pass 2: decodes every numeric key's run into ``ints`` or ``bits`` (float32 bits);
     False where a varint is over 10 bytes."""
@@ -222,7 +223,7 @@ def decode_one(buf, meta, keys, out):
     return False, np.empty(0, np.int64), np.empty(0, np.float32)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def decode_fixed(buf, meta, keys, out, ints, floats):  # noqa: PLR0917
     """:func:`decode_one` for a table whose every numeric key has an expected count,
     into the caller's ``ints`` and ``floats`` of the counts' totals (returning arrays
