@@ -194,3 +194,37 @@ def test_ds_getitem_takes_the_compiled_decode_and_its_generated_take(
     assert got["r"].row_splits.tolist() == [0, 1, 3]
     want = tfe.data.samples.sample_of(features, tfe.parse_single_example(record, features))
     assert list(got) == list(want)
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_bytes_records_take_the_compiled_entry_and_others_the_dispatch(fixed: bool) -> None:
+    # After its first call with a ``bytes`` record, the decode calls the kernel's compiled
+    # entry for those argument types (no per-call typing); a bytearray (writable, other
+    # numba types) still goes through numba's dispatch. Both read the same values.
+    table = single.one_table(
+        [b"a", b"b", b"c"], [INTS, FLOATS, ONE_BYTES], [2, 1 if fixed else -1, 1]
+    )
+    first = tfe.encode_example({"a": [5, -6], "b": [1.5], "c": [b"hi"]})
+    assert table._entry is None
+    assert single.decode_one(first, table) is not None
+    assert callable(table._entry)
+    assert table._entry is not table._kernel
+    for record in (
+        tfe.encode_example({"c": [b"x" * 300], "b": [-2.0], "a": [2**40, 0]}),
+        bytearray(tfe.encode_example({"a": [1, 2], "b": [0.5], "c": [b""]})),
+    ):
+        got = single.decode_one(record, table)
+        table_off = single.one_table(
+            [b"a", b"b", b"c"], [INTS, FLOATS, ONE_BYTES], [2, 1 if fixed else -1, 1]
+        )
+        table_off._entry = False  # (the dispatch only)
+        want = single.decode_one(record, table_off)
+        assert got is not None
+        assert want is not None
+        # (Rows 2-3 of a bytes key are not written: spans, then the numbers' places.)
+        assert got[0][:2].tolist() == want[0][:2].tolist()
+        assert got[0][2:, :2].tolist() == want[0][2:, :2].tolist()
+        assert got[1].tolist() == want[1].tolist()
+        assert got[2].tolist() == want[2].tolist()
+    # A record the kernel declines is declined through the entry too.
+    assert single.decode_one(tfe.encode_example({"a": [1, 2, 3], "b": [1.5]}), table) is None
