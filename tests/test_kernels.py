@@ -71,7 +71,9 @@ def test_every_kernel_loads_and_the_walks_count_no_references() -> None:
 
     loaded = _loader._load()
     assert loaded is not None
-    assert [name for name, kernel in loaded.items() if kernel is None] == []
+    # (The CRC and the framing's fill need SSE 4.2's crc32 instruction: x86 only.)
+    expected_off = [] if _loader._has_crc_instruction() else ["crc", "fill"]
+    assert sorted(name for name, kernel in loaded.items() if kernel is None) == expected_off
     # The per-entry helpers of the walks are called millions of times an epoch: with
     # numba's reference counting each call pays atomic updates of every array it takes.
     assert NO_REFCOUNTS == {"_nrt": False}

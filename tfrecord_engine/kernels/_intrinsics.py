@@ -23,18 +23,21 @@ except ImportError as exc:
 __all__ = ["LOW_BYTES", "NO_REFCOUNTS", "copy", "ctz", "load8", "prefetch"]
 
 try:
-    from numba.core.options import DefaultOptions as _DefaultOptions
+    # (The options numba checks a CPU function's decorator against.)
+    from numba.core.cpu import CPUTargetOptions as _CPUTargetOptions
 
-    _HAS_NRT_OPTION = hasattr(_DefaultOptions, "_nrt")
+    _HAS_NRT_OPTION = hasattr(_CPUTargetOptions, "_nrt")
 except ImportError:  # (a numba that moved it: the kernels still compile, counting)
     _HAS_NRT_OPTION = False
 
-#: ``njit`` options for a kernel that allocates nothing: compiled without numba's
-#: reference counting of arrays. With it, every call of a compiled helper that takes
-#: arrays (a span, a key lookup, one record's walk) pays atomic increments and
-#: decrements of each array's count: measured 2026-11-29, the walk of 5,000 detection
-#: records (9 keys each, cache-hot) 4.5 -> 1.2 ms. Such a kernel cannot make an array
-#: (numba refuses to compile it: the loader's self-test then leaves the kernel out).
+#: ``njit`` options for a kernel that makes no array: compiled without numba's reference
+#: counting of arrays. With it, every call of a compiled helper that takes arrays (a
+#: span, a key lookup, one record's walk) pays atomic increments and decrements of each
+#: array's count: measured 2026-11-29, the walk of 5,000 detection records (9 keys each,
+#: cache-hot) 4.5 -> 1.2 ms. The rule for such a kernel: it may read, write, slice and
+#: view the arrays it is given, but must never make one (numba refuses ``np.empty`` and
+#: the like there) nor return one, or a tuple holding one (numba does not refuse that:
+#: the array would reach its caller without a count of its own).
 NO_REFCOUNTS: dict[str, Any] = {"_nrt": False} if _HAS_NRT_OPTION else {}
 
 
