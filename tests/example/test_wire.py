@@ -188,3 +188,30 @@ def test_deep_nesting_neither_recurses_nor_hangs(depth: int) -> None:
     with pytest.raises(MalformedExampleError):
         tfe.parse_single_example(groups, I64)
     assert time.perf_counter() - start < 5
+
+
+def test_bytes_lists_of_short_and_long_values_and_their_errors() -> None:
+    # Values under 128 bytes are read with their one-byte length inline; longer ones,
+    # and every error, the general way: the values and the errors' texts and offsets
+    # are the same either way.
+    from tfrecord_engine.example.wire import _decode_bytes
+
+    values = [b"", b"a", b"x" * 127, b"y" * 128, b"z" * 300, b"q"]
+    payload = b"".join(
+        b"\x0a"
+        + (bytes([len(v)]) if len(v) < 128 else bytes([len(v) & 0x7F | 0x80, len(v) >> 7]))
+        + v
+        for v in values
+    )
+    head = b"\x07\x07"
+    assert _decode_bytes(head + payload + b"\x00", 2, 2 + len(payload)) == values
+    cases = [
+        (b"\x0a\x03ab", "length 3 exceeds the 2 bytes remaining at byte 2"),  # overruns by one
+        (b"\x0a\x01a\x0a", "truncated varint at byte 4"),  # a tag at the last byte
+        (b"\x0a\x01a\x12\x00", "unexpected tag 18 in a BytesList at byte 3"),
+        (b"\x0a\x80\x01" + b"x" * 127, "length 128 exceeds the 127 bytes remaining at byte 3"),
+    ]
+    for data, message in cases:
+        with pytest.raises(MalformedExampleError) as caught:
+            _decode_bytes(data + b"\x0a\x01a", 0, len(data))
+        assert str(caught.value).endswith(message), (data, str(caught.value))
