@@ -663,3 +663,15 @@ def test_the_per_call_decoder_reads_varints_with_the_one_reader() -> None:
     decoder = SingleDecoder(spec)
     assert decoder.values(record) is not None
     assert decoder.values(record[:1] + bytes([0xFF, 0xFF])) is None
+
+
+def test_the_generated_takes_docstring_examples() -> None:
+    # compile_take (ds[i]) and compile_take_at (a batch decode's records, values cut at
+    # their offsets in the batch's arrays) read the same values from their arguments.
+    import doctest
+
+    from tfrecord_engine.example import single_take
+
+    result = doctest.testmod(single_take)
+    assert result.attempted >= 2
+    assert result.failed == 0

@@ -48,7 +48,7 @@ import numpy.typing as npt
 from ..errors import MalformedExampleError
 from ..kernels.single import one_table
 from .single_steps import TAKE_READ, Read, plan, read_varint
-from .single_take import compile_take
+from .single_take import compile_take, compile_take_at
 from .specs import FeatureSpec, FixedLenFeature
 from .wire import (
     KIND_BYTES,
@@ -256,6 +256,7 @@ class SingleDecoder:
             else None
         )
         self._take = compile_take(self.steps, outputs) if self.enabled else None
+        self._take_at = compile_take_at(self.steps, outputs) if self.enabled else None
 
     @property
     def prefers_walk(self) -> bool:
@@ -542,7 +543,7 @@ class SingleDecoder:
         if not self.enabled:
             return None
         assert self._one is not None
-        assert self._take is not None
+        assert self._take_at is not None
         if len(starts) == 0:
             return []
         got = self._one.decode_many(array, starts, ends)
@@ -550,14 +551,18 @@ class SingleDecoder:
             spans = zip(starts.tolist(), ends.tolist(), strict=True)
             return self.sample_list([data[a:b] for a, b in spans])
         out, places, ints, floats = got
-        take = self._take
+        take_at = self._take_at
         record = cast("bytes", data)  # (a map slices and indexes as bytes do)
         samples = []
-        for j, (i0, f0, ni, nf) in enumerate(places.tolist()):
+        # (One tolist for the batch's spans; each record's values are cut from the
+        # batch's arrays at its offsets: no view per record first.)
+        for j, (rows, (i0, f0, _ni, _nf)) in enumerate(
+            zip(out.tolist(), places.tolist(), strict=True)
+        ):
             sample = None
             if i0 >= 0:
                 try:
-                    sample = take(record, out[j], ints[i0 : i0 + ni], floats[f0 : f0 + nf])
+                    sample = take_at(record, rows, ints, floats, i0, f0)
                 except (IndexError, MalformedExampleError):
                     sample = None
             if sample is None:

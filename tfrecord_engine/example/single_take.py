@@ -30,11 +30,18 @@ from .single_steps import (
 )
 from .varlen import VarLenArray
 
-__all__ = ["Take", "compile_take"]
+__all__ = ["Take", "TakeAt", "compile_take", "compile_take_at"]
 
 #: The sample from the record and the decode's ``(out, ints, floats)``, or ``None``.
 Take = Callable[
     [bytes, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]],
+    "dict[str, Any] | None",
+]
+#: The sample of record ``j`` of a batch decode (``decode_many``): the buffer, the
+#: record's ``out`` rows as lists (``out[j].tolist()``), the batch's ``ints`` and
+#: ``floats`` and where the record's values start in them; or ``None``.
+TakeAt = Callable[
+    [bytes, list[list[int]], npt.NDArray[np.int64], npt.NDArray[np.float32], int, int],
     "dict[str, Any] | None",
 ]
 
@@ -53,6 +60,31 @@ def compile_take(steps: list[KeyStep], outputs: list[Output]) -> Take:
     >>> take(b"", out, np.zeros(0, np.int64), np.array([1.5, 2.5], np.float32))["x"].tolist()
     [1.5, 2.5]
     """
+    take: Take = _compile(steps, outputs, batch=False)
+    return take
+
+
+def compile_take_at(steps: list[KeyStep], outputs: list[Output]) -> TakeAt:
+    """:func:`compile_take` for the records of one batch decode (``decode_many``): it
+    takes the record's ``out`` rows as lists (one ``tolist`` for the whole batch) and
+    the batch's value arrays with the record's offsets in them, so no view is made per
+    record before its values are cut.
+
+    >>> from tfrecord_engine.example.single_steps import plan
+    >>> from tfrecord_engine.example.specs import FixedLenFeature
+    >>> steps, outputs = plan({"x": FixedLenFeature([2], "float32")})
+    >>> take_at = compile_take_at(steps, outputs)
+    >>> floats = np.array([9.0, 1.5, 2.5], np.float32)
+    >>> take_at(b"", [[0], [0], [0], [2]], np.zeros(0, np.int64), floats, 0, 1)["x"].tolist()
+    [1.5, 2.5]
+    """
+    take_at: TakeAt = _compile(steps, outputs, batch=True)
+    return take_at
+
+
+def _compile(steps: list[KeyStep], outputs: list[Output], *, batch: bool) -> Any:
+    """The source of :func:`compile_take`'s function (``batch``: :func:`compile_take_at`'s,
+    whose value positions count from the record's offsets ``i0`` and ``f0``), compiled."""
     compiled = [s.compiled for s in steps]
     places = fixed_places([c.code for c in compiled], [c.count for c in compiled])
     names: dict[str, Any] = {"VarLenArray": VarLenArray}
@@ -60,15 +92,16 @@ def compile_take(steps: list[KeyStep], outputs: list[Output]) -> Take:
     spans = False
     for j, (step, c, place) in enumerate(zip(steps, compiled, places, strict=True)):
         array = "floats" if c.code == FLOATS else "ints"
+        base = ("f0 + " if c.code == FLOATS else "i0 + ") if batch else ""
         v = f"v{j}"
         if c.take == TAKE_SCALAR:
-            body.append(f"{v} = {array}[{place}]")  # (a count of 1: always placed)
+            body.append(f"{v} = {array}[{base}{place}]")  # (a count of 1: always placed)
         elif c.take in (TAKE_ARRAY, TAKE_VARLEN):
             if place >= 0:
-                got = f"{array}[{place}:{place + c.count}]"
+                got = f"{array}[{base}{place}:{base}{place + c.count}]"
             else:
                 spans = True
-                got = f"{array}[at[{j}]:at[{j}] + cnt[{j}]]"
+                got = f"{array}[{base}at[{j}]:{base}at[{j}] + cnt[{j}]]"
             if c.take == TAKE_VARLEN:
                 got += ".view(VarLenArray)"
             elif c.shape is not None:
@@ -95,9 +128,10 @@ def compile_take(steps: list[KeyStep], outputs: list[Output]) -> Take:
         names[f"K{i}"] = output.name
         items.append(f"K{i}: o{i}")
     if spans:
-        body.insert(0, "st, en, at, cnt = out.tolist()")
+        body.insert(0, "st, en, at, cnt = rows" if batch else "st, en, at, cnt = out.tolist()")
     body.append(f"return {{{', '.join(items)}}}")
-    source = "def take(record, out, ints, floats):\n" + "".join(f"    {b}\n" for b in body)
+    args = "record, rows, ints, floats, i0, f0" if batch else "record, out, ints, floats"
+    head = f"take({args})"
+    source = f"def {head}:\n" + "".join(f"    {b}\n" for b in body)
     exec(source, names)  # (generated from integers and names)
-    take: Take = names["take"]
-    return take
+    return names["take"]
