@@ -48,7 +48,7 @@ import numpy.typing as npt
 from ..errors import MalformedExampleError
 from ..kernels.single import one_table
 from .single_steps import TAKE_READ, Read, plan, read_varint
-from .single_take import compile_take, compile_take_at
+from .single_take import compile_take, compile_take_at, varlen_views
 from .specs import FeatureSpec, FixedLenFeature
 from .wire import (
     KIND_BYTES,
@@ -552,6 +552,7 @@ class SingleDecoder:
             return self.sample_list([data[a:b] for a, b in spans])
         out, places, ints, floats = got
         take_at = self._take_at
+        vints, vfloats = varlen_views(ints, floats)
         record = cast("bytes", data)  # (a map slices and indexes as bytes do)
         samples = []
         # (One tolist for the batch's spans; each record's values are cut from the
@@ -562,7 +563,7 @@ class SingleDecoder:
             sample = None
             if i0 >= 0:
                 try:
-                    sample = take_at(record, rows, ints, floats, i0, f0)
+                    sample = take_at(record, rows, ints, floats, i0, f0, vints, vfloats)
                 except (IndexError, MalformedExampleError):
                     sample = None
             if sample is None:

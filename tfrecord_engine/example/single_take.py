@@ -30,7 +30,7 @@ from .single_steps import (
 )
 from .varlen import VarLenArray
 
-__all__ = ["Take", "TakeAt", "compile_take", "compile_take_at"]
+__all__ = ["Take", "TakeAt", "compile_take", "compile_take_at", "varlen_views"]
 
 #: The sample from the record and the decode's ``(out, ints, floats)``, or ``None``.
 Take = Callable[
@@ -39,9 +39,19 @@ Take = Callable[
 ]
 #: The sample of record ``j`` of a batch decode (``decode_many``): the buffer, the
 #: record's ``out`` rows as lists (``out[j].tolist()``), the batch's ``ints`` and
-#: ``floats`` and where the record's values start in them; or ``None``.
+#: ``floats``, where the record's values start in them, and the two arrays viewed as
+#: :class:`~.varlen.VarLenArray` (see :func:`varlen_views`); or ``None``.
 TakeAt = Callable[
-    [bytes, list[list[int]], npt.NDArray[np.int64], npt.NDArray[np.float32], int, int],
+    [
+        bytes,
+        list[list[int]],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.float32],
+        int,
+        int,
+        VarLenArray,
+        VarLenArray,
+    ],
     "dict[str, Any] | None",
 ]
 
@@ -74,12 +84,23 @@ def compile_take_at(steps: list[KeyStep], outputs: list[Output]) -> TakeAt:
     >>> from tfrecord_engine.example.specs import FixedLenFeature
     >>> steps, outputs = plan({"x": FixedLenFeature([2], "float32")})
     >>> take_at = compile_take_at(steps, outputs)
-    >>> floats = np.array([9.0, 1.5, 2.5], np.float32)
-    >>> take_at(b"", [[0], [0], [0], [2]], np.zeros(0, np.int64), floats, 0, 1)["x"].tolist()
+    >>> ints, floats = np.zeros(0, np.int64), np.array([9.0, 1.5, 2.5], np.float32)
+    >>> take_at(b"", [[0], [0], [0], [2]], ints, floats, 0, 1, *varlen_views(ints, floats))[
+    ...     "x"
+    ... ].tolist()
     [1.5, 2.5]
     """
     take_at: TakeAt = _compile(steps, outputs, batch=True)
     return take_at
+
+
+def varlen_views(
+    ints: npt.NDArray[np.int64], floats: npt.NDArray[np.float32]
+) -> tuple[VarLenArray, VarLenArray]:
+    """A batch decode's value arrays viewed once as :class:`~.varlen.VarLenArray`: a
+    variable-length value is then one slice of them (a slice keeps the type) rather than
+    a slice and a view per record."""
+    return ints.view(VarLenArray), floats.view(VarLenArray)
 
 
 def _compile(steps: list[KeyStep], outputs: list[Output], *, batch: bool) -> Any:
@@ -103,7 +124,8 @@ def _compile(steps: list[KeyStep], outputs: list[Output], *, batch: bool) -> Any
                 spans = True
                 got = f"{array}[{base}at[{j}]:{base}at[{j}] + cnt[{j}]]"
             if c.take == TAKE_VARLEN:
-                got += ".view(VarLenArray)"
+                # (A batch's arrays come viewed as VarLenArray already: slices keep it.)
+                got = f"v{got}" if batch else f"{got}.view(VarLenArray)"
             elif c.shape is not None:
                 names[f"S{j}"] = c.shape
                 got += f".reshape(S{j})"
@@ -130,7 +152,11 @@ def _compile(steps: list[KeyStep], outputs: list[Output], *, batch: bool) -> Any
     if spans:
         body.insert(0, "st, en, at, cnt = rows" if batch else "st, en, at, cnt = out.tolist()")
     body.append(f"return {{{', '.join(items)}}}")
-    args = "record, rows, ints, floats, i0, f0" if batch else "record, out, ints, floats"
+    args = (
+        "record, rows, ints, floats, i0, f0, vints, vfloats"
+        if batch
+        else "record, out, ints, floats"
+    )
     head = f"take({args})"
     source = f"def {head}:\n" + "".join(f"    {b}\n" for b in body)
     exec(source, names)  # (generated from integers and names)
