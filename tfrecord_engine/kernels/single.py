@@ -113,7 +113,7 @@ class OneTable:
         """:func:`decode_one` (the per-call path: the kernel and table kept once loaded).
 
         A ``bytes`` record goes straight to the kernel's compiled entry for the argument
-        types made here (:meth:`_entry_for`): numba's dispatch, which types every
+        types made here (:func:`_entry_for`): numba's dispatch, which types every
         argument on every call, cost ~0.2 µs of a ~4.5 µs ``ds[i]``.
         """
         kernel = self._kernel
