@@ -211,16 +211,16 @@ def test_bytes_records_take_the_compiled_entry_and_others_the_dispatch(fixed: bo
     after: Any = table._entry
     assert callable(after)
     assert after is not table._kernel
+    table_off = single.one_table(
+        [b"a", b"b", b"c"], [INTS, FLOATS, ONE_BYTES], [2, 1 if fixed else -1, 1]
+    )
+    table_off._entry = False  # (the dispatch only)
     for record in (
         tfe.encode_example({"c": [b"x" * 300], "b": [-2.0], "a": [2**40, 0]}),
         # (typed bytes: decode_one reads any buffer, as np.frombuffer does)
         cast("bytes", bytearray(tfe.encode_example({"a": [1, 2], "b": [0.5], "c": [b""]}))),
     ):
         got = single.decode_one(record, table)
-        table_off = single.one_table(
-            [b"a", b"b", b"c"], [INTS, FLOATS, ONE_BYTES], [2, 1 if fixed else -1, 1]
-        )
-        table_off._entry = False  # (the dispatch only)
         want = single.decode_one(record, table_off)
         assert got is not None
         assert want is not None

@@ -124,22 +124,26 @@ class OneTable:
             kernel = self._kernel = kernels.get("one_fixed" if self._fixed else "one_decode")
             if kernel is None:
                 return None
-        entry = self._entry
-        call = entry if type(record) is bytes and callable(entry) else kernel
         out = np.empty((4, len(self.names)), np.int64)
         buf = np.frombuffer(record, np.uint8)
+        args: tuple[Any, ...] = (buf, self._meta, self.keys, out)
         if self._fixed:
             ints = np.empty(self._ints, np.int64) if self._ints else _NO_INTS
             floats = np.empty(self._floats, np.float32) if self._floats else _NO_FLOATS
-            args: tuple[Any, ...] = (buf, self._meta, self.keys, out, ints, floats)
-            ok = call(*args)
-            if entry is None and type(record) is bytes:
+            args += (ints, floats)
+        entry = self._entry
+        if type(record) is not bytes:
+            got = kernel(*args)
+        elif callable(entry):
+            got = entry(*args)
+        else:
+            got = kernel(*args)
+            if entry is None:
                 self._entry = _entry_for(kernel, args)
-            return (out, ints, floats) if ok else None
-        args = (buf, self._meta, self.keys, out)
-        ok, ints, floats = call(*args)
-        if entry is None and type(record) is bytes:
-            self._entry = _entry_for(kernel, args)
+        if self._fixed:
+            ok = got
+        else:
+            ok, ints, floats = got
         return (out, ints, floats) if ok else None
 
     def decode_many(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Many | None:
