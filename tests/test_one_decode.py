@@ -205,16 +205,16 @@ def test_bytes_records_take_the_compiled_entry_and_others_the_dispatch(fixed: bo
         [b"a", b"b", b"c"], [INTS, FLOATS, ONE_BYTES], [2, 1 if fixed else -1, 1]
     )
     first = tfe.encode_example({"a": [5, -6], "b": [1.5], "c": [b"hi"]})
-    before: Any = table._entry
+    before: Any = table._entries[0]
     assert before is None
     assert single.decode_one(first, table) is not None
-    after: Any = table._entry
+    after: Any = table._entries[0]
     assert callable(after)
-    assert after is not table._kernel
+    assert after is not table._kernels[0]
     table_off = single.one_table(
         [b"a", b"b", b"c"], [INTS, FLOATS, ONE_BYTES], [2, 1 if fixed else -1, 1]
     )
-    table_off._entry = False  # (the dispatch only)
+    table_off._entries[0] = False  # (the dispatch only)
     for record in (
         tfe.encode_example({"c": [b"x" * 300], "b": [-2.0], "a": [2**40, 0]}),
         # (typed bytes: decode_one reads any buffer, as np.frombuffer does)
@@ -231,3 +231,42 @@ def test_bytes_records_take_the_compiled_entry_and_others_the_dispatch(fixed: bo
         assert got[2].tolist() == want[2].tolist()
     # A record the kernel declines is declined through the entry too.
     assert single.decode_one(tfe.encode_example({"a": [1, 2, 3], "b": [1.5]}), table) is None
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_record_decoded_where_it_lies_in_a_buffer_reads_as_its_copy(fixed: bool) -> None:
+    # decode_at (ds[i] on a file held in memory): the record inside a larger buffer,
+    # not copied out, reads the values its copy reads, with its spans as positions in
+    # the buffer; through the compiled entry after the first call, as through the
+    # dispatch; a span cut short, or a record the kernel declines, is declined.
+    def table() -> single.OneTable:
+        return single.one_table(
+            [b"a", b"b", b"c"], [INTS, FLOATS, ONE_BYTES], [2, 1 if fixed else -1, 1]
+        )
+
+    mine, dispatch = table(), table()
+    dispatch._entries[1] = False
+    records = [
+        tfe.encode_example({"a": [5, -6], "b": [1.5], "c": [b"hi"]}),
+        tfe.encode_example({"c": [b"x" * 300], "b": [-2.0], "a": [2**40, 0]}),
+        tfe.encode_example({"a": [1, 2, 3], "b": [1.5], "c": [b""]}),  # (a count off)
+    ]
+    buf = b"\x0a\x05junk" + b"".join(records) + b"tail"
+    array = np.frombuffer(buf, np.uint8)
+    at = 6
+    for record in records:
+        want = single.decode_one(record, table())
+        for t in (mine, dispatch):
+            got = t.decode_at(array, at, at + len(record))
+            if want is None:
+                assert got is None
+                continue
+            assert got is not None
+            assert (got[0][:2] - at).tolist() == want[0][:2].tolist()
+            assert got[1].tolist() == want[1].tolist()
+            assert got[2].tolist() == want[2].tolist()
+            assert buf[got[0][0, 2] : got[0][1, 2]] == record[want[0][0, 2] : want[0][1, 2]]
+            assert t.decode_at(array, at, at + len(record) - 1) is None
+        at += len(record)
+    assert callable(mine._entries[1])
+    assert dispatch._entries[1] is False

@@ -402,3 +402,40 @@ def test_small_batches_of_held_files_are_decoded_from_the_copies(
     monkeypatch.setattr(tfe.RecordDataset, "_few_held", lambda self, key: None)
     ds.__getitems__([0, N - 1])
     assert read_out == [1, 1]
+
+
+def test_single_records_of_held_files_are_decoded_where_they_lie(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once the files are held, ds[i] decodes record i in its file's copy (not read out
+    # as bytes first), through a view too; the samples are the same as the files'.
+    paths = settled_shards(tmp_path, SIZES, _rich)
+    ds = tfe.RecordDataset(paths, features=RICH)
+    plain = tfe.RecordDataset(paths, features=RICH, random_holds=False)
+    rng = np.random.default_rng(7)
+    for _ in range(40):  # (reads at random until every file is copied)
+        ds.__getitems__(rng.integers(0, N, 64).tolist())
+    assert all(_copied(ds))
+    read_out: list[int] = []
+    real = LocalFileRecords.read_one
+    mine = {id(r) for r in _readers(ds)}
+
+    def counted(self: LocalFileRecords, local: int, verify: bool = True) -> bytes:
+        if id(self) in mine:
+            read_out.append(local)
+        return real(self, local, verify)
+
+    monkeypatch.setattr(LocalFileRecords, "read_one", counted)
+    picked = [0, 1, SIZES[0] - 1, SIZES[0], N - 1, -1, -N, *rng.integers(-N, N, 50).tolist()]
+    for i in picked:
+        got = ds[i]
+        _same(got, plain[i])
+        assert type(got["img"]) is bytes
+    view = ds.select(np.arange(N)[::-3])
+    for j in (0, 5, len(view) - 1):
+        _same(view[j], plain[N - 1 - 3 * j])
+    assert read_out == []
+    # Without the copies' spans the record is read out first.
+    monkeypatch.setattr(LocalFileRecords, "held_one", lambda self, local, verify=True: None)
+    _same(ds[3], plain[3])
+    assert read_out == [3]

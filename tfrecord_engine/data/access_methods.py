@@ -218,6 +218,16 @@ class AccessMethods:
         """
         if type(key) is int or isinstance(key, (int, np.integer)):
             try:
+                single = self._single
+                files = self._files
+                if single is not None and files is not None and files.random_holds:
+                    # Decoded where it lies in its file's copy in memory, if held there
+                    # (random reads', an epoch's, the loader workers' shared copy).
+                    i = int(key) if self._view is None else self._view.record(int(key))
+                    span = files.held_one(i, self.verify)
+                    got = None if span is None else single.sample_at(*span)
+                    if got is not None:
+                        return self._out_one(got, int(key))
                 record = self._read_one(int(key))
                 if self.features is None and self._output is None:
                     return record

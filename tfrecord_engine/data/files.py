@@ -36,6 +36,7 @@ from . import held
 from .compressed_source import CompressedFileRecords
 from .fetcher_source import FetcherRecords
 from .gather import LocalFilesGather
+from .held import HeldSpan
 from .local_source import LocalFileRecords
 from .random_holds import RandomHolds
 from .remote_cache import DatasetCache
@@ -226,6 +227,23 @@ class DatasetFiles:
         if isinstance(reader, LocalFileRecords):
             return reader.read_one(local, verify)
         return reader.read(np.array([local], np.int64), verify)[0]
+
+    def held_one(self, i: int, verify: bool) -> HeldSpan | None:
+        """Record ``i`` (negatives allowed) as a span of its file's copy in memory
+        (``LocalFileRecords.held_one``): ``ds[i]`` decodes it there. ``None``: out of
+        range, no such copy, another kind of file (:meth:`read_one` decides)."""
+        starts = self.starts_list
+        n = starts[-1]
+        if not -n <= i < n:
+            return None
+        if i < 0:
+            i += n
+        readers = self.readers
+        f = 0 if len(readers) == 1 else bisect.bisect_right(starts, i) - 1
+        reader = readers[f]
+        if not isinstance(reader, LocalFileRecords):
+            return None
+        return reader.held_one(i - starts[f], verify)
 
     def read(self, idx: IntArray, verify: bool) -> list[bytes]:
         """The records ``idx`` (valid numbers), in order, CRC-checked."""

@@ -36,6 +36,7 @@ from .spans import U8, IntArray, crc_spans, short, stored_crcs, verify_batch
 __all__ = [
     "IN_MEMORY_LIMIT",
     "Held",
+    "HeldSpan",
     "Holder",
     "Joint",
     "anonymous",
@@ -168,6 +169,11 @@ _SETTLED_NS = 3_000_000_000
 def identity(st: os.stat_result) -> tuple[int, int, int, int]:
     """What tells a file apart from itself changed: device, inode, size, mtime."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+#: One record of a file's copy in memory, not copied out: ``(data, array, start, end)``,
+#: the record being ``data[start:end]`` (``array``: ``data`` as ``uint8``).
+HeldSpan = tuple[mmap.mmap | bytes, U8, int, int]
 
 
 class Held(NamedTuple):

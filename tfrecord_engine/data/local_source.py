@@ -17,7 +17,7 @@ from ..index.sidecar import Index
 from ..records import framing
 from ..storage import descriptors, safecopy
 from . import held as _held
-from .held import BIG_RECORD, Held, Joint, read_held, read_whole, unkeep
+from .held import BIG_RECORD, Held, HeldSpan, Joint, read_held, read_whole, unkeep
 from .held_shared import NO_COPY, SharedCopies, shared_copy
 from .localfile import MappedFile
 from .random_holds import RandomHolds
@@ -439,6 +439,32 @@ class LocalFileRecords(RandomReads, MappedFile):
             if not np.array_equal(framing.mask_crc_array(crcs), np.array(stored, np.uint32)):
                 return None
         return out
+
+    def held_one(self, local: int, verify: bool = True) -> HeldSpan | None:
+        """Record ``local`` (a valid index within this file) as a span of the file's
+        copy in memory, CRC-checked, without a copy of it: ``(data, array, start,
+        end)``, the record being ``data[start:end]`` (``array`` is ``data`` as
+        ``uint8``). What ``ds[i]`` decodes where the file is held. ``None`` where there
+        is no such copy, it was not checked whole when read, or it is shorter than the
+        index says: :meth:`read_one` then reads the record (and raises the located
+        error)."""
+        held = self._held
+        if held is None:
+            return None  # (read_one counts the random reads that decide a hold)
+        if self._auto:
+            self.auto_tick()  # (as read_one: the copy is rechecked now and then)
+            held = self._held
+        copy = self._copy
+        if held is None or copy is None or copy.data is not held:
+            return None
+        if verify and held is not self._held_checked:
+            return None
+        a = self._start_at[local]
+        e = self._end_at[local]
+        if e + _F > len(held):
+            return None
+        self.recently_used = True
+        return held, copy.array, a, e
 
     def held_spans(self, local: list[int], verify: bool = True) -> HeldSpans | None:
         """The records ``local`` (a few valid indices within this file) as spans of the

@@ -256,6 +256,9 @@ class SingleDecoder:
             else None
         )
         self._take = compile_take(self.steps, outputs) if self.enabled else None
+        # Whether records may go to the layouts before the compiled decode (scalars of
+        # a few keys; see _compiled_first).
+        self._layouts_first = self.scalars and len(self.steps) < _WALK_KEYS
         self._take_at = compile_take_at(self.steps, outputs) if self.enabled else None
 
     @property
@@ -407,12 +410,7 @@ class SingleDecoder:
         """The sample of ``record``, or ``None`` where the exact path must decide."""
         if not self.enabled:
             return None
-        layouts = self._layouts
-        if (
-            not self.scalars
-            or len(self.steps) >= _WALK_KEYS
-            or (len(layouts) >= _MAX_LAYOUTS and layouts.get(len(record)) is None)
-        ):
+        if self._compiled_first(len(record)):
             got = self._compiled_sample(record)
             if got is not None:
                 return got
@@ -425,6 +423,40 @@ class SingleDecoder:
         for j in self._floats:
             vals[j] = np.frombuffer(vals[j], "<f4")[0]
         return self._sample_of(vals)
+
+    def _compiled_first(self, size: int) -> bool:
+        """Whether a record of ``size`` bytes goes to the compiled decode first: always
+        for specs that are not all scalars or have many keys; for scalars, once the
+        layouts are all taken and none is of that size (else the layouts and the Python
+        walk, cheaper on small records of a few lengths)."""
+        layouts = self._layouts
+        return not self._layouts_first or (
+            len(layouts) >= _MAX_LAYOUTS and layouts.get(size) is None
+        )
+
+    def sample_at(
+        self, data: Sliced, array: npt.NDArray[np.uint8], start: int, end: int
+    ) -> dict[str, Any] | None:
+        """:meth:`sample` of the record ``data[start:end]`` of a file's copy in memory
+        (``array``: ``data`` as ``uint8``; ``data`` slices to ``bytes``), decoded where
+        it lies: only its values are copied out. ``None`` where this does not take it
+        (a spec whose takes walk the record, a record the layouts serve, one the
+        compiled decode declines): the caller then reads the record and calls
+        :meth:`sample`."""
+        if not self._layouts_first:
+            if not self.slices_only:
+                return None
+        elif not self._compiled_first(end - start):
+            return None
+        assert self._one is not None
+        assert self._take is not None
+        got = self._one.decode_at(array, start, end)
+        if got is None:
+            return None
+        try:
+            return self._take(data, *got)  # type: ignore[arg-type]  # (slices as bytes do)
+        except (IndexError, MalformedExampleError):
+            return None
 
     def _compiled_sample(self, record: bytes) -> dict[str, Any] | None:
         """The sample through the compiled decode of the record (numbers decoded there)

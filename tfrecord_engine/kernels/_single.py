@@ -50,8 +50,10 @@ __all__ = [
     "ONE_BYTES",
     "OTHER",
     "decode_fixed",
+    "decode_fixed_at",
     "decode_many",
     "decode_one",
+    "decode_one_at",
     "load",
 ]
 
@@ -234,6 +236,34 @@ def decode_fixed(buf, meta, keys, out, ints, floats):  # noqa: PLR0917
     return _fill(buf, meta, out, ints, floats.view(np.uint32))
 
 
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
+def _shift(out, a):
+    """The spans of ``out`` (positions in a record) made positions in its buffer, where
+    the record starts at ``a``."""
+    for k in range(out.shape[1]):
+        out[0, k] += a
+        out[1, k] += a
+
+
+@njit(nogil=True, cache=True)
+def decode_one_at(buf, a, e, meta, keys, out):  # noqa: PLR0917
+    """:func:`decode_one` of the record ``buf[a:e]`` (a file's copy in memory: the
+    record is not copied out first), its spans in ``out`` made positions in ``buf``."""
+    ok, ints, floats = decode_one(buf[a:e], meta, keys, out)
+    if ok:
+        _shift(out, a)
+    return ok, ints, floats
+
+
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
+def decode_fixed_at(buf, a, e, meta, keys, out, ints, floats):  # noqa: PLR0917
+    """:func:`decode_fixed` of the record ``buf[a:e]``, as :func:`decode_one_at`."""
+    if not decode_fixed(buf[a:e], meta, keys, out, ints, floats):
+        return False
+    _shift(out, a)
+    return True
+
+
 @njit(nogil=True, cache=True)
 def decode_many(buf, starts, ends, meta, keys, out, places):  # noqa: PLR0917
     """:func:`decode_one` of the records ``buf[starts[j]:ends[j]]`` in one call (the
@@ -290,6 +320,8 @@ def load(errors: tuple[type[Exception], ...]) -> dict[str, object]:
         "one_decode": decode_one if ok else None,
         "one_fixed": decode_fixed if ok else None,
         "one_many": decode_many if ok else None,
+        "one_decode_at": decode_one_at if ok else None,
+        "one_fixed_at": decode_fixed_at if ok else None,
         "one_hash": key_hash if ok else None,
     }
 
@@ -341,6 +373,7 @@ def _self_test() -> bool:
         and not decode_one(record[:-1], meta, keyb, out)[0]
         and _self_test_fixed(record, meta, keyb)
         and _self_test_many(record, meta, keyb)
+        and _self_test_at(record, meta, keyb)
     )
 
 
@@ -357,6 +390,32 @@ def _self_test_fixed(record, meta, keyb) -> bool:
         and ints.tolist() == [300]
         and floats.tolist() == [1.0, 0.5, 2.0]
         and not decode_fixed(record, meta, keyb, out, ints, floats[:2])
+    )
+
+
+def _self_test_at(record, meta, keyb) -> bool:
+    """:func:`decode_one_at` and :func:`decode_fixed_at` on the self-test's record
+    between two bytes of another, and cut one byte short."""
+    buf = np.concatenate([record[:3], record, record[:2]])
+    a, e = 3, 3 + record.shape[0]
+    raw = buf.tobytes()
+    out = np.empty((4, 5), np.int64)
+    ok, ints, floats = decode_one_at(buf, a, e, meta, keyb, out)
+    if not ok or ints.tolist() != [300] or raw[out[0, 1] : out[1, 1]] != b"hi":
+        return False
+    if decode_one_at(buf, a, e - 1, meta, keyb, out)[0]:
+        return False
+    meta = meta.copy()
+    meta[4, 4] = 2
+    meta[5, 4] = 1
+    ints = np.empty(1, np.int64)
+    floats = np.empty(3, np.float32)
+    return (
+        decode_fixed_at(buf, a, e, meta, keyb, out, ints, floats)
+        and ints.tolist() == [300]
+        and floats.tolist() == [1.0, 0.5, 2.0]
+        and raw[out[0, 1] : out[1, 1]] == b"hi"
+        and not decode_fixed_at(buf, a, e - 1, meta, keyb, out, ints, floats)
     )
 
 
