@@ -134,6 +134,71 @@ def test_batch_of_samples_agrees_on_raw_features(case: RawCase) -> None:
     check_batch({case.key: case.spec}, case.records)
 
 
+def test_a_batch_of_samples_is_taken_all_at_once_and_record_by_record_where_one_is_declined(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch whose every record the compiled decode takes is made by one generated
+    comprehension (no per-record take); one declined record sends the batch to the
+    per-record takes; specs with a finish (``RaggedFeature``) have no such take."""
+    if not kernels.ready():
+        pytest.skip("the compiled kernels are not loaded")
+    features: dict[str, Any] = {
+        "s": tfe.FixedLenFeature([], "string"),
+        "v": tfe.VarLenFeature("int64"),
+        "x": tfe.FixedLenFeature([2], "float32"),
+        "n": tfe.FixedLenFeature([], "int64"),
+        "r": tfe.RawFeature([2], "uint16"),
+        "m": tfe.FixedLenFeature([2, 2], "int64"),
+    }
+    records = [
+        tfe.encode_example(
+            {
+                "s": b"a" * k,
+                "v": np.arange(k, dtype=np.int64),
+                "x": [k / 2, -k / 2],
+                "n": [-k],
+                "r": [np.array([k, 2 * k], "<u2").tobytes()],
+                "m": [k, k + 1, k + 2, k + 3],
+            }
+        )
+        for k in range(6)
+    ]
+    decoder = SingleDecoder(features)
+    want = decoder.sample_list(records)
+    per_record: list[int] = []
+    take_at = decoder._take_at
+    assert take_at is not None
+
+    def counted(*args: Any) -> Any:
+        per_record.append(1)
+        return take_at(*args)
+
+    monkeypatch.setattr(decoder, "_take_at", counted)
+    got = decoder.sample_batch(records)
+    assert got is not None
+    assert same(got, want)
+    assert [g["m"].shape for g in got] == [(2, 2)] * 6
+    assert per_record == []
+    unpacked = serialize_example(
+        [
+            ("s", ("string", [b"u"])),
+            ("v", ("int64", [7])),
+            ("x", ("float32", [0.5, 1.5])),
+            ("n", ("int64", [3])),
+            ("r", ("string", [b"\x01\x00\x02\x00"])),
+            ("m", ("int64", [1, 2, 3, 4])),
+        ],
+        packed=False,
+    )
+    mixed = [*records[:3], unpacked, *records[3:]]
+    got = decoder.sample_batch(mixed)
+    assert got is not None
+    assert same(got, decoder.sample_list(mixed))
+    assert len(per_record) == 6  # (the declined one went through sample)
+    ragged = {"t": tfe.RaggedFeature("int64", partitions=[tfe.RaggedFeature.RowLengths("k")])}
+    assert SingleDecoder(ragged)._take_all is None
+
+
 def test_batch_of_samples_decodes_in_one_call_and_hands_declined_records_on() -> None:
     """Records the compiled decode takes come from one call over the batch (their
     numbers views of the batch's arrays, their strings sliced at the right places);

@@ -48,7 +48,7 @@ import numpy.typing as npt
 from ..errors import MalformedExampleError
 from ..kernels.single import one_table
 from .single_steps import TAKE_READ, Read, plan, read_varint
-from .single_take import compile_take, compile_take_at, varlen_views
+from .single_take import compile_take, compile_take_all, compile_take_at, varlen_views
 from .specs import FeatureSpec, FixedLenFeature
 from .wire import (
     KIND_BYTES,
@@ -260,6 +260,7 @@ class SingleDecoder:
         # a few keys; see _compiled_first).
         self._layouts_first = self.scalars and len(self.steps) < _WALK_KEYS
         self._take_at = compile_take_at(self.steps, outputs) if self.enabled else None
+        self._take_all = compile_take_all(self.steps, outputs) if self.enabled else None
 
     @property
     def prefers_walk(self) -> bool:
@@ -586,6 +587,15 @@ class SingleDecoder:
         take_at = self._take_at
         vints, vfloats = varlen_views(ints, floats)
         record = cast("bytes", data)  # (a map slices and indexes as bytes do)
+        take_all = self._take_all
+        if take_all is not None:
+            # Every record at once (no call per record), unless one is not taken.
+            try:
+                everything = take_all(record, array, out, places, ints, floats, vints, vfloats)
+            except (IndexError, MalformedExampleError):
+                everything = None
+            if everything is not None:
+                return everything
         samples = []
         # (One tolist for the batch's spans; each record's values are cut from the
         # batch's arrays at its offsets: no view per record first.)

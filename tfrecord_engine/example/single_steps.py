@@ -22,7 +22,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -85,6 +85,16 @@ TAKE_SCALAR, TAKE_ARRAY, TAKE_VARLEN, TAKE_BYTES, TAKE_VALUE, TAKE_READ = range(
 Value = Callable[[bytes, int, int], Any]
 
 
+class RawLayout(NamedTuple):
+    """The values of a ``RawFeature`` of fixed size: ``nbytes`` bytes of ``wire``
+    (the stored byte order) each, made ``dtype`` of ``shape``."""
+
+    nbytes: int
+    wire: np.dtype[Any]
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class Compiled:
     """How the compiled decode takes a key: its code there (``kernels.single``'s
@@ -96,6 +106,9 @@ class Compiled:
     take: int = TAKE_READ
     shape: tuple[int, ...] | None = None
     value: Value | None = None
+    #: A ``RawFeature``'s value (``TAKE_VALUE``): its bytes, stored and output dtypes
+    #: and shape, so that a batch's values are cut from one gather of them.
+    raw: RawLayout | None = None
 
 
 _READ = Compiled()
@@ -291,8 +304,11 @@ def _raw(spec: RawFeature) -> Steps | None:
         out = np.frombuffer(rec, little, count, start).astype(dtype)
         return out.reshape(shape) if shape else out[0]
 
+    layout = RawLayout(nbytes, little, dtype, tuple(shape))
     compiled = (
-        _READ if spec.fixed_length is not None else Compiled(ONE_BYTES, 1, TAKE_VALUE, value=value)
+        _READ
+        if spec.fixed_length is not None
+        else Compiled(ONE_BYTES, 1, TAKE_VALUE, value=value, raw=layout)
     )
     return raw, _then(read_strings, raw), compiled
 

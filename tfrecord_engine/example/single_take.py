@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..kernels import gather_inside
 from ..kernels.single import FLOATS, fixed_places
 from .single_steps import (
     TAKE_ARRAY,
@@ -27,10 +28,19 @@ from .single_steps import (
     TAKE_VARLEN,
     KeyStep,
     Output,
+    RawLayout,
 )
 from .varlen import VarLenArray
 
-__all__ = ["Take", "TakeAt", "compile_take", "compile_take_at", "varlen_views"]
+__all__ = [
+    "Take",
+    "TakeAll",
+    "TakeAt",
+    "compile_take",
+    "compile_take_all",
+    "compile_take_at",
+    "varlen_views",
+]
 
 #: The sample from the record and the decode's ``(out, ints, floats)``, or ``None``.
 Take = Callable[
@@ -53,6 +63,25 @@ TakeAt = Callable[
         VarLenArray,
     ],
     "dict[str, Any] | None",
+]
+
+
+#: The samples of every record of a batch decode (``decode_many``): the buffer (and as
+#: ``uint8``), the batch's ``out`` and ``places``, its ``ints`` and ``floats`` and their
+#: :class:`~.varlen.VarLenArray` views; ``None`` where a record is not taken (the
+#: caller then takes record by record, which decides each).
+TakeAll = Callable[
+    [
+        bytes,
+        npt.NDArray[np.uint8],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.float32],
+        VarLenArray,
+        VarLenArray,
+    ],
+    "list[dict[str, Any]] | None",
 ]
 
 
@@ -92,6 +121,112 @@ def compile_take_at(steps: list[KeyStep], outputs: list[Output]) -> TakeAt:
     """
     take_at: TakeAt = _compile(steps, outputs, batch=True)
     return take_at
+
+
+def compile_take_all(steps: list[KeyStep], outputs: list[Output]) -> TakeAll | None:
+    """:func:`compile_take_at` for all the records of a batch decode at once: each key's
+    positions are made for the whole batch with a few array operations (one ``tolist``
+    a column, scalars gathered in one index), then one comprehension builds the
+    samples, with no call per record. ``None`` for specs with a finish
+    (``RaggedFeature``): those take record by record.
+
+    >>> from tfrecord_engine.example.single_steps import plan
+    >>> from tfrecord_engine.example.specs import FixedLenFeature
+    >>> steps, outputs = plan({"n": FixedLenFeature([], "int64")})
+    >>> take_all = compile_take_all(steps, outputs)
+    >>> out, places = np.zeros((2, 4, 1), np.int64), np.array([[0, 0, 1, 0], [1, 0, 1, 0]])
+    >>> ints, floats = np.array([7, 9]), np.zeros(0, np.float32)
+    >>> no_bytes = np.zeros(0, np.uint8)
+    >>> got = take_all(b"", no_bytes, out, places, ints, floats, *varlen_views(ints, floats))
+    >>> [(int(s["n"]), type(s["n"]).__name__) for s in got]
+    [(7, 'int64'), (9, 'int64')]
+    """
+    if any(output.finish is not None for output in outputs):
+        return None
+    compiled = [s.compiled for s in steps]
+    places = fixed_places([c.code for c in compiled], [c.count for c in compiled])
+    names: dict[str, Any] = {"np": np, "gather": gather_inside}
+    body = [
+        "i0 = places[:, 0]",
+        "if len(i0) == 0: return []",
+        "if int(i0.min()) < 0: return None",
+        "f0 = places[:, 1]",
+    ]
+    columns: list[str] = []  # each a list (or array) with one item per record
+    values: list[str] = []  # each step's value in the comprehension, by its columns
+    for j, (step, c, place) in enumerate(zip(steps, compiled, places, strict=True)):
+        array, start = ("floats", "f0") if c.code == FLOATS else ("ints", "i0")
+        if c.take == TAKE_SCALAR:
+            body.append(f"c{j} = {array}[{start} + {place}]")
+            columns.append(f"c{j}")
+            values.append(f"x{j}")
+        elif c.take in (TAKE_ARRAY, TAKE_VARLEN):
+            if place >= 0:
+                body.append(f"a{j} = ({start} + {place}).tolist()")
+                columns.append(f"a{j}")
+                end = f"a{j}x + {c.count}"
+            else:
+                body += [
+                    f"a{j} = ({start} + out[:, 2, {j}]).tolist()",
+                    f"n{j} = out[:, 3, {j}].tolist()",
+                ]
+                columns += [f"a{j}", f"n{j}"]
+                end = f"a{j}x + n{j}x"
+            got = f"{'v' if c.take == TAKE_VARLEN else ''}{array}[a{j}x:{end}]"
+            if c.take == TAKE_ARRAY and c.shape is not None:
+                names[f"S{j}"] = c.shape
+                got += f".reshape(S{j})"
+            values.append(got)
+        elif c.take == TAKE_VALUE and c.raw is not None:
+            body += _raw_column(j, c.raw, names)  # (a RawFeature: one gather for all)
+            columns.append(f"c{j}")
+            values.append(f"x{j}")
+        else:
+            body += [f"s{j} = out[:, 0, {j}].tolist()", f"e{j} = out[:, 1, {j}].tolist()"]
+            if c.take == TAKE_BYTES:
+                columns += [f"s{j}", f"e{j}"]
+                values.append(f"record[s{j}x:e{j}x]")
+            else:  # a reader on the value or the Feature: its None sends all back
+                names[f"R{j}"] = c.value if c.take == TAKE_VALUE else step.read
+                body += [
+                    f"r{j} = [R{j}(record, a, b) for a, b in zip(s{j}, e{j})]",
+                    f"if any(v is None for v in r{j}): return None",
+                ]
+                columns.append(f"r{j}")
+                values.append(f"x{j}")
+    if not columns:
+        return None
+    loop = ", ".join(f"x{col[1:]}" if col[0] in "cr" else f"{col}x" for col in columns)
+    items = []
+    for i, output in enumerate(outputs):
+        names[f"K{i}"] = output.name
+        items.append(f"K{i}: {values[output.slot]}")
+    zipped = f"zip({', '.join(columns)})" if len(columns) > 1 else f"zip({columns[0]})"
+    target = loop if len(columns) > 1 else f"{loop},"
+    body.append(f"return [{{{', '.join(items)}}} for {target} in {zipped}]")
+    source = "def take_all(record, array, out, places, ints, floats, vints, vfloats):\n" + "".join(
+        f"    {b}\n" for b in body
+    )
+    exec(source, names)  # (generated from integers and names)
+    take_all: TakeAll = names["take_all"]
+    return take_all
+
+
+def _raw_column(j: int, raw: RawLayout, names: dict[str, Any]) -> list[str]:
+    """The lines of :func:`compile_take_all` making step ``j``'s column of ``RawFeature``
+    values: the values' bytes of every record gathered into one new array (one compiled
+    copy), viewed in their stored order, converted where the dtype differs, one row a
+    record (a scalar where the shape is ``[]``); any other size sends all back."""
+    names[f"W{j}"], names[f"D{j}"] = raw.wire, raw.dtype
+    names[f"S{j}"] = (-1, *raw.shape)
+    return [
+        f"b{j} = out[:, 0, {j}].copy()",
+        f"e{j} = b{j} + {raw.nbytes}",
+        f"if not (out[:, 1, {j}] == e{j}).all(): return None",
+        f"g{j} = gather(array, b{j}, e{j}, len(e{j}) * {raw.nbytes})",
+        f"if g{j} is None: return None",
+        f"c{j} = g{j}.view(W{j}).astype(D{j}, copy=False).reshape(S{j})",
+    ]
 
 
 def varlen_views(

@@ -62,6 +62,7 @@ __all__ = [
     "enabled",
     "fill_frames",
     "frame_records",
+    "gather_inside",
     "gather_spans",
     "key_hashes",
     "match_lengths",
@@ -207,6 +208,19 @@ def gather_spans(buf: U8, starts: I64, ends: I64, out: U8 | None = None) -> U8 |
         raise ValueError(f"gather_spans: out holds {out.shape[0]} bytes, the spans {size}")
     out = out[:size]
     kernel(buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64), out)
+    return out
+
+
+def gather_inside(buf: U8, starts: I64, ends: I64, size: int) -> U8 | None:
+    """:func:`gather_spans` of spans a decode of ``buf`` found (so inside it: not
+    checked again), totalling ``size`` bytes, into a new array; the per-call path of
+    small batches (a ``RawFeature``'s values in ``__getitems__``). ``starts`` and
+    ``ends`` are contiguous int64 vectors. None when the kernels are not loaded."""
+    kernels = _kernels()
+    if kernels is None:
+        return None
+    out = np.empty(size, np.uint8)
+    kernels["gather"](buf, starts, ends, out)
     return out
 
 

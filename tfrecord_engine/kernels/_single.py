@@ -42,6 +42,7 @@ from ._dense import key_hash
 from ._examples import _span
 from ._intrinsics import NO_REFCOUNTS
 from ._intrinsics import copy as _memcpy
+from ._intrinsics import prefetch as _prefetch
 from ._numba import varint_run
 
 __all__ = [
@@ -57,6 +58,8 @@ __all__ = [
     "load",
 ]
 
+#: Records ahead whose lines decode_many asks for while it walks one (see _numba's gather).
+_AHEAD = 2
 #: What the decode does with a requested key (``code``): see the module's docstring.
 OTHER, INTS, FLOATS, ONE_BYTES = 0, 1, 2, 3
 _TAG = (0, 0x1A, 0x12, 0x0A)  # each code's list tag (Int64List 3, FloatList 2, BytesList 1)
@@ -248,7 +251,11 @@ def _shift(out, a):
 @njit(nogil=True, cache=True)
 def decode_one_at(buf, a, e, meta, keys, out):  # noqa: PLR0917
     """:func:`decode_one` of the record ``buf[a:e]`` (a file's copy in memory: the
-    record is not copied out first), its spans in ``out`` made positions in ``buf``."""
+    record is not copied out first), its spans in ``out`` made positions in ``buf``.
+    Every line of the record is asked for first: the walk's misses (a key after a
+    large value) then overlap, and the values the caller copies out are in cache."""
+    for p in range(a, e, 64):
+        _prefetch(buf, p)
     ok, ints, floats = decode_one(buf[a:e], meta, keys, out)
     if ok:
         _shift(out, a)
@@ -258,6 +265,8 @@ def decode_one_at(buf, a, e, meta, keys, out):  # noqa: PLR0917
 @njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def decode_fixed_at(buf, a, e, meta, keys, out, ints, floats):  # noqa: PLR0917
     """:func:`decode_fixed` of the record ``buf[a:e]``, as :func:`decode_one_at`."""
+    for p in range(a, e, 64):
+        _prefetch(buf, p)
     if not decode_fixed(buf[a:e], meta, keys, out, ints, floats):
         return False
     _shift(out, a)
@@ -274,12 +283,21 @@ def decode_many(buf, starts, ends, meta, keys, out, places):  # noqa: PLR0917
     ``places[j]``: where its values start in ``ints`` and in ``floats``, and how many it
     has of each (its ``out[j, 2]`` and fixed places count from there); ``places[j, 0]``
     is -1 for a record the decode does not take (the caller's Python path decides).
+    The lines of the record ``_AHEAD`` places on are asked for while one is walked
+    (records picked at random from a file's copy each begin with cache misses: this
+    keeps several in flight, and leaves the values the caller copies out in cache).
     """
     m = starts.shape[0]
     nk = out.shape[2]
     n_ints = 0
     n_floats = 0
+    for j in range(min(_AHEAD, m)):
+        for p in range(starts[j], ends[j], 64):
+            _prefetch(buf, p)
     for j in range(m):
+        if j + _AHEAD < m:
+            for p in range(starts[j + _AHEAD], ends[j + _AHEAD], 64):
+                _prefetch(buf, p)
         a = starts[j]
         got_ints, got_floats = _walk(buf[a : ends[j]], meta, keys, out[j])
         if got_ints < 0:
