@@ -183,15 +183,16 @@ def test_damage_in_a_copied_file_is_reported_where_it_lies(tmp_path: Path) -> No
         raw[np.array([3, 60, victim])]
 
 
+@pytest.mark.parametrize("features", [None, SPEC], ids=["raw", "parsed"])
 def test_a_file_changed_under_its_copy_is_read_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, features: dict[str, Any] | None
 ) -> None:
     monkeypatch.setattr(random_holds, "RECHECK_S", 0.0)
     monkeypatch.setattr("tfrecord_engine.data.random_reads.RECHECK_S", 0.0)
     monkeypatch.setattr("tfrecord_engine.data.random_reads.RECHECK_READS", 1)
     path = tmp_path / "changing.tfrecord"
     write_settled(path, (_example(i) for i in range(100)))
-    ds = tfe.RecordDataset(str(path))
+    ds = tfe.RecordDataset(str(path), features=features)
     for i in range(30):
         ds[i]
     assert _copied(ds) == [True]

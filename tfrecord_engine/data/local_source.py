@@ -478,12 +478,14 @@ class LocalFileRecords(RandomReads, MappedFile):
         held, copy = self._held, self._copy
         if held is None or copy is None or copy.data is not held:
             return None
+        buf = copy.array
+        n = len(self._end_at)
+        # (The last record ends last: a copy that holds it holds them all.)
+        if n and self._end_at[n - 1] + _F > buf.shape[0]:
+            return None  # (a copy shorter than the index says: read_few raises)
         where = np.array(local, np.int64)
         starts = self._start[where]
         ends = self._end[where]
-        buf = copy.array
-        if len(local) and int(ends.max()) + _F > buf.shape[0]:
-            return None  # (a copy shorter than the index says: read_few raises)
         if verify and held is not self._held_checked and len(bad_spans(Spans(buf, starts, ends))):
             return None
         return HeldSpans(held, buf, starts, ends)
