@@ -165,7 +165,15 @@ def test_samples_match_parse_single_example(case: ParseCase) -> None:
             # Feature that repeats a key, its batch path (which samples follow) lets
             # it win. Batch semantics are tested against parse_example elsewhere.
             continue
-        assert same(sample, sample_of(case.features, tfe.parse_single_example(r, case.features)))
+        try:
+            want = tfe.parse_single_example(r, case.features)
+        except tfe.ExampleParseError:
+            # TensorFlow merges a SparseFeature's index and value lists over the whole
+            # batch: counts that differ in one record may balance across the batch,
+            # which then parses, where that record alone does not.
+            assert any(isinstance(s, tfe.SparseFeature) for s in case.features.values())
+            continue
+        assert same(sample, sample_of(case.features, want))
     ds.close()
 
 
