@@ -35,7 +35,7 @@ def same(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
+    if isinstance(a, (list, tuple)):  # (tuples: RaggedValue and SparseValue)
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, (np.ndarray, np.generic)):
         nan = a.dtype.kind in "fc"
@@ -129,6 +129,15 @@ def test_batch_of_samples_agrees_on_mixed_list_encodings(case: ParseCase) -> Non
     check_batch(features, case.records)
 
 
+@given(parse_cases(max_batch=6))
+def test_batch_of_samples_agrees_on_ragged_features(case: ParseCase) -> None:
+    # (RaggedFeature: the batch take's row splits made for all records, or its finish.)
+    kinds = (*FAST_KINDS, tfe.RaggedFeature)
+    features = {k: s for k, s in case.features.items() if isinstance(s, kinds)}
+    assume(any(isinstance(s, tfe.RaggedFeature) for s in features.values()))
+    check_batch(features, case.records)
+
+
 @given(raw_cases(min_records=1, max_records=6))
 def test_batch_of_samples_agrees_on_raw_features(case: RawCase) -> None:
     check_batch({case.key: case.spec}, case.records)
@@ -195,8 +204,68 @@ def test_a_batch_of_samples_is_taken_all_at_once_and_record_by_record_where_one_
     assert got is not None
     assert same(got, decoder.sample_list(mixed))
     assert len(per_record) == 6  # (the declined one went through sample)
-    ragged = {"t": tfe.RaggedFeature("int64", partitions=[tfe.RaggedFeature.RowLengths("k")])}
-    assert SingleDecoder(ragged)._take_all is None
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_ragged_samples_of_a_batch_are_taken_all_at_once(
+    monkeypatch: pytest.MonkeyPatch, dtype: str
+) -> None:
+    """``RaggedFeature`` samples of a batch: a ``RowLengths`` partition's row splits made
+    for all records at once (wrapping as the per-record sums do), other partitions
+    through their finish per record, with no per-record take; a finish that declines a
+    record sends the batch record by record."""
+    if not kernels.ready():
+        pytest.skip("the compiled kernels are not loaded")
+    ragged = tfe.RaggedFeature
+    features: dict[str, Any] = {
+        "w": ragged("int64", partitions=[ragged.RowLengths("wl")], row_splits_dtype=dtype),
+        "s": ragged("string", partitions=[ragged.RowLengths("sl")], row_splits_dtype=dtype),
+        "q": ragged(
+            "float32", partitions=[ragged.RowSplits("qs")], row_splits_dtype=dtype, validate=True
+        ),
+        "n": tfe.FixedLenFeature([], "int64"),
+    }
+    big = 2**31 if dtype == "int32" else 2**62
+
+    def record(k: int) -> bytes:
+        lengths = [k % 3, 0, k] if k != 4 else [big, big, 1]  # (4: sums that wrap)
+        return tfe.encode_example(
+            {
+                "w": np.arange(k * 7 % 11, dtype=np.int64),
+                "wl": np.array(lengths, np.int64),
+                "s": [b"x" * j for j in range(1 + k % 4)],
+                "sl": [1, k % 4],
+                "q": np.arange(k, dtype=np.float32),
+                "qs": np.array([0, k // 2, k], np.int64),
+                "n": [k],
+            }
+        )
+
+    records = [record(k) for k in range(9)]
+    decoder = SingleDecoder(features)
+    want = decoder.sample_list(records)
+    assert want is not None
+    per_record: list[int] = []
+    take_at = decoder._take_at
+    assert take_at is not None
+
+    def counted(*args: Any) -> Any:
+        per_record.append(1)
+        return take_at(*args)
+
+    monkeypatch.setattr(decoder, "_take_at", counted)
+    got = decoder.sample_batch(records)
+    assert got is not None
+    assert same(got, want)
+    assert per_record == []
+    assert got[4]["w"].row_splits.tolist() == want[4]["w"].row_splits.tolist()
+    # Row splits that do not end at the values' count: the finish declines that record.
+    bad = tfe.encode_example(
+        {"w": [1], "wl": [1], "s": [b"a"], "sl": [1], "q": [1.0], "qs": [0, 5], "n": [0]}
+    )
+    assert decoder.sample_list([bad]) is None
+    assert decoder.sample_batch([*records, bad]) is None
+    assert per_record == [1] * 10
 
 
 def test_batch_of_samples_decodes_in_one_call_and_hands_declined_records_on() -> None:

@@ -57,6 +57,8 @@ __all__ = [
     "Compiled",
     "KeyStep",
     "Output",
+    "RawLayout",
+    "RowLengthsTake",
     "plan",
     "read_varint",
 ]
@@ -128,6 +130,17 @@ class KeyStep:
     compiled: Compiled = _READ
 
 
+class RowLengthsTake(NamedTuple):
+    """A ``RaggedFeature`` of one unvalidated ``RowLengths`` partition (the usual spec):
+    the slots of its values and of its row lengths, the row splits' dtype, and whether
+    the values are strings. A batch's row splits are then made in one pass."""
+
+    values: int
+    lengths: int
+    dtype: type[np.integer[Any]]
+    strings: bool
+
+
 @dataclass(frozen=True)
 class Output:
     """One feature of the sample: a key's value as is (``finish`` None), or built from
@@ -136,6 +149,8 @@ class Output:
     name: str
     slot: int
     finish: Finish | None = None
+    #: What ``finish`` does, where it is a ``RowLengths`` partition's (see above).
+    lengths: RowLengthsTake | None = None
 
 
 def _fail(reason: str, offset: int) -> MalformedExampleError:
@@ -357,7 +372,9 @@ def _row_splits(lengths: npt.NDArray[np.int64], dtype: type[np.signedinteger[Any
     return splits.astype(dtype, copy=False)
 
 
-def _ragged_finish(name: str, spec: RaggedFeature, slots: dict[str, int]) -> Finish:
+def _ragged_finish(
+    name: str, spec: RaggedFeature, slots: dict[str, int]
+) -> tuple[Finish, RowLengthsTake | None]:
     value_slot = slots[spec.value_key or name]
     strings = spec.dtype == "string"
     parts = [(key, slot) for key, slot in slots.items() if slot != value_slot]
@@ -388,7 +405,9 @@ def _ragged_finish(name: str, spec: RaggedFeature, slots: dict[str, int]) -> Fin
         # Only uniform partitions: an array, typed as samples.sample_of types it.
         return VarLenList(got.tolist()) if got.dtype == object else varlen_array(got)
 
-    return finish
+    if lengths_slot < 0:
+        return finish, None
+    return finish, RowLengthsTake(value_slot, lengths_slot, dtype, strings)
 
 
 def plan(features: Mapping[str, FeatureSpec]) -> tuple[list[KeyStep], list[Output]] | None:
@@ -440,7 +459,7 @@ def plan(features: Mapping[str, FeatureSpec]) -> tuple[list[KeyStep], list[Outpu
                 if slot is None:
                     return None
                 mine[key] = slot
-            outputs.append(Output(name, -1, _ragged_finish(name, spec, mine)))
+            outputs.append(Output(name, -1, *_ragged_finish(name, spec, mine)))
             continue
         else:
             return None

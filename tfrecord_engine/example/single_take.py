@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from ..kernels import gather_inside
 from ..kernels.single import FLOATS, fixed_places
+from .columns import object_array
 from .single_steps import (
     TAKE_ARRAY,
     TAKE_BYTES,
@@ -29,7 +30,9 @@ from .single_steps import (
     KeyStep,
     Output,
     RawLayout,
+    RowLengthsTake,
 )
+from .values import RaggedValue
 from .varlen import VarLenArray
 
 __all__ = [
@@ -127,8 +130,9 @@ def compile_take_all(steps: list[KeyStep], outputs: list[Output]) -> TakeAll | N
     """:func:`compile_take_at` for all the records of a batch decode at once: each key's
     positions are made for the whole batch with a few array operations (one ``tolist``
     a column, scalars gathered in one index), then one comprehension builds the
-    samples, with no call per record. ``None`` for specs with a finish
-    (``RaggedFeature``): those take record by record.
+    samples, with no call per record (a ``RaggedFeature``'s finish is called per record
+    there, but one of a single ``RowLengths`` partition has its row splits made for
+    all at once). ``None`` for a spec with no key to take.
 
     >>> from tfrecord_engine.example.single_steps import plan
     >>> from tfrecord_engine.example.specs import FixedLenFeature
@@ -141,8 +145,6 @@ def compile_take_all(steps: list[KeyStep], outputs: list[Output]) -> TakeAll | N
     >>> [(int(s["n"]), type(s["n"]).__name__) for s in got]
     [(7, 'int64'), (9, 'int64')]
     """
-    if any(output.finish is not None for output in outputs):
-        return None
     compiled = [s.compiled for s in steps]
     places = fixed_places([c.code for c in compiled], [c.count for c in compiled])
     names: dict[str, Any] = {"np": np, "gather": gather_inside}
@@ -194,22 +196,74 @@ def compile_take_all(steps: list[KeyStep], outputs: list[Output]) -> TakeAll | N
                 ]
                 columns.append(f"r{j}")
                 values.append(f"x{j}")
+    items = []
+    checks = []  # the finishes that may decline a record (which sends all back)
+    for i, output in enumerate(outputs):
+        names[f"K{i}"] = output.name
+        if output.finish is None:
+            items.append(f"K{i}: {values[output.slot]}")
+            continue
+        ragged = output.lengths
+        lengths = None if ragged is None else compiled[ragged.lengths]
+        if (
+            ragged is not None
+            and lengths is not None
+            and lengths.code != FLOATS
+            and lengths.take == TAKE_ARRAY
+            and places[ragged.lengths] < 0
+        ):
+            body += _splits_column(i, ragged, names)
+            columns += [f"z{i}", f"w{i}"]
+            given = values[ragged.values]
+            if ragged.strings:
+                names["object_array"] = object_array
+                given = f"object_array({given})"
+            names["RaggedValue"] = RaggedValue
+            items.append(f"K{i}: RaggedValue({given}, p{i}[z{i}x:w{i}x])")
+        else:
+            names[f"F{i}"] = output.finish
+            items.append(f"K{i}: F{i}([{', '.join(values)}])")
+            checks.append(f"if any(s[K{i}] is None for s in got): return None")
     if not columns:
         return None
     loop = ", ".join(f"x{col[1:]}" if col[0] in "cr" else f"{col}x" for col in columns)
-    items = []
-    for i, output in enumerate(outputs):
-        names[f"K{i}"] = output.name
-        items.append(f"K{i}: {values[output.slot]}")
     zipped = f"zip({', '.join(columns)})" if len(columns) > 1 else f"zip({columns[0]})"
     target = loop if len(columns) > 1 else f"{loop},"
-    body.append(f"return [{{{', '.join(items)}}} for {target} in {zipped}]")
+    body.append(f"got = [{{{', '.join(items)}}} for {target} in {zipped}]")
+    body += [*checks, "return got"]
     source = "def take_all(record, array, out, places, ints, floats, vints, vfloats):\n" + "".join(
         f"    {b}\n" for b in body
     )
     exec(source, names)  # (generated from integers and names)
     take_all: TakeAll = names["take_all"]
     return take_all
+
+
+def _splits_column(i: int, ragged: RowLengthsTake, names: dict[str, Any]) -> list[str]:
+    """The lines of :func:`compile_take_all` making output ``i``'s row splits for every
+    record at once (a ``RaggedFeature`` of one ``RowLengths`` partition): all the
+    records' lengths gathered, cast to the splits' dtype and summed in int64 in one
+    pass, each record's sums less those before it (equal, modulo the dtype's width, to
+    summing its own: the casts and sums wrap alike), into one array where record ``j``'s
+    splits are ``p[z[j]:w[j]]`` (its leading 0 included)."""
+    names[f"T{i}"] = ragged.dtype
+    k = ragged.lengths
+    return [
+        f"la{i} = i0 + out[:, 2, {k}]",  # where each record's lengths start in ints
+        f"ln{i} = out[:, 3, {k}]",
+        f"rk{i} = np.repeat(np.arange(len(ln{i})), ln{i})",  # each length's record
+        f"ex{i} = np.cumsum(ln{i}) - ln{i}",  # each record's first among all lengths
+        f"at{i} = np.arange(len(rk{i}))",
+        f"ll{i} = ints[la{i}[rk{i}] + at{i} - ex{i}[rk{i}]]",  # every length, in order
+        f"cs{i} = np.cumsum(ll{i}.astype(T{i}), dtype=np.int64)",
+        f"bs{i} = np.concatenate((np.zeros(1, np.int64), cs{i}))[ex{i}]",
+        f"sp{i} = np.zeros(len(rk{i}) + len(ln{i}), np.int64)",
+        f"sp{i}[at{i} + rk{i} + 1] = cs{i} - bs{i}[rk{i}]",
+        f"p{i} = sp{i}.astype(T{i}, copy=False)",
+        f"zz{i} = ex{i} + np.arange(len(ln{i}))",
+        f"z{i} = zz{i}.tolist()",
+        f"w{i} = (zz{i} + ln{i} + 1).tolist()",
+    ]
 
 
 def _raw_column(j: int, raw: RawLayout, names: dict[str, Any]) -> list[str]:
