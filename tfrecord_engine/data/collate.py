@@ -34,10 +34,10 @@ import numpy.typing as npt
 from ..errors import InvalidArgumentError
 from ..example.values import RaggedValue, SparseValue
 from ..example.varlen import VARIABLE, VarLenArray, VarLenList
-from .formats import auto_format, framework, normalize_format, walk
+from .formats import auto_format, framework, in_loader_worker, joint_torch, normalize_format, walk
 from .formats import convert as to_format
 
-__all__ = ["PaddedValue", "collate", "teach_default_collate"]
+__all__ = ["PaddedValue", "WorkerSample", "collate", "teach_default_collate", "worker_samples"]
 
 
 class PaddedValue(NamedTuple):
@@ -347,9 +347,58 @@ def teach_default_collate() -> None:
     if isinstance(table, dict):
         for kind in VARIABLE:
             table.setdefault(kind, _default_collate_variable)
+        table.setdefault(WorkerSample, _default_collate_samples)
     _TAUGHT.append(True)
 
 
 def _default_collate_variable(batch: Sequence[Any], *, collate_fn_map: object = None) -> Any:
     del collate_fn_map  # (the values inside are ours: no other type to dispatch)
     return collate(batch, format="torch")
+
+
+class WorkerSample(dict):  # type: ignore[type-arg]  # (a dict of any feature's values)
+    """A sample as ``__getitems__`` returns it in a ``DataLoader`` worker process: a plain
+    ``dict`` of the same items, whose type tells ``default_collate`` (taught by
+    :func:`teach_default_collate`) to batch the samples as it would plain dicts but with
+    every number cut from one block of memory: the batch then crosses to the main
+    process in one shared-memory transfer instead of one per tensor (~0.2 ms each; see
+    :func:`~.formats.joint_torch`). The main process receives a plain ``dict``."""
+
+    __slots__ = ()
+
+
+def worker_samples(samples: list[Any]) -> list[Any]:
+    """``samples`` as :class:`WorkerSample` s where this is a ``DataLoader`` worker and
+    PyTorch's ``default_collate`` is taught them; as they are elsewhere."""
+    if not _TAUGHT or not in_loader_worker():
+        return samples
+    return [WorkerSample(s) if type(s) is dict else s for s in samples]
+
+
+def _default_collate_samples(batch: Sequence[Any], *, collate_fn_map: Any = None) -> Any:
+    """``default_collate`` of :class:`WorkerSample` s: each key batched as
+    ``default_collate`` batches it (numbers and arrays of one shape stacked, ``bytes``
+    listed, the variable-length kinds padded as :func:`collate` pads them; any other
+    value by ``default_collate`` itself), the numeric results then cut from one block."""
+    torch_collate = sys.modules["torch.utils.data._utils.collate"].collate
+    out: dict[str, Any] = {}
+    for key in batch[0]:
+        values = [s[key] for s in batch]
+        first = values[0]
+        kind = type(first)
+        if kind in VARIABLE:
+            out[key] = _collate(values, 0)
+        elif isinstance(first, np.generic) and first.dtype.kind in "biufc":
+            out[key] = np.array(values)  # (as torch.as_tensor makes them: one dtype)
+        elif (
+            kind is np.ndarray
+            and first.dtype.kind in "biufc"
+            and all(type(v) is np.ndarray and v.shape == first.shape for v in values)
+            and len({v.dtype for v in values}) == 1
+        ):
+            out[key] = np.stack(values)
+        elif kind is bytes:
+            out[key] = values
+        else:
+            out[key] = torch_collate(values, collate_fn_map=collate_fn_map)
+    return joint_torch(out)

@@ -22,7 +22,17 @@ import numpy.typing as npt
 
 from ..errors import InvalidArgumentError, MissingDependencyError, install_hint
 
-__all__ = ["FORMATS", "Format", "auto_format", "convert", "framework", "normalize_format", "walk"]
+__all__ = [
+    "FORMATS",
+    "Format",
+    "auto_format",
+    "convert",
+    "framework",
+    "in_loader_worker",
+    "joint_torch",
+    "normalize_format",
+    "walk",
+]
 
 Format = Literal["numpy", "torch", "jax"]
 #: The output formats, as ``with_format`` and ``collate(format=...)`` name them.
@@ -79,8 +89,85 @@ def convert(value: Any, fmt: Format, *, keep: tuple[type, ...] = ()) -> Any:
     """
     if fmt == "numpy":
         return value
-    to = _to_torch(framework("torch")) if fmt == "torch" else _to_jax(framework("jax"))
-    return walk(value, to, keep)
+    if fmt == "torch":
+        torch = framework("torch")
+        if in_loader_worker():
+            return joint_torch(value, keep)
+        return walk(value, _to_torch(torch), keep)
+    return walk(value, _to_jax(framework("jax")), keep)
+
+
+def in_loader_worker() -> bool:
+    """Whether this is a PyTorch ``DataLoader`` worker process (torch not imported: no)."""
+    data = sys.modules.get("torch.utils.data")
+    info = getattr(data, "get_worker_info", None)
+    return info is not None and info() is not None
+
+
+#: Where each array starts in :func:`joint_torch`'s block (every dtype's alignment).
+_ALIGN = 64
+
+
+#: ``walker(value, to)``: ``value`` with ``to`` applied to each array to convert.
+Walker = Callable[[Any, Callable[[npt.NDArray[Any]], Any]], Any]
+
+
+def joint_torch(value: Any, keep: tuple[type, ...] = (), walker: Walker | None = None) -> Any:
+    """:func:`convert` to PyTorch with every numeric array's tensor cut from one block
+    of memory: what a ``DataLoader`` worker hands over.
+
+    A worker sends each tensor's memory to the main process as a shared-memory block of
+    its own, ~0.2 ms a block whatever its size (measured on 2 cores: a batch of 20
+    small tensors 3.6 ms, of 200 tensors 44 ms; cut from one block, 0.5 and 1.9 ms),
+    far more than decoding a batch. So a batch of many features crosses as one block.
+    ``walker`` walks ``value`` as the caller's own conversion does (default: :func:`walk`
+    with ``keep``).
+    The tensors are views of that block: one kept alive keeps the batch's block (clone
+    what you keep for long; ``torch.save`` of one saves the block).
+
+    >>> import numpy as np
+    >>> got = joint_torch({"x": np.arange(3), "y": np.ones((2, 2), np.float32)})
+    >>> got["x"].tolist(), got["y"].dtype, got["x"].untyped_storage() is not None
+    ([0, 1, 2], torch.float32, True)
+    >>> got["x"].untyped_storage().data_ptr() == got["y"].untyped_storage().data_ptr()
+    True
+    """
+    torch = framework("torch")
+    arrays: list[npt.NDArray[Any]] = []
+
+    def collect(arr: npt.NDArray[Any]) -> None:
+        arrays.append(arr)
+
+    each: Walker = walker or (lambda v, to: walk(v, to, keep))
+    each(value, collect)
+    starts = []
+    total = 0
+    for arr in arrays:
+        total = -(-total // _ALIGN) * _ALIGN
+        starts.append(total)
+        total += arr.nbytes
+    block = torch.empty(total, dtype=torch.uint8)
+    flat = block.numpy()
+    places = iter(starts)
+
+    def to(arr: npt.NDArray[Any]) -> Any:
+        at = next(places)
+        end = at + arr.nbytes
+        dtype = _torch_dtype(torch, arr.dtype)
+        flat[at:end].view(arr.dtype).reshape(arr.shape)[...] = arr
+        return block[at:end].view(dtype).view(arr.shape)
+
+    return each(value, to)
+
+
+_TORCH_DTYPES: dict[np.dtype[Any], Any] = {}
+
+
+def _torch_dtype(torch: Any, dtype: np.dtype[Any]) -> Any:
+    got = _TORCH_DTYPES.get(dtype)
+    if got is None:
+        got = _TORCH_DTYPES[dtype] = torch.from_numpy(np.empty(0, dtype)).dtype
+    return got
 
 
 def walk(value: Any, to: Callable[[npt.NDArray[Any]], Any], keep: tuple[type, ...] = ()) -> Any:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from .collate import teach_default_collate
+from .collate import teach_default_collate, worker_samples
 from .output import SampleOutput, check_transform
 
 _D = TypeVar("_D", bound="OutputMethods")
@@ -81,6 +81,7 @@ class OutputMethods:
     def _out_many(self, samples: list[Any], indices: IntArray) -> list[Any]:
         if self._output is None:
             teach_default_collate()  # (the loader's default_collate pads our VarLen kinds)
-            return samples
+            # (In a loader worker, a batch of many numbers crosses as one block.)
+            return worker_samples(samples)
         n = self._size()
         return self._output.many(samples, [i + n if i < 0 else i for i in indices.tolist()])

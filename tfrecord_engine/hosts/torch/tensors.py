@@ -5,12 +5,14 @@ prefetched on a side stream (:func:`prefetch_to_device`).
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
+from ...data.formats import in_loader_worker, joint_torch
 from ...errors import InvalidArgumentError
 
 __all__ = ["prefetch_to_device", "to_torch"]
@@ -19,7 +21,10 @@ __all__ = ["prefetch_to_device", "to_torch"]
 def to_torch(batch: Any) -> Any:
     """A batch from :meth:`RecordDataset.batches` with its numeric arrays as tensors.
 
-    Numeric numpy arrays become tensors (sharing memory where the array is writable);
+    Numeric numpy arrays become tensors (sharing memory where the array is writable;
+    in a ``DataLoader`` worker, views of one block of memory for the whole batch, so it
+    crosses to the main process in one transfer: see
+    :func:`tfrecord_engine.data.formats.joint_torch`);
     string (object) arrays become lists of ``bytes`` (nested for more dimensions);
     dicts, lists and named tuples (``SparseValue``, ``RaggedValue``, ``PaddedBatch``)
     are converted item by item; ``bytes`` and everything else stay as they are.
@@ -28,18 +33,29 @@ def to_torch(batch: Any) -> Any:
     >>> to_torch({"x": np.arange(3), "s": np.array([b"a", b"b"], dtype=object)})
     {'x': tensor([0, 1, 2]), 's': [b'a', b'b']}
     """
+    if in_loader_worker():
+        # (Handed to the main process: every tensor one view of one block, see
+        # joint_torch: one shared-memory transfer a batch, not one a tensor.)
+        return joint_torch(batch, walker=_each_array)
+    return _each_array(batch, _from_numpy)
+
+
+def _from_numpy(arr: npt.NDArray[Any]) -> torch.Tensor:
+    if not arr.flags.writeable:
+        arr = arr.copy()  # torch refuses to share read-only memory
+    return torch.from_numpy(arr)
+
+
+def _each_array(batch: Any, to: Callable[[npt.NDArray[Any]], Any]) -> Any:
+    """``batch`` with ``to`` applied to each numeric array, as :func:`to_torch` walks it."""
     if isinstance(batch, np.ndarray):
-        if batch.dtype == object:
-            return batch.tolist()
-        if not batch.flags.writeable:
-            batch = batch.copy()  # torch refuses to share read-only memory
-        return torch.from_numpy(batch)
+        return batch.tolist() if batch.dtype == object else to(batch)
     if isinstance(batch, Mapping):
-        return {k: to_torch(v) for k, v in batch.items()}
+        return {k: _each_array(v, to) for k, v in batch.items()}
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(to_torch(v) for v in batch))
+        return type(batch)(*(_each_array(v, to) for v in batch))
     if isinstance(batch, list):
-        return [to_torch(v) for v in batch]
+        return [_each_array(v, to) for v in batch]
     return batch
 
 
