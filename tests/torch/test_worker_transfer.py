@@ -6,11 +6,13 @@ a worker from one block (``formats.joint_torch``): map-style samples there are
 ``WorkerSample`` s, which the taught ``default_collate`` batches as it batches plain
 dicts; ``tfe.torch.RecordIterableDataset`` converts its batches so. These tests check
 that the batches are the same as without workers, value for value and type for type,
-and that their tensors share one block.
+and that their tensors share one block (``bytes`` values cross in it too, as a
+``BytesColumn`` that arrives as a plain list).
 """
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -18,7 +20,7 @@ import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
-from tfrecord_engine.data.collate import WorkerSample
+from tfrecord_engine.data.collate import BytesColumn, WorkerSample
 
 from ..optional import require
 from ..test_samples import SPEC, record, write
@@ -80,10 +82,16 @@ def test_worker_samples_collate_as_plain_dicts_into_one_block(
     samples = ds.__getitems__(idx)
     assert all(type(s) is WorkerSample for s in samples)
     assert all(dict(s).keys() == p.keys() for s, p in zip(samples, plain, strict=True))
-    got = default_collate(samples)
-    assert type(got) is dict
+    made = default_collate(samples)
+    assert type(made) is dict
+    assert len(_blocks(made)) == 1
+    # (bytes values cross in the block too, and arrive as a plain list: a round trip
+    # through pickle, as the worker's hand-over does.)
+    assert type(made["s"]) is BytesColumn
+    assert made["s"] == want["s"]
+    got = pickle.loads(pickle.dumps(made))
+    assert type(got["s"]) is list
     assert _same(got, want)
-    assert len(_blocks(got)) == 1
     # The torch host's batches: converted into one block in a worker too.
     it = RecordIterableDataset(ds, 8)
     first = next(iter(it))

@@ -397,8 +397,51 @@ def _default_collate_samples(batch: Sequence[Any], *, collate_fn_map: Any = None
             and len({v.dtype for v in values}) == 1
         ):
             out[key] = np.stack(values)
-        elif kind is bytes:
-            out[key] = values
+        elif kind is bytes and all(type(v) is bytes for v in values):
+            out[key] = _packed(values)
         else:
             out[key] = torch_collate(values, collate_fn_map=collate_fn_map)
-    return joint_torch(out)
+    got = joint_torch(out)
+    for key, value in got.items():
+        if isinstance(value, _PackedBytes):
+            got[key] = BytesColumn(value.values, value.data, value.ends)
+    return got
+
+
+class _PackedBytes(NamedTuple):
+    """A batch's ``bytes`` values with their contents joined (``data``, ``uint8``) and
+    where each ends (``ends``): :func:`joint_torch` cuts both from the batch's block."""
+
+    data: Any
+    ends: Any
+    values: list[bytes]
+
+
+def _packed(values: list[bytes]) -> _PackedBytes:
+    data = np.frombuffer(b"".join(values), np.uint8)
+    ends = np.cumsum(np.fromiter(map(len, values), np.int64, len(values)))
+    return _PackedBytes(data, ends, values)
+
+
+class BytesColumn(list):  # type: ignore[type-arg]  # (of bytes)
+    """A batch's ``bytes`` values as a ``DataLoader`` worker hands them over: a plain
+    list of them, whose contents cross to the main process in the batch's block of
+    shared memory (see :class:`WorkerSample`) rather than through the worker's pipe,
+    and arrive there as a plain ``list`` of ``bytes``."""
+
+    __slots__ = ("_data", "_ends")
+
+    def __init__(self, values: list[bytes], data: Any, ends: Any) -> None:
+        super().__init__(values)
+        self._data = data  # (uint8 tensors: views of the batch's block)
+        self._ends = ends
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_bytes_from_block, (self._data, self._ends))
+
+
+def _bytes_from_block(data: Any, ends: Any) -> list[bytes]:
+    """The values of a :class:`BytesColumn` in the receiving process."""
+    raw = data.numpy().tobytes()
+    stops = ends.tolist()
+    return list(map(raw.__getitem__, map(slice, [0, *stops[:-1]], stops)))

@@ -146,7 +146,7 @@ def joint_torch(value: Any, keep: tuple[type, ...] = (), walker: Walker | None =
         total = -(-total // _ALIGN) * _ALIGN
         starts.append(total)
         total += arr.nbytes
-    block = torch.empty(total, dtype=torch.uint8)
+    block = torch.empty(total, dtype=torch.uint8)  # (the hand-over copies it to shm once)
     flat = block.numpy()
     places = iter(starts)
 
