@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -127,3 +128,27 @@ def test_loader_workers_give_the_batches_of_the_main_process(path: str) -> None:
     kept = crossed[0]["f"].clone()
     assert kept.untyped_storage().nbytes() == kept.numel() * kept.element_size()
     assert np.array_equal(kept.numpy(), crossed[0]["f"].numpy())
+
+
+def test_the_worker_transfer_benchmark_runs_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # benchmarks.bench_worker_transfer on a few batches: its lines, and its "before"
+    # side really hands plain samples and tensor-by-tensor batches over (then restored).
+    from benchmarks import bench_worker_transfer, shapes
+    from tfrecord_engine.data import formats, output_methods
+
+    monkeypatch.setattr(shapes, "DATA_DIR", tmp_path)
+    monkeypatch.setattr(bench_worker_transfer, "RECORDS", 600)
+    monkeypatch.setattr(bench_worker_transfer, "BATCHES", 8)
+    (line,) = bench_worker_transfer.tensors([3], epochs=1)
+    assert line.startswith("   3 tensors a batch: separate")
+    got = bench_worker_transfer.shape("tabular", epochs=1)
+    assert got.startswith("tabular: block ")
+    assert "over protobuf: block " in got
+    assert "tensors " in got
+    before = vars(output_methods)["worker_samples"]
+    with bench_worker_transfer._per_tensor():
+        assert vars(output_methods)["worker_samples"] is not before
+        assert formats.in_loader_worker() is False
+    assert vars(output_methods)["worker_samples"] is before
