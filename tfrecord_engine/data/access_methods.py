@@ -220,7 +220,12 @@ class AccessMethods:
             try:
                 single = self._single
                 files = self._files
-                if single is not None and files is not None and files.random_holds:
+                if (
+                    single is not None
+                    and files is not None
+                    and files.random_holds
+                    and single.takes_held()
+                ):
                     # Decoded where it lies in its file's copy in memory, if held there
                     # (random reads', an epoch's, the loader workers' shared copy).
                     i = int(key) if self._view is None else self._view.record(int(key))

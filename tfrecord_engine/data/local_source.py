@@ -101,6 +101,8 @@ class LocalFileRecords(RandomReads, MappedFile):
         # The same as Python ints, one at a time, for the per-call paths (no numpy scalar).
         self._start_at = memoryview(self._start.data).cast("B").cast("q")
         self._end_at = memoryview(self._end.data).cast("B").cast("q")
+        # Where the last-ending record ends (what a copy must hold for every record).
+        self._end_max = int(self._end.max()) if len(self._end) else 0
 
     def hold(
         self,
@@ -479,9 +481,7 @@ class LocalFileRecords(RandomReads, MappedFile):
         if held is None or copy is None or copy.data is not held:
             return None
         buf = copy.array
-        n = len(self._end_at)
-        # (The last record ends last: a copy that holds it holds them all.)
-        if n and self._end_at[n - 1] + _F > buf.shape[0]:
+        if self._end_max + _F > buf.shape[0]:
             return None  # (a copy shorter than the index says: read_few raises)
         where = np.array(local, np.int64)
         starts = self._start[where]

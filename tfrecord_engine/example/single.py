@@ -435,6 +435,12 @@ class SingleDecoder:
             len(layouts) >= _MAX_LAYOUTS and layouts.get(size) is None
         )
 
+    def takes_held(self) -> bool:
+        """Whether :meth:`sample_at` may take records now: the spec's takes only slice
+        the record, and records go to the compiled decode first (not while a spec of a
+        few scalars still fills its per-length layouts, which read the record out)."""
+        return self.slices_only and (not self._layouts_first or len(self._layouts) >= _MAX_LAYOUTS)
+
     def sample_at(
         self, data: Sliced, array: npt.NDArray[np.uint8], start: int, end: int
     ) -> dict[str, Any] | None:

@@ -69,6 +69,7 @@ def packed_int64(record: bytes, start: int, end: int) -> I64 | None:
 #: a float32 list, one ``bytes`` value.
 OTHER, INTS, FLOATS, ONE_BYTES = 0, 1, 2, 3
 _NO_INTS = np.empty(0, np.int64)  # (never written: a table without such keys)
+_U8 = np.dtype(np.uint8)
 _NO_FLOATS = np.empty(0, np.float32)
 F32 = npt.NDArray[np.float32]
 Decoded = tuple[I64, I64, F32]
@@ -128,10 +129,13 @@ class OneTable:
         it): the record is not copied out first, and the spans in ``out`` are positions
         in ``array``. ``ds[i]`` on a held file: one copy of the record (~7 KiB for an
         encoded image) and its ``np.frombuffer`` saved."""
+        # (The entry unboxes its arguments unchecked: only a C-contiguous uint8 vector,
+        # as it was found for, goes to it.)
+        typed = array.dtype is _U8 and array.ndim == 1 and array.flags.c_contiguous
         fast = self._fast_at
-        if fast is not None and array.flags.c_contiguous:
+        if fast is not None and typed:
             return fast(array, start, end)
-        got = self._run(1, (array, start, end), array.flags.c_contiguous)
+        got = self._run(1, (array, start, end), typed)
         entry = self._entries[1]
         if fast is None and callable(entry):
             self._fast_at = _bound(entry, self)
