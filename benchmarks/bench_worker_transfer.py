@@ -116,7 +116,8 @@ def shape(name: str, epochs: int) -> str:
     # As in the matrix: each dataset used in this process first (its files' copies made
     # here, which the forked workers inherit; the kernels loaded), then one untimed epoch.
     for warm in (ds, base):
-        warm_loader: Any = DataLoader(warm, batch_size=64, shuffle=True, collate_fn=list)
+        data: Any = warm  # (map-style Datasets by protocol)
+        warm_loader: Any = DataLoader(data, batch_size=64, shuffle=True, collate_fn=list)
         _epoch(warm_loader)
     _epoch(mine)
     _epoch(theirs)

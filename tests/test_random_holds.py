@@ -369,28 +369,44 @@ RICH: dict[str, Any] = {
 }
 
 
+def _held_rich(
+    tmp_path: Path, seed: int
+) -> tuple[tfe.RecordDataset, tfe.RecordDataset, np.random.Generator]:
+    """A dataset of ``_rich`` records whose every file random reads have copied, the
+    same files read without copies, and the generator that read them."""
+    paths = settled_shards(tmp_path, SIZES, _rich)
+    ds = tfe.RecordDataset(paths, features=RICH)
+    plain = tfe.RecordDataset(paths, features=RICH, random_holds=False)
+    rng = np.random.default_rng(seed)
+    for _ in range(40):  # (reads at random until every file is copied)
+        ds.__getitems__(rng.integers(0, N, 64).tolist())
+    assert all(_copied(ds))
+    return ds, plain, rng
+
+
+def _reads_out(ds: tfe.RecordDataset, monkeypatch: pytest.MonkeyPatch, method: str) -> list[Any]:
+    """The ``local`` argument of every call of ``LocalFileRecords.<method>`` (``read_one``
+    or ``read_few``: records read out of ``ds``'s files) from now on."""
+    read_out: list[Any] = []
+    real = getattr(LocalFileRecords, method)
+    mine = {id(r) for r in _readers(ds)}
+
+    def counted(self: LocalFileRecords, local: Any, verify: bool = True) -> Any:
+        if id(self) in mine:
+            read_out.append(local)
+        return real(self, local, verify)
+
+    monkeypatch.setattr(LocalFileRecords, method, counted)
+    return read_out
+
+
 def test_small_batches_of_held_files_are_decoded_from_the_copies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Once the files are held, __getitems__ of a few records decodes them where they
     # lie in the copies (no record read out as bytes first); the samples are the same.
-    paths = settled_shards(tmp_path, SIZES, _rich)
-    ds = tfe.RecordDataset(paths, features=RICH)
-    plain = tfe.RecordDataset(paths, features=RICH, random_holds=False)
-    rng = np.random.default_rng(5)
-    for _ in range(40):  # (reads at random until every file is copied)
-        ds.__getitems__(rng.integers(0, N, 64).tolist())
-    assert all(_copied(ds))
-    read_out: list[int] = []
-    real = LocalFileRecords.read_few
-    mine = {id(r) for r in _readers(ds)}
-
-    def counted(self: LocalFileRecords, local: list[int], verify: bool = True) -> Any:
-        if id(self) in mine:
-            read_out.append(len(local))
-        return real(self, local, verify)
-
-    monkeypatch.setattr(LocalFileRecords, "read_few", counted)
+    ds, plain, rng = _held_rich(tmp_path, 5)
+    read_out = _reads_out(ds, monkeypatch, "read_few")
     for size in (1, 5, 64):
         idx = rng.integers(-N, N, size).tolist()
         got, want = ds.__getitems__(idx), plain.__getitems__(idx)
@@ -402,7 +418,7 @@ def test_small_batches_of_held_files_are_decoded_from_the_copies(
     # Without the copies (or with the path turned off) the records are read out first.
     monkeypatch.setattr(tfe.RecordDataset, "_few_held", lambda self, key: None)
     ds.__getitems__([0, N - 1])
-    assert read_out == [1, 1]
+    assert [len(local) for local in read_out] == [1, 1]
 
 
 def test_single_records_of_held_files_are_decoded_where_they_lie(
@@ -410,23 +426,8 @@ def test_single_records_of_held_files_are_decoded_where_they_lie(
 ) -> None:
     # Once the files are held, ds[i] decodes record i in its file's copy (not read out
     # as bytes first), through a view too; the samples are the same as the files'.
-    paths = settled_shards(tmp_path, SIZES, _rich)
-    ds = tfe.RecordDataset(paths, features=RICH)
-    plain = tfe.RecordDataset(paths, features=RICH, random_holds=False)
-    rng = np.random.default_rng(7)
-    for _ in range(40):  # (reads at random until every file is copied)
-        ds.__getitems__(rng.integers(0, N, 64).tolist())
-    assert all(_copied(ds))
-    read_out: list[int] = []
-    real = LocalFileRecords.read_one
-    mine = {id(r) for r in _readers(ds)}
-
-    def counted(self: LocalFileRecords, local: int, verify: bool = True) -> bytes:
-        if id(self) in mine:
-            read_out.append(local)
-        return real(self, local, verify)
-
-    monkeypatch.setattr(LocalFileRecords, "read_one", counted)
+    ds, plain, rng = _held_rich(tmp_path, 7)
+    read_out = _reads_out(ds, monkeypatch, "read_one")
     picked = [0, 1, SIZES[0] - 1, SIZES[0], N - 1, -1, -N, *rng.integers(-N, N, 50).tolist()]
     for i in picked:
         got = ds[i]

@@ -143,6 +143,20 @@ def test_batch_of_samples_agrees_on_raw_features(case: RawCase) -> None:
     check_batch({case.key: case.spec}, case.records)
 
 
+def _counted_takes(decoder: SingleDecoder, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets one item per record the decoder's per-record take makes."""
+    per_record: list[int] = []
+    take_at = decoder._take_at
+    assert take_at is not None
+
+    def counted(*args: Any) -> Any:
+        per_record.append(1)
+        return take_at(*args)
+
+    monkeypatch.setattr(decoder, "_take_at", counted)
+    return per_record
+
+
 def test_a_batch_of_samples_is_taken_all_at_once_and_record_by_record_where_one_is_declined(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -174,15 +188,7 @@ def test_a_batch_of_samples_is_taken_all_at_once_and_record_by_record_where_one_
     ]
     decoder = SingleDecoder(features)
     want = decoder.sample_list(records)
-    per_record: list[int] = []
-    take_at = decoder._take_at
-    assert take_at is not None
-
-    def counted(*args: Any) -> Any:
-        per_record.append(1)
-        return take_at(*args)
-
-    monkeypatch.setattr(decoder, "_take_at", counted)
+    per_record = _counted_takes(decoder, monkeypatch)
     got = decoder.sample_batch(records)
     assert got is not None
     assert same(got, want)
@@ -245,15 +251,7 @@ def test_ragged_samples_of_a_batch_are_taken_all_at_once(
     decoder = SingleDecoder(features)
     want = decoder.sample_list(records)
     assert want is not None
-    per_record: list[int] = []
-    take_at = decoder._take_at
-    assert take_at is not None
-
-    def counted(*args: Any) -> Any:
-        per_record.append(1)
-        return take_at(*args)
-
-    monkeypatch.setattr(decoder, "_take_at", counted)
+    per_record = _counted_takes(decoder, monkeypatch)
     got = decoder.sample_batch(records)
     assert got is not None
     assert same(got, want)
