@@ -239,6 +239,14 @@ def decode_fixed(buf, meta, keys, out, ints, floats):  # noqa: PLR0917
     return _fill(buf, meta, out, ints, floats.view(np.uint32))
 
 
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
+def _ask_all(buf, a, e):
+    """Asks for every cache line of ``buf[a:e]`` (``_examples._ask`` asks for a record's
+    first lines only: here the values the caller copies out are wanted in cache too)."""
+    for p in range(a, e, 64):
+        _prefetch(buf, p)
+
+
 @njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def _shift(out, a):
     """The spans of ``out`` (positions in a record) made positions in its buffer, where
@@ -254,8 +262,7 @@ def decode_one_at(buf, a, e, meta, keys, out):  # noqa: PLR0917
     record is not copied out first), its spans in ``out`` made positions in ``buf``.
     Every line of the record is asked for first: the walk's misses (a key after a
     large value) then overlap, and the values the caller copies out are in cache."""
-    for p in range(a, e, 64):
-        _prefetch(buf, p)
+    _ask_all(buf, a, e)
     ok, ints, floats = decode_one(buf[a:e], meta, keys, out)
     if ok:
         _shift(out, a)
@@ -265,8 +272,7 @@ def decode_one_at(buf, a, e, meta, keys, out):  # noqa: PLR0917
 @njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def decode_fixed_at(buf, a, e, meta, keys, out, ints, floats):  # noqa: PLR0917
     """:func:`decode_fixed` of the record ``buf[a:e]``, as :func:`decode_one_at`."""
-    for p in range(a, e, 64):
-        _prefetch(buf, p)
+    _ask_all(buf, a, e)
     if not decode_fixed(buf[a:e], meta, keys, out, ints, floats):
         return False
     _shift(out, a)
@@ -292,12 +298,10 @@ def decode_many(buf, starts, ends, meta, keys, out, places):  # noqa: PLR0917
     n_ints = 0
     n_floats = 0
     for j in range(min(_AHEAD, m)):
-        for p in range(starts[j], ends[j], 64):
-            _prefetch(buf, p)
+        _ask_all(buf, starts[j], ends[j])
     for j in range(m):
         if j + _AHEAD < m:
-            for p in range(starts[j + _AHEAD], ends[j + _AHEAD], 64):
-                _prefetch(buf, p)
+            _ask_all(buf, starts[j + _AHEAD], ends[j + _AHEAD])
         a = starts[j]
         got_ints, got_floats = _walk(buf[a : ends[j]], meta, keys, out[j])
         if got_ints < 0:

@@ -73,6 +73,8 @@ _U8 = np.dtype(np.uint8)
 _NO_FLOATS = np.empty(0, np.float32)
 F32 = npt.NDArray[np.float32]
 Decoded = tuple[I64, I64, F32]
+#: A decode kernel called with its table's arguments bound (see ``_caller``).
+Call = Callable[..., "Decoded | None"]
 #: :meth:`OneTable.decode_many`'s ``(out, places, ints, floats)``.
 Many = tuple[I64, I64, I64, F32]
 
@@ -95,15 +97,14 @@ class OneTable:
         self._fixed = all(n >= 0 for _c, n in numeric)
         self._ints = sum(n for c, n in numeric if c == INTS)
         self._floats = sum(n for c, n in numeric if c == FLOATS)
-        # decode()'s kernel and decode_at()'s (None until loaded).
+        # decode()'s kernel and decode_at()'s (numba's dispatchers; None until loaded).
         self._kernels: list[Callable[..., Any] | None] = [None, None]
         self._many: Callable[..., Any] | None = None
-        # Each kernel's compiled entry for the argument types its caller makes (see
-        # _entry_for); None until found, False where there is none.
-        self._entries: list[Callable[..., Any] | bool | None] = [None, None]
-        # decode_at() through its entry with every argument but the record's span
-        # bound (see _bound), once the entry is found.
-        self._fast_at: Callable[[npt.NDArray[np.uint8], int, int], Decoded | None] | None = None
+        # Each kernel called through its dispatcher, and through its compiled entry for
+        # the argument types its caller makes (see _entry_for): None until looked for,
+        # False where there is none. Both with the table's arguments bound (_caller).
+        self._calls: list[Call | None] = [None, None]
+        self._entries: list[Call | bool | None] = [None, None]
 
     def meta(self) -> I64 | None:
         """The table (None while the kernels are not loaded)."""
@@ -132,21 +133,20 @@ class OneTable:
         # (The entry unboxes its arguments unchecked: only a C-contiguous uint8 vector,
         # as it was found for, goes to it.)
         typed = array.dtype is _U8 and array.ndim == 1 and array.flags.c_contiguous
-        fast = self._fast_at
-        if fast is not None and typed:
-            return fast(array, start, end)
-        got = self._run(1, (array, start, end), typed)
         entry = self._entries[1]
-        if fast is None and callable(entry):
-            self._fast_at = _bound(entry, self)
-        return got
+        if typed and callable(entry):
+            return entry(array, start, end)  # (as _run does, one call less)
+        return self._run(1, (array, start, end), typed)
 
     def _run(self, at: int, head: tuple[Any, ...], typed: bool) -> Decoded | None:
         """The decode through kernel ``at`` (0: the record's, 1: at a span of a buffer)
         of ``head`` (its leading arguments); ``typed``: the arguments are of the types
         the compiled entry was found for (else numba's dispatch types them)."""
-        kernel = self._kernels[at]
-        if kernel is None:
+        entry = self._entries[at]
+        if typed and callable(entry):
+            return entry(*head)
+        call = self._calls[at]
+        if call is None:
             kernels = _kernels()
             if kernels is None or self.meta() is None:
                 return None
@@ -154,24 +154,12 @@ class OneTable:
             kernel = self._kernels[at] = kernels.get(name)
             if kernel is None:
                 return None
-        out = np.empty((4, len(self.names)), np.int64)
-        args: tuple[Any, ...] = (*head, self._meta, self.keys, out)
-        if self._fixed:
-            ints = np.empty(self._ints, np.int64) if self._ints else _NO_INTS
-            floats = np.empty(self._floats, np.float32) if self._floats else _NO_FLOATS
-            args += (ints, floats)
-        entry = self._entries[at]
-        if typed and callable(entry):
-            got = entry(*args)
-        else:
-            got = kernel(*args)
-            if typed and entry is None:
-                self._entries[at] = _entry_for(kernel, args)
-        if self._fixed:
-            ok = got
-        else:
-            ok, ints, floats = got
-        return (out, ints, floats) if ok else None
+            call = self._calls[at] = _caller(kernel, self)
+        got = call(*head)
+        if typed and entry is None:  # (the dispatcher has compiled or loaded it now)
+            found = _entry_for(self._kernels[at], (*head, *_tail(self)))
+            self._entries[at] = _caller(found, self) if callable(found) else False
+        return got
 
     def decode_many(self, buf: npt.NDArray[np.uint8], starts: I64, ends: I64) -> Many | None:
         """The decode of every record ``buf[starts[j]:ends[j]]`` in one compiled call
@@ -197,37 +185,44 @@ class OneTable:
         return out, places, ints, floats
 
 
-def _bound(
-    entry: Callable[..., Any], table: OneTable
-) -> Callable[[npt.NDArray[np.uint8], int, int], Decoded | None]:
-    """:meth:`OneTable.decode_at` through the ``_at`` kernel's compiled ``entry`` with the
-    table's arguments bound as locals: the per-call path of ``ds[i]`` on a held file,
-    where each attribute lookup and argument tuple of the general path showed (~0.4 µs
-    of ~1.2)."""
+def _tail(table: OneTable) -> tuple[Any, ...]:
+    """Arguments of the types :func:`_caller` passes after a call's leading ones."""
+    out = np.empty((4, len(table.names)), np.int64)
+    if not table._fixed:
+        return table._meta, table.keys, out
+    return table._meta, table.keys, out, np.empty(0, np.int64), np.empty(0, np.float32)
+
+
+def _caller(fn: Callable[..., Any], table: OneTable) -> Call:
+    """``fn`` (one of the table's decode kernels, or its compiled entry) with the table's
+    arguments bound: ``call(*head)`` makes ``out`` (and, for a table of fixed counts,
+    ``ints`` and ``floats``) and returns :meth:`OneTable.decode`'s result. The per-call
+    path of ``ds[i]``: each attribute lookup and argument tuple of a general call
+    showed (~0.4 µs of ~1.2 on a held file)."""
     meta, keys = table._meta, table.keys
     shape = (4, len(table.names))
     n_ints, n_floats = table._ints, table._floats
     empty, i64, f32 = np.empty, np.int64, np.float32
     if not table._fixed:
 
-        def decode(array: npt.NDArray[np.uint8], start: int, end: int) -> Decoded | None:
+        def call(*head: Any) -> Decoded | None:
             out = empty(shape, i64)
-            ok, ints, floats = entry(array, start, end, meta, keys, out)
+            ok, ints, floats = fn(*head, meta, keys, out)
             return (out, ints, floats) if ok else None
 
-        return decode
+        return call
     no_ints = _NO_INTS if not n_ints else None
     no_floats = _NO_FLOATS if not n_floats else None
 
-    def decode_fixed(array: npt.NDArray[np.uint8], start: int, end: int) -> Decoded | None:
+    def call_fixed(*head: Any) -> Decoded | None:
         out = empty(shape, i64)
         ints = empty(n_ints, i64) if no_ints is None else no_ints
         floats = empty(n_floats, f32) if no_floats is None else no_floats
-        if entry(array, start, end, meta, keys, out, ints, floats):
+        if fn(*head, meta, keys, out, ints, floats):
             return out, ints, floats
         return None
 
-    return decode_fixed
+    return call_fixed
 
 
 def _entry_for(kernel: Any, args: tuple[Any, ...]) -> Callable[..., Any] | bool:
