@@ -163,6 +163,15 @@ def _ask(buf, a, e):
         prefetch(buf, p)
 
 
+@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
+def _ask_all(buf, a, e):
+    """Asks for every cache line of ``buf[a:e]`` (:func:`_ask` asks for a record's first
+    lines only: for the callers of this one the values copied out are wanted in cache
+    too)."""
+    for p in range(a, e, 64):
+        prefetch(buf, p)
+
+
 @njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def walk_examples(buf, starts, ends, table, table_hash, key_at, keys, kind, ps, pe, bad):  # noqa: PLR0917
     """Walks the Examples ``buf[starts[r]:ends[r]]``.

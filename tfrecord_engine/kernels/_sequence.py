@@ -36,12 +36,20 @@ except ImportError as exc:
     ) from exc
 
 # The length-prefix reader of the Example walk and the shared memcpy: one definition each.
-from ._examples import _span
+from ._examples import _ask_all, _span
 from ._intrinsics import NO_REFCOUNTS
 from ._intrinsics import copy as _memcpy
 
 __all__ = ["dense_steps", "load", "numeric_lists", "sparse_indices", "walk_sequences"]
 
+#: Records ahead whose lines the walks ask for while they walk one: records scattered
+#: over a file's copy (a shuffled epoch) each begin with cache misses, and a frame list
+#: is read through to its end; asking ahead keeps several in flight.
+_AHEAD = 2
+#: A record that begins at most this many bytes after the one before it (records in
+#: file order, as an epoch in order reads them) is left to the CPU's own prefetcher:
+#: asking for its lines there only costs (an epoch in file order measured ~10% slower).
+_NEAR = 256
 _BYTES = 1
 _FLOAT = 2
 _INT64 = 3
@@ -226,7 +234,13 @@ def walk_sequences(  # noqa: PLR0917
     """
     nctx = ctx_kinds.shape[0]
     at = 0
-    for r in range(starts.shape[0]):
+    n = starts.shape[0]
+    for r in range(min(_AHEAD, n)):
+        _ask_all(buf, starts[r], ends[r])
+    for r in range(n):
+        j = r + _AHEAD
+        if j < n and not 0 <= starts[j] - ends[j - 1] <= _NEAR:
+            _ask_record(buf, starts[j], ends[j])
         p = starts[r]
         e = ends[r]
         ok = True
@@ -268,6 +282,21 @@ def walk_sequences(  # noqa: PLR0917
 
 
 @njit(nogil=True, cache=True, **NO_REFCOUNTS)
+def _ask_record(buf, a, e):
+    """:func:`_ask_all` for one record (called, not inlined: the rare branch of the
+    walk's loop)."""
+    _ask_all(buf, a, e)
+
+
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
+def _ask_steps(buf, step_ls, step_le, j0, count):
+    """Asks for the lines of a record's ``count`` steps from step ``j0`` on (their spans
+    lie in order within the record)."""
+    if j0 >= 0 and count > 0:
+        _ask_all(buf, step_ls[j0], step_le[j0 + count - 1])
+
+
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
 def dense_steps(buf, step_ls, step_le, first, count, stride, max_steps, kind, ints, floats):  # noqa: PLR0917
     """Copies the numeric steps of each record into ``[n, max_steps, stride]`` outputs.
 
@@ -277,7 +306,15 @@ def dense_steps(buf, step_ls, step_le, first, count, stride, max_steps, kind, in
     count is not ``stride``, or -1.
     """
     row = 4 * stride
-    for r in range(first.shape[0]):
+    m = first.shape[0]
+    for r in range(min(_AHEAD, m)):
+        _ask_steps(buf, step_ls, step_le, first[r], count[r])
+    for r in range(m):
+        q = r + _AHEAD  # (the record asked for; its steps lie after those of q - 1)
+        if q < m and count[q] > 0 and count[q - 1] > 0:
+            end = step_le[first[q - 1] + count[q - 1] - 1]
+            if not 0 <= step_ls[first[q]] - end <= _NEAR:
+                _ask_steps(buf, step_ls, step_le, first[q], count[q])
         j0 = first[r]
         for t in range(count[r]):
             j = j0 + t

@@ -39,10 +39,9 @@ except ImportError as exc:
     ) from exc
 
 from ._dense import key_hash
-from ._examples import _span
+from ._examples import _ask_all, _span
 from ._intrinsics import NO_REFCOUNTS
 from ._intrinsics import copy as _memcpy
-from ._intrinsics import prefetch as _prefetch
 from ._numba import varint_run
 
 __all__ = [
@@ -237,14 +236,6 @@ def decode_fixed(buf, meta, keys, out, ints, floats):  # noqa: PLR0917
     if n_ints != ints.shape[0] or n_floats != floats.shape[0]:
         return False
     return _fill(buf, meta, out, ints, floats.view(np.uint32))
-
-
-@njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
-def _ask_all(buf, a, e):
-    """Asks for every cache line of ``buf[a:e]`` (``_examples._ask`` asks for a record's
-    first lines only: here the values the caller copies out are wanted in cache too)."""
-    for p in range(a, e, 64):
-        _prefetch(buf, p)
 
 
 @njit(nogil=True, cache=True, **NO_REFCOUNTS)
