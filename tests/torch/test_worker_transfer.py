@@ -86,6 +86,8 @@ def test_worker_samples_collate_as_plain_dicts_into_one_block(
     made = default_collate(samples)
     assert type(made) is dict
     assert len(_blocks(made)) == 1
+    # (Made in shared memory: the hand-over sends it as it is, with no copy of its own.)
+    assert all(t.is_shared() for t in _tensors(made))
     # (bytes values cross in the block too, and arrive as a plain list: a round trip
     # through pickle, as the worker's hand-over does.)
     assert type(made["s"]) is BytesColumn
@@ -97,6 +99,7 @@ def test_worker_samples_collate_as_plain_dicts_into_one_block(
     it = RecordIterableDataset(ds, 8)
     first = next(iter(it))
     assert len(_blocks(first)) == 1
+    assert all(t.is_shared() for t in _tensors(first))
 
 
 def test_loader_workers_give_the_batches_of_the_main_process(path: str) -> None:
