@@ -98,6 +98,35 @@ def test_a_fork_during_the_load_waits_for_it_and_the_child_has_the_kernels() -> 
     assert out.strip() == "ok"
 
 
+def test_the_load_gives_every_kernel_both_kinds_of_buffer_for_forked_children() -> None:
+    # numba makes one variant per kind of record buffer (read-only bytes or a writable
+    # copy); the load makes both, so a DataLoader worker forked afterwards decodes its
+    # first batch (writable buffers) without loading code from numba's cache.
+    out = _child(
+        """
+        import os
+        import numpy as np
+        from numba.core import types
+        from tfrecord_engine.kernels import _loader
+
+        loaded = _loader._load()
+        twins = missing = 0
+        for kernel in {id(k): k for k in loaded.values() if k is not None}.values():
+            sigs = kernel.signatures
+            for sig in sigs:
+                # (A writable first argument may be an output, with no read-only twin.)
+                if sig and isinstance(sig[0], types.Array) and not sig[0].mutable:
+                    twin = (sig[0].copy(readonly=False), *sig[1:])
+                    twins += 1
+                    missing += twin not in sigs
+        assert twins > 20 and missing == 0, (twins, missing)
+        print("ok")
+        """,
+        env=_env(),
+    )
+    assert out.strip() == "ok"
+
+
 def test_exiting_during_the_load_is_clean() -> None:
     # The interpreter waits for the loader at exit: no crash, no message, status 0.
     for _ in range(3):
@@ -168,8 +197,9 @@ def test_compiled_code_is_cached_where_the_user_can_write_when_the_package_is_re
     assert first[2] == str(site / "tfrecord_engine" / "kernels" / "_numba.py")
     # A new install's first process does not compile: its builder process does (into
     # the user's cache), and the first process then loads, as the next one does.
-    assert (int(first[0]), int(first[1])) == (5, 0)
-    assert (int(second[0]), int(second[1])) == (5, 0)
+    # (Five kernels, each for read-only and writable buffers: _loader._load_buffer_twins.)
+    assert (int(first[0]), int(first[1])) == (10, 0)
+    assert (int(second[0]), int(second[1])) == (10, 0)
 
 
 def test_a_new_install_neither_compiles_nor_waits_at_exit(tmp_path: Path) -> None:
@@ -207,4 +237,4 @@ def test_a_new_install_neither_compiles_nor_waits_at_exit(tmp_path: Path) -> Non
         subprocess.run(["sleep", "0.1"], check=True)
     assert list(cache.rglob("tfe-kernels-*.ok")), "the builder left no marker"
     hits, misses, _ = _child(_STATS, env=env).split()
-    assert (int(hits), int(misses)) == (5, 0)  # loaded from the cache, not compiled
+    assert (int(hits), int(misses)) == (10, 0)  # loaded from the cache, not compiled
