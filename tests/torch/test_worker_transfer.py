@@ -155,3 +155,32 @@ def test_the_worker_transfer_benchmark_runs_both_ways(
         assert vars(output_methods)["worker_samples"] is not before
         assert formats.in_loader_worker() is False
     assert vars(output_methods)["worker_samples"] is before
+
+
+def test_the_dense_decode_keeps_to_the_calling_thread_in_a_loader_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A loader's workers decode side by side already: the dense decode's thread pool
+    # would only hand chunks between threads competing for the same cores.
+    from tfrecord_engine import kernels
+    from tfrecord_engine.example import dense
+
+    assert kernels.available()  # (loads them, as the decode needs them here)
+    spec = {"blob": tfe.FixedLenFeature([], "string"), "y": tfe.FixedLenFeature([], "int64")}
+    records = [tfe.encode_example({"blob": [bytes(8000)], "y": [i]}) for i in range(400)]
+    asked: list[int] = []
+    real = dense._pool
+
+    def pool() -> Any:
+        asked.append(1)
+        return real()
+
+    monkeypatch.setattr(dense, "_pool", pool)
+    want = tfe.parse_example(records, spec)
+    assert asked  # (3 MB of records: chunks for the pool, outside a worker)
+    asked.clear()
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", object)
+    got = tfe.parse_example(records, spec)
+    assert not asked
+    assert got["y"].tolist() == want["y"].tolist() == list(range(400))
+    assert got["blob"].tolist() == want["blob"].tolist()

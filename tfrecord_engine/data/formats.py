@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidArgumentError, MissingDependencyError, install_hint
+from ..kernels.threads import in_loader_worker
 
 __all__ = [
     "FORMATS",
@@ -95,13 +96,6 @@ def convert(value: Any, fmt: Format, *, keep: tuple[type, ...] = ()) -> Any:
             return joint_torch(value, keep)
         return walk(value, _to_torch(torch), keep)
     return walk(value, _to_jax(framework("jax")), keep)
-
-
-def in_loader_worker() -> bool:
-    """Whether this is a PyTorch ``DataLoader`` worker process (torch not imported: no)."""
-    data = sys.modules.get("torch.utils.data")
-    info = getattr(data, "get_worker_info", None)
-    return info is not None and info() is not None
 
 
 #: Where each array starts in :func:`joint_torch`'s block (every dtype's alignment).

@@ -1,12 +1,21 @@
-"""A per-thread switch, set for the length of a ``with`` block."""
+"""A per-thread switch, set for the length of a ``with`` block, and whether this process
+is a PyTorch ``DataLoader`` worker (where the decode keeps to the calling thread)."""
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Iterator
 
-__all__ = ["ThreadFlag"]
+__all__ = ["ThreadFlag", "in_loader_worker"]
+
+
+def in_loader_worker() -> bool:
+    """Whether this is a PyTorch ``DataLoader`` worker process (torch not imported: no)."""
+    data = sys.modules.get("torch.utils.data")
+    info = getattr(data, "get_worker_info", None)
+    return info is not None and info() is not None
 
 
 class ThreadFlag:
