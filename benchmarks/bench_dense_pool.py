@@ -2,8 +2,8 @@
 
 The compiled dense decode (``tfrecord_engine.example.dense``) walks the ~1 MB chunks of
 a batch on a small thread pool only where that pays: not inside an epoch that already
-decodes on several read-ahead threads, and not for a spec without string features whose
-kernel costs under ``POOL_MIN_KERNEL_S`` of CPU per MB. This tool runs each epoch
+decodes on several read-ahead threads, and not for a spec whose kernel costs under
+``POOL_MIN_KERNEL_S`` of CPU per MB. This tool runs each epoch
 twice in turn in one process, with that choice ("now") and with the pool wherever a
 batch has two chunks or more ("always"), and prints best and median epoch times::
 

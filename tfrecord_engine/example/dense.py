@@ -63,13 +63,15 @@ Chunk = tuple[npt.NDArray[np.uint8], I64, I64, int]
 CHUNK_BYTES = 1 << 20
 #: Threads that decode the chunks of one big batch at once (at most the usable cores).
 MAX_THREADS = 4
-#: For a spec without string features, the threads walk a batch's chunks only where the
-#: kernel's CPU time per :data:`CHUNK_BYTES` of records (measured per plan, as it
-#: decodes) is at least this many seconds; below it the calling thread walks them one
-#: after the other. Measured on 2 cores: tabular records (0.45 ms) decoded 1.02-1.40x
-#: faster without the pool (``benchmarks.bench_dense_pool``). Specs with string features
-#: keep the pool whatever their kernel costs (image records: 0.05 ms): its next chunk's
-#: walk overlaps the ``bytes`` objects of this one, made under the GIL.
+#: The threads walk a batch's chunks only where the kernel's CPU time per
+#: :data:`CHUNK_BYTES` of records (measured per plan, as it decodes) is at least this
+#: many seconds; below it the calling thread walks them one after the other. Measured
+#: on 2 cores: tabular records (0.45 ms) decoded 1.02-1.40x faster without the pool
+#: (``benchmarks.bench_dense_pool``); so did image records (0.04 ms: an encoded image
+#: and a label), whose ``bytes`` objects, made under the GIL, the pool was kept for
+#: until 2026-11-29 (``parse_example`` of 4,096: 8.2-11.9 ms with it, 6.4-6.7 ms
+#: without; ``__getitems__(256)``: 1.19 against 0.78-0.80 ms). Records of 200 scalar
+#: features, a third of them strings (0.82 ms), keep it.
 POOL_MIN_KERNEL_S = 0.0007
 
 _SERIAL = ThreadFlag()
@@ -290,8 +292,8 @@ class DensePlan:
         )
         fallback = np.zeros(n, np.bool_)
         strings = {s.name: np.empty(n * s.count, object) for s in self._strings}
-        # The kernel's cost decides only a string-free spec's pool (see _pool_for).
-        measure = count > 1 and not self._strings
+        # The kernel's cost decides whether the pool walks the chunks (see _pool_for).
+        measure = count > 1
 
         def walk(k: int) -> bool:
             buf, starts, ends, first = chunk(k)
@@ -354,8 +356,8 @@ class DensePlan:
     def _pool_for(self, count: int) -> concurrent.futures.ThreadPoolExecutor | None:
         """The pool to walk ``count`` chunks on, or None: on the calling thread (one
         chunk, inside :func:`on_calling_thread`, in a PyTorch ``DataLoader`` worker, or
-        a string-free spec whose kernel is too cheap for the pool, see
-        :data:`POOL_MIN_KERNEL_S`; before the first measurement the pool is used).
+        a spec whose kernel is too cheap for the pool, see :data:`POOL_MIN_KERNEL_S`;
+        before the first measurement the pool is used).
 
         A loader's workers are processes decoding side by side already (PyTorch keeps
         its own ops to one thread there): a pool in each only hands chunks between
@@ -364,7 +366,7 @@ class DensePlan:
         if count < 2 or _SERIAL.on or in_loader_worker():
             return None
         cost = self._kernel_cost
-        if not self._strings and cost is not None and cost * CHUNK_BYTES < POOL_MIN_KERNEL_S:
+        if cost is not None and cost * CHUNK_BYTES < POOL_MIN_KERNEL_S:
             return None
         return _pool()
 
