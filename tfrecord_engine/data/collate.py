@@ -34,7 +34,16 @@ import numpy.typing as npt
 from ..errors import InvalidArgumentError
 from ..example.values import RaggedValue, SparseValue
 from ..example.varlen import VARIABLE, VarLenArray, VarLenList
-from .formats import auto_format, framework, in_loader_worker, joint_torch, normalize_format, walk
+from .formats import (
+    auto_format,
+    bytes_at,
+    contents,
+    framework,
+    in_loader_worker,
+    joint_torch,
+    normalize_format,
+    walk,
+)
 from .formats import convert as to_format
 
 __all__ = ["PaddedValue", "WorkerSample", "collate", "teach_default_collate", "worker_samples"]
@@ -401,7 +410,7 @@ def _default_collate_samples(batch: Sequence[Any], *, collate_fn_map: Any = None
             out[key] = _packed(values)
         else:
             out[key] = torch_collate(values, collate_fn_map=collate_fn_map)
-    got = joint_torch(out)
+    got = joint_torch(out, shared=True)
     for key, value in got.items():
         if isinstance(value, _PackedBytes):
             got[key] = BytesColumn(value.values, value.data, value.ends)
@@ -418,9 +427,8 @@ class _PackedBytes(NamedTuple):
 
 
 def _packed(values: list[bytes]) -> _PackedBytes:
-    data = np.frombuffer(b"".join(values), np.uint8)
     ends = np.cumsum(np.fromiter(map(len, values), np.int64, len(values)))
-    return _PackedBytes(data, ends, values)
+    return _PackedBytes(contents(values), ends, values)
 
 
 class BytesColumn(list):  # type: ignore[type-arg]  # (of bytes)
@@ -442,6 +450,4 @@ class BytesColumn(list):  # type: ignore[type-arg]  # (of bytes)
 
 def _bytes_from_block(data: Any, ends: Any) -> list[bytes]:
     """The values of a :class:`BytesColumn` in the receiving process."""
-    raw = data.numpy().tobytes()
-    stops = ends.tolist()
-    return list(map(raw.__getitem__, map(slice, [0, *stops[:-1]], stops)))
+    return bytes_at(data.numpy(), ends.tolist())

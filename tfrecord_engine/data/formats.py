@@ -11,6 +11,7 @@ on first use only, and a missing one raises
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import importlib.util
 import sys
@@ -106,7 +107,9 @@ _ALIGN = 64
 Walker = Callable[[Any, Callable[[npt.NDArray[Any]], Any]], Any]
 
 
-def joint_torch(value: Any, keep: tuple[type, ...] = (), walker: Walker | None = None) -> Any:
+def joint_torch(
+    value: Any, keep: tuple[type, ...] = (), walker: Walker | None = None, *, shared: bool = False
+) -> Any:
     """:func:`convert` to PyTorch with every numeric array's tensor cut from one block
     of memory: what a ``DataLoader`` worker hands over.
 
@@ -115,7 +118,10 @@ def joint_torch(value: Any, keep: tuple[type, ...] = (), walker: Walker | None =
     small tensors 3.6 ms, of 200 tensors 44 ms; cut from one block, 0.5 and 1.9 ms),
     far more than decoding a batch. So a batch of many features crosses as one block.
     ``walker`` walks ``value`` as the caller's own conversion does (default: :func:`walk`
-    with ``keep``).
+    with ``keep``). ``shared``: the block is made in shared memory (see
+    :func:`_shared_block`), for what the worker hands over itself (a collated batch);
+    not for values that stay in the worker (one sample each: a segment apiece, each
+    holding a file descriptor while it lives, and slower to make).
     The tensors are views of that block: one kept alive keeps the batch's block (clone
     what you keep for long; ``torch.save`` of one saves the block).
 
@@ -140,7 +146,7 @@ def joint_torch(value: Any, keep: tuple[type, ...] = (), walker: Walker | None =
         total = -(-total // _ALIGN) * _ALIGN
         starts.append(total)
         total += arr.nbytes
-    block = _shared_block(torch, total)
+    block = _shared_block(torch, total) if shared else torch.empty(total, dtype=torch.uint8)
     flat = block.numpy()
     places = iter(starts)
 
@@ -148,10 +154,60 @@ def joint_torch(value: Any, keep: tuple[type, ...] = (), walker: Walker | None =
         at = next(places)
         end = at + arr.nbytes
         dtype = _torch_dtype(torch, arr.dtype)
-        flat[at:end].view(arr.dtype).reshape(arr.shape)[...] = arr
+        if type(arr) is Contents:
+            arr.write_into(flat, at)
+        else:
+            flat[at:end].view(arr.dtype).reshape(arr.shape)[...] = arr
         return block[at:end].view(dtype).view(arr.shape)
 
     return each(value, to)
+
+
+#: Joined size up to which :class:`Contents` are joined first, then copied in one piece
+#: (many short values: one C loop); above it each value is copied into the block where
+#: it goes (no joined copy of megabytes, which cost fresh pages every batch).
+JOIN_MAX_BYTES = 1 << 16
+
+
+class Contents(np.ndarray):  # (uint8, 1-D)
+    """``bytes`` values laid out back to back, as :func:`joint_torch` takes them: a
+    placeholder of their joined size holding no memory (a broadcast zero), whose values
+    :func:`joint_torch` writes straight into its block. Made by :func:`contents`."""
+
+    values: list[bytes]
+
+    def write_into(self, flat: npt.NDArray[np.uint8], at: int) -> None:
+        """Writes the values back to back into ``flat`` (writable, C-contiguous uint8)
+        from ``at`` on."""
+        if self.nbytes <= JOIN_MAX_BYTES:
+            flat[at : at + self.nbytes] = np.frombuffer(b"".join(self.values), np.uint8)
+            return
+        move = ctypes.memmove
+        address = flat.ctypes.data + at
+        for value in self.values:
+            size = len(value)
+            move(address, value, size)
+            address += size
+
+
+def contents(values: list[bytes]) -> Contents:
+    """A :class:`Contents` of ``values`` (``bytes`` each)."""
+    total = sum(map(len, values))
+    placeholder = np.broadcast_to(np.zeros(1, np.uint8), (total,)).view(Contents)
+    placeholder.values = values
+    return placeholder
+
+
+def bytes_at(data: npt.NDArray[np.uint8], stops: list[int]) -> list[bytes]:
+    """The ``bytes`` values laid out back to back in ``data``, ending at ``stops``: each
+    copied once (from one ``bytes`` copy of ``data`` where it is small, see
+    :data:`JOIN_MAX_BYTES`; straight from ``data`` where it is large)."""
+    starts = [0, *stops[:-1]]
+    if data.nbytes <= JOIN_MAX_BYTES:
+        raw = data.tobytes()
+        return list(map(raw.__getitem__, map(slice, starts, stops)))
+    view = memoryview(data)  # type: ignore[arg-type]  # numpy arrays are buffers
+    return list(map(bytes, map(view.__getitem__, map(slice, starts, stops))))
 
 
 def _shared_block(torch: Any, size: int) -> Any:

@@ -54,7 +54,8 @@ def _cache_dir() -> Path | None:
 
 def _key() -> str:
     """What the cached code depends on, hashed: numba, llvmlite and Python versions,
-    ``_numba.py``'s source, and the CPU (name and features)."""
+    the kernels' sources (and the loader's, which picks the variants compiled), and the
+    CPU (name and features)."""
     import llvmlite  # noqa: PLC0415
     import llvmlite.binding as llvm  # noqa: PLC0415
     import numba  # noqa: PLC0415
@@ -65,6 +66,8 @@ def _key() -> str:
     source += Path(_compiled().__file__).with_name("_dense.py").read_bytes()
     source += Path(_compiled().__file__).with_name("_intrinsics.py").read_bytes()
     source += Path(_compiled().__file__).with_name("_single.py").read_bytes()
+    # (Which variants the load compiles: _loader._load_buffer_twins.)
+    source += Path(_compiled().__file__).with_name("_loader.py").read_bytes()
     parts = [
         numba.__version__,
         llvmlite.__version__,

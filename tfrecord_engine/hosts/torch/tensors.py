@@ -36,7 +36,7 @@ def to_torch(batch: Any) -> Any:
     if in_loader_worker():
         # (Handed to the main process: every tensor one view of one block, see
         # joint_torch: one shared-memory transfer a batch, not one a tensor.)
-        return joint_torch(batch, walker=_each_array)
+        return joint_torch(batch, walker=_each_array, shared=True)
     return _each_array(batch, _from_numpy)
 
 
