@@ -21,6 +21,7 @@ from tfrecord_engine.example.batch import BatchDecoder, join_records
 from tfrecord_engine.example.dense import DensePlan, eligible
 from tfrecord_engine.example.parse import parse_example as parse_exact
 from tfrecord_engine.example.specs import FeatureSpec
+from tfrecord_engine.kernels.threads import EPOCH_CHUNK
 from tfrecord_engine.testing.examples import ParseCase, serialize_example
 from tfrecord_engine.testing.wide import wide_cases
 
@@ -332,12 +333,13 @@ def test_the_pool_walks_chunks_until_the_kernel_proves_cheap(
     assert pool.calls == 2
 
 
-def test_string_features_follow_the_kernels_cost_and_on_calling_thread_keeps_off_the_pool(
+def test_string_features_follow_the_kernels_cost_outside_epochs_and_on_calling_thread_keeps_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A spec with strings takes the pool as a string-free one does: only where its
-    # kernel costs enough (image records: the pool's hand-overs cost more than the
-    # overlap of one chunk's walk with the other's bytes objects gave).
+    # A spec with strings takes the pool as a string-free one does, only where its
+    # kernel costs enough (image records called directly: the pool's hand-overs cost
+    # more than the overlap of one chunk's walk with another's bytes objects gave);
+    # in an epoch's chunk it keeps the pool (there the overlap pays).
     pool = _CountedPool()
     monkeypatch.setattr(dense, "_pool", pool)
     monkeypatch.setattr(dense, "CHUNK_BYTES", 2000)
@@ -351,17 +353,21 @@ def test_string_features_follow_the_kernels_cost_and_on_calling_thread_keeps_off
         assert _outcome(lambda: _decoded(plan, records)) == want
     assert pool.calls == 1
     assert plan._kernel_cost is not None
+    # In an epoch's chunk, a spec with strings keeps the pool whatever its kernel costs.
+    with EPOCH_CHUNK.set():
+        assert _outcome(lambda: _decoded(plan, records)) == want
+    assert pool.calls == 2
     monkeypatch.setattr(dense, "POOL_MIN_KERNEL_S", 0.0)
     assert _outcome(lambda: _decoded(plan, records)) == want
-    assert pool.calls == 2
+    assert pool.calls == 3
     with dense.on_calling_thread():
         with dense.on_calling_thread():
             assert _outcome(lambda: _decoded(plan, records)) == want
         # (Leaving an inner block keeps the outer one's setting.)
         assert _outcome(lambda: _decoded(plan, records)) == want
-    assert pool.calls == 2
-    assert _outcome(lambda: _decoded(plan, records)) == want
     assert pool.calls == 3
+    assert _outcome(lambda: _decoded(plan, records)) == want
+    assert pool.calls == 4
 
 
 def test_epochs_on_several_read_ahead_threads_keep_their_decodes_off_the_pool(

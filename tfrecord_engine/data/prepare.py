@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import DataLossError, TFRecordError
+from ..kernels.threads import EPOCH_CHUNK
 from ..records.recovery import DamageReport
 from .random_holds import epoch_reads
 from .sampler import IndexBatch
@@ -92,7 +93,9 @@ def prepare_chunk(ds: ChunkSource, batches: list[IndexBatch]) -> list[Ready]:
     A chunk that holds damage or a parse error is redone batch by batch, so every batch
     before the bad one is delivered and the error surfaces at the batch that holds it.
     """
-    with epoch_reads():  # (an epoch holds files by its own rule, not random reads')
+    # (An epoch holds files by its own rule, not random reads'; its dense decodes keep
+    # the thread pool for string specs, see DensePlan._pool_for.)
+    with epoch_reads(), EPOCH_CHUNK.set():
         return _prepare_chunk(ds, batches)
 
 

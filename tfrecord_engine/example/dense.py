@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..errors import TFRecordError
-from ..kernels.threads import ThreadFlag, in_loader_worker
+from ..kernels.threads import EPOCH_CHUNK, ThreadFlag, in_loader_worker
 from .lists import bytes_objects
 from .records import Request, decode_requests
 from .specs import FeatureSpec, FixedLenFeature
@@ -68,10 +68,15 @@ MAX_THREADS = 4
 #: many seconds; below it the calling thread walks them one after the other. Measured
 #: on 2 cores: tabular records (0.45 ms) decoded 1.02-1.40x faster without the pool
 #: (``benchmarks.bench_dense_pool``); so did image records (0.04 ms: an encoded image
-#: and a label), whose ``bytes`` objects, made under the GIL, the pool was kept for
-#: until 2026-11-29 (``parse_example`` of 4,096: 8.2-11.9 ms with it, 6.4-6.7 ms
-#: without; ``__getitems__(256)``: 1.19 against 0.78-0.80 ms). Records of 200 scalar
-#: features, a third of them strings (0.82 ms), keep it.
+#: and a label) called directly (``parse_example`` of 4,096: 8.2-11.9 ms with it,
+#: 6.4-6.7 ms without; ``__getitems__(256)``: 1.19 against 0.78-0.80 ms). Records of
+#: 200 scalar features, a third of them strings (0.82 ms), keep it. In an epoch's
+#: chunk (:data:`~tfrecord_engine.kernels.threads.EPOCH_CHUNK`) a spec with strings
+#: keeps the pool whatever its kernel costs: there the next chunk's walk overlaps the
+#: ``bytes`` objects of this one (made under the GIL) while the caller's thread takes
+#: batches, and without it ``tfrecord_engine.torch`` epochs of image records ran at
+#: 0.71-0.79x the protobuf ``Dataset`` against 1.34-1.45x with it (the matrix's
+#: sequence of rows; alone, the two measured alike).
 POOL_MIN_KERNEL_S = 0.0007
 
 _SERIAL = ThreadFlag()
@@ -356,8 +361,9 @@ class DensePlan:
     def _pool_for(self, count: int) -> concurrent.futures.ThreadPoolExecutor | None:
         """The pool to walk ``count`` chunks on, or None: on the calling thread (one
         chunk, inside :func:`on_calling_thread`, in a PyTorch ``DataLoader`` worker, or
-        a spec whose kernel is too cheap for the pool, see :data:`POOL_MIN_KERNEL_S`;
-        before the first measurement the pool is used).
+        a spec whose kernel is too cheap for the pool, see :data:`POOL_MIN_KERNEL_S`,
+        except a spec with strings in an epoch's chunk; before the first measurement
+        the pool is used).
 
         A loader's workers are processes decoding side by side already (PyTorch keeps
         its own ops to one thread there): a pool in each only hands chunks between
@@ -366,6 +372,8 @@ class DensePlan:
         if count < 2 or _SERIAL.on or in_loader_worker():
             return None
         cost = self._kernel_cost
+        if self._strings and EPOCH_CHUNK.on:
+            return _pool()  # (an epoch's chunk: see POOL_MIN_KERNEL_S)
         if cost is not None and cost * CHUNK_BYTES < POOL_MIN_KERNEL_S:
             return None
         return _pool()

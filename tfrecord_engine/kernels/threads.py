@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Iterator
 
-__all__ = ["ThreadFlag", "in_loader_worker"]
+__all__ = ["EPOCH_CHUNK", "ThreadFlag", "in_loader_worker"]
 
 
 def in_loader_worker() -> bool:
@@ -48,3 +48,9 @@ class ThreadFlag:
             yield
         finally:
             self._local.on = before
+
+
+#: Set while this thread prepares a chunk of an epoch (``data.prepare.prepare_chunk``):
+#: the dense decode keeps its thread pool there for specs with strings, whatever their
+#: kernel costs (see ``example.dense.DensePlan._pool_for``).
+EPOCH_CHUNK = ThreadFlag()
