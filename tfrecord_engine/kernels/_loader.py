@@ -280,7 +280,7 @@ def _load_buffer_twins(found: dict[str, Any]) -> None:
     process, the variants are inherited by the processes it forks (DataLoader workers,
     started afresh every epoch), which otherwise loaded them from numba's cache at
     their first batch (measured: 33 ms of each worker's first batch of 256 records,
-    4-8 ms with them inherited). Kernels that write into their first argument
+    10-14 ms with them inherited). Kernels that write into their first argument
     (:data:`_WRITES_FIRST`) have no read-only variant. Only a warm-up: a variant that
     fails for any reason is left to numba at its first call, as before, and the
     kernels load as they would without it. (A new install's builder process compiles
