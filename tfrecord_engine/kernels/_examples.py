@@ -157,12 +157,6 @@ _AHEAD = 8
 _ASK_BYTES = 256
 
 
-@njit(nogil=True, cache=True, **NO_REFCOUNTS)
-def _ask(buf, a, e):
-    for p in range(a, min(e, a + _ASK_BYTES), 64):
-        prefetch(buf, p)
-
-
 @njit(nogil=True, cache=True, inline="always", **NO_REFCOUNTS)
 def _ask_all(buf, a, e):
     """Asks for every cache line of ``buf[a:e]`` (:func:`_ask` asks for a record's first
@@ -170,6 +164,11 @@ def _ask_all(buf, a, e):
     too)."""
     for p in range(a, e, 64):
         prefetch(buf, p)
+
+
+@njit(nogil=True, cache=True, **NO_REFCOUNTS)
+def _ask(buf, a, e):
+    _ask_all(buf, a, min(e, a + _ASK_BYTES))
 
 
 @njit(nogil=True, cache=True, **NO_REFCOUNTS)

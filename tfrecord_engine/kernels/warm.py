@@ -60,14 +60,11 @@ def _key() -> str:
     import llvmlite.binding as llvm  # noqa: PLC0415
     import numba  # noqa: PLC0415
 
-    source = Path(_compiled().__file__).read_bytes()
-    source += Path(_compiled().__file__).with_name("_sequence.py").read_bytes()
-    source += Path(_compiled().__file__).with_name("_examples.py").read_bytes()
-    source += Path(_compiled().__file__).with_name("_dense.py").read_bytes()
-    source += Path(_compiled().__file__).with_name("_intrinsics.py").read_bytes()
-    source += Path(_compiled().__file__).with_name("_single.py").read_bytes()
-    # (Which variants the load compiles: _loader._load_buffer_twins.)
-    source += Path(_compiled().__file__).with_name("_loader.py").read_bytes()
+    kernels = Path(_compiled().__file__)
+    # (_loader.py: which variants the load compiles, _loader._load_buffer_twins.)
+    names = ("_sequence", "_examples", "_dense", "_intrinsics", "_single", "_loader")
+    source = kernels.read_bytes()
+    source += b"".join(kernels.with_name(f"{name}.py").read_bytes() for name in names)
     parts = [
         numba.__version__,
         llvmlite.__version__,
