@@ -49,6 +49,8 @@ def _same(a: Any, b: Any) -> bool:
         return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, np.ndarray):
+        return bool(a.dtype == b.dtype and a.shape == b.shape and a.tolist() == b.tolist())
     return bool(a == b)
 
 

@@ -82,8 +82,9 @@ class RecordIterableDataset(IterableDataset[Any]):
     """Batches of a :class:`RecordDataset` as a PyTorch ``IterableDataset``.
 
     Use it with ``DataLoader(it, batch_size=None, num_workers=N)``: it yields whole
-    batches, the dicts of :meth:`RecordDataset.batches` with tensors (see
-    :func:`to_torch`; raw datasets give lists of ``bytes``). The arguments of
+    batches, the dicts of :meth:`RecordDataset.batches` with tensors for their numbers
+    and their string arrays as they are (see :func:`to_torch`; raw datasets give lists
+    of ``bytes``). The arguments of
     :meth:`RecordDataset.batches` mean the same here.
 
     Args:

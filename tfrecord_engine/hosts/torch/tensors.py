@@ -25,13 +25,22 @@ def to_torch(batch: Any) -> Any:
     in a ``DataLoader`` worker, views of one block of memory for the whole batch, so it
     crosses to the main process in one transfer: see
     :func:`tfrecord_engine.data.formats.joint_torch`);
-    string (object) arrays become lists of ``bytes`` (nested for more dimensions);
-    dicts, lists and named tuples (``SparseValue``, ``RaggedValue``, ``PaddedBatch``)
-    are converted item by item; ``bytes`` and everything else stay as they are.
+    string (object) arrays stay as they are; dicts, lists and named tuples
+    (``SparseValue``, ``RaggedValue``, ``PaddedBatch``) are converted item by item;
+    ``bytes`` and everything else stay as they are.
+
+    Strings stay numpy arrays (not lists of ``bytes``, as until 2026-11-29) because a
+    ``DataLoader`` hands them on whole: its ``default_convert`` (``batch_size=None``)
+    and ``pin_memory`` leave object arrays alone, and walk a list value by value,
+    copying it (~0.7 µs a value). Measured on 2 cores, shuffled epochs of 20,000
+    records in batches of 64 through ``DataLoader(it, batch_size=None)``, lists against
+    arrays (best of 5, processes alternating): records of 201 features, 68 of them
+    strings, 994-1002 -> 240-260 ms; images of 2-12 KiB 54-61 -> 45-54 ms.
 
     >>> import numpy as np
-    >>> to_torch({"x": np.arange(3), "s": np.array([b"a", b"b"], dtype=object)})
-    {'x': tensor([0, 1, 2]), 's': [b'a', b'b']}
+    >>> out = to_torch({"x": np.arange(3), "s": np.array([b"a", b"b"], dtype=object)})
+    >>> out["x"], out["s"].tolist()
+    (tensor([0, 1, 2]), [b'a', b'b'])
     """
     if in_loader_worker():
         # (Handed to the main process: every tensor one view of one block, see
@@ -47,9 +56,10 @@ def _from_numpy(arr: npt.NDArray[Any]) -> torch.Tensor:
 
 
 def _each_array(batch: Any, to: Callable[[npt.NDArray[Any]], Any]) -> Any:
-    """``batch`` with ``to`` applied to each numeric array, as :func:`to_torch` walks it."""
+    """``batch`` with ``to`` applied to each numeric array, as :func:`to_torch` walks it
+    (string arrays kept as they are)."""
     if isinstance(batch, np.ndarray):
-        return batch.tolist() if batch.dtype == object else to(batch)
+        return batch if batch.dtype == object else to(batch)
     if isinstance(batch, Mapping):
         return {k: _each_array(v, to) for k, v in batch.items()}
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
