@@ -59,6 +59,7 @@ from tfrecord_engine.example.dense import eligible as dense_eligible
 from tfrecord_engine.example.seqspecs import SequenceFeatures
 from tfrecord_engine.example.specs import RaggedFeature, VarLenFeature
 
+from .fpenv import default_floats
 from .layout import Layout
 from .source import EpochBatches
 from .specs import element_spec
@@ -443,9 +444,14 @@ def _chunk_pipeline(
         # Chunk 0 starts an iteration: it draws the epoch; later chunks carry the state.
         return next_epoch() if int(c) == 0 else state
 
+    def fetched(e: Any, c: Any) -> list[npt.NDArray[Any]]:
+        # (In TensorFlow's thread, which flushes denormals: the engine computes without.)
+        with default_floats():
+            return fetch(int(e), int(c))
+
     def with_epoch(state: npt.NDArray[np.int64], c: npt.NDArray[np.int64]) -> list[Any]:
         e = epoch_of(state, c)
-        return [e, *fetch(int(e), int(c))]
+        return [e, *fetched(e, c)]
 
     # The epoch is drawn at the first chunk and then carried as scan state, which a
     # checkpoint saves as a tensor (flat_map would not do: it re-runs its input). Both
@@ -473,9 +479,7 @@ def _chunk_pipeline(
 
         def chunk(e: Any, c: Any) -> Any:
             # A pure function of (e, c): stateless, so checkpoints need no Python state.
-            flat = tf.numpy_function(
-                lambda e, c: fetch(int(e), int(c)), [e, c], tout, stateful=False
-            )
+            flat = tf.numpy_function(fetched, [e, c], tout, stateful=False)
             return unpack(list(flat))
 
         chunks = (
