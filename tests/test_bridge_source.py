@@ -107,6 +107,16 @@ def test_chunks_hold_batches_of_one_size(n: int, layout: dict[str, Any], per_chu
         ds.close()
 
 
+def test_chunks_ramp_up_from_one_batch(tmp_path: Any) -> None:
+    # An iteration's first batch waits for its first chunk alone: 1, 2, 4 batches, then
+    # per_chunk (the engine's epochs.ramp); the last, partial batch on its own.
+    ds = _dataset(str(tmp_path), 99)
+    src = EpochBatches(ds, 4)
+    assert src.chunks(4) == [0, 1, 3, 7, 11, 15, 19, 23, 24, 25]
+    assert src.chunks(1) == list(range(26))
+    ds.close()
+
+
 def _stream(cursor: Any) -> PoolStream:
     stream = cursor.iterator._work
     assert isinstance(stream, PoolStream)

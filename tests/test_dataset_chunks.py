@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,8 @@ def test_chunks_of_big_records_are_cut_by_bytes(
     sizes.clear()
     again = tfe.RecordDataset(str(path), features=spec)  # (a new dataset: its epoch 0)
     whole = [x for b in again.batches(batch, shuffle=True, seed=1) for x in b["label"].tolist()]
-    assert max(sizes) == 50
+    assert max(sizes) > max(6 // batch, 1) * batch  # (the ramp's chunks: see ramp)
+    assert sum(sizes) == 50
     assert whole == shuffled
 
 
@@ -174,14 +176,15 @@ def test_in_order_chunks_of_many_keys_are_whole_chunks(
     spec: dict[str, FeatureSpec] = {f"k{j}": tfe.FixedLenFeature([], "int64") for j in range(10)}
     records = [
         tfe.encode_example({**{f"k{j}": i + j for j in range(10)}, "pad": [b"x" * 3000]})
-        for i in range(50)
+        for i in range(120)
     ]
     path = tmp_path / "keys.tfrecord"
     with tfe.TFRecordWriter(path) as w:
         w.write_many(records)
     ds = tfe.RecordDataset(str(path), features=spec)
-    got = [x for b in ds.batches(4) for x in b["k3"].tolist()]
-    assert got == [i + 3 for i in range(50)]
+    got = [x for b in ds.batches(4, readahead=1) for x in b["k3"].tolist()]
+    assert got == [i + 3 for i in range(120)]
+    assert sizes == [4, 8, 16, 32, 32, 28]  # (after the ramp's 1, 2, 4 batches: see ramp)
     # 20,000 bytes hold 6 records of ~3 KB; 10 keys take whole chunks: 8 batches.
     assert max(sizes) == 32
     assert epochs.chunk_records(3000.0, 10) == 32
@@ -190,6 +193,24 @@ def test_in_order_chunks_of_many_keys_are_whole_chunks(
     monkeypatch.setattr(epochs, "DEFAULT_CHUNK_RECORDS", 4096)
     assert epochs.chunk_records(16_384.0, 40) == epochs.MANY_KEYS_CHUNK_BYTES // 16_384
     assert epochs.chunk_records(3000.0, 40) == 4096
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_an_epoch_starts_with_a_chunk_of_one_batch_then_doubles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shuffle: bool
+) -> None:
+    # An epoch's first batch waits for its first chunk alone: chunks of 1, 2, 4, ...
+    # batches, then whole ones (here 8 batches of 4 records); the batches are the same.
+    sizes = _chunk_sizes(monkeypatch)
+    monkeypatch.setattr(epochs, "DEFAULT_CHUNK_RECORDS", 32)
+    ds = _dataset(tmp_path, [_record(i) for i in range(100)])
+    epoch = ds.batches(4, shuffle=shuffle, seed=2, readahead=1)  # (one thread: in order)
+    got = [x for b in epoch for x in b["label"].tolist()]
+    assert (sorted(got) if shuffle else got) == list(range(100))
+    assert sizes == [4, 8, 16, 32, 32, 8]
+    assert list(itertools.islice(epochs.ramp(16), 7)) == [1, 2, 4, 8, 16, 16, 16]
+    assert list(itertools.islice(epochs.ramp(3), 4)) == [1, 2, 3, 3]
+    assert list(itertools.islice(epochs.ramp(1), 2)) == [1, 1]
 
 
 def test_read_ahead_threads_follow_the_records() -> None:

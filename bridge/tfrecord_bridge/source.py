@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tfrecord_engine.data.dataset import MASK_KEY, RecordBatchIterator, RecordDataset
+from tfrecord_engine.data.epochs import ramp
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import IndexBatchIterator, ShardLayout, Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
@@ -128,11 +129,16 @@ class EpochBatches:
         self._early: int | None = None
 
     def chunks(self, per_chunk: int) -> list[int]:
-        """Boundaries of chunks of at most ``per_chunk`` batches, each of one batch size.
+        """Boundaries of chunks of at most ``per_chunk`` batches, each of one batch size:
+        1, 2, 4, ... batches first (the engine's :func:`~tfrecord_engine.data.epochs.ramp`:
+        an iteration's first batch waits for its first chunk alone).
 
         A partial last batch gets a chunk of its own, so every chunk stacks evenly.
         """
-        bounds = [*range(0, self.num_batches, per_chunk), self.num_batches]
+        bounds = [0]
+        sizes = ramp(per_chunk)
+        while bounds[-1] < self.num_batches:
+            bounds.append(min(self.num_batches, bounds[-1] + next(sizes)))
         size, count = self._args["batch_size"], self._args["shard_count"]
         start, stop = ShardLayout(self._args["shard_index"], count).span(len(self.dataset))
         partial = (

