@@ -107,12 +107,13 @@ def test_chunks_hold_batches_of_one_size(n: int, layout: dict[str, Any], per_chu
         ds.close()
 
 
-def test_chunks_ramp_up_from_one_batch(tmp_path: Any) -> None:
-    # An iteration's first batch waits for its first chunk alone: 1, 2, 4 batches, then
-    # per_chunk (the engine's epochs.ramp); the last, partial batch on its own.
+def test_chunk_bounds_stay_whole_chunks(tmp_path: Any) -> None:
+    # A tf.data checkpoint saves the index of its chunk: bounds are whole chunks from the
+    # first (no ramp, unlike the engine's epochs), as iterators saved before had them;
+    # the last, partial batch on its own.
     ds = _dataset(str(tmp_path), 99)
     src = EpochBatches(ds, 4)
-    assert src.chunks(4) == [0, 1, 3, 7, 11, 15, 19, 23, 24, 25]
+    assert src.chunks(4) == [0, 4, 8, 12, 16, 20, 24, 25]
     assert src.chunks(1) == list(range(26))
     ds.close()
 

@@ -10,9 +10,11 @@ records' own values are copied as bits and were not touched.
 :func:`default_floats` sets the calling thread's floating-point environment to the C
 library's default (``fesetenv(FE_DFL_ENV)``: no flush, round to nearest) for a block and
 restores the thread's own after it, so the engine computes in TensorFlow's threads what
-it computes anywhere else. It needs a C library with ``fegetenv``/``fesetenv`` and the
-``FE_DFL_ENV`` of glibc and musl (Linux); elsewhere the block runs in the thread's mode
-as it is.
+it computes anywhere else. It needs Linux on x86 or ARM64, whose C libraries (glibc,
+musl) define ``FE_DFL_ENV`` as ``(const fenv_t *) -1``; elsewhere (glibc on PowerPC
+names a variable instead; macOS, Windows) the block runs in the thread's mode as it is.
+The default environment masks every floating-point exception, as TensorFlow's threads
+do: nothing inside starts to trap.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import platform
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -30,20 +33,26 @@ __all__ = ["default_floats"]
 _ENV_BYTES = 256
 
 
+#: Machines whose Linux C libraries define ``FE_DFL_ENV`` as ``(const fenv_t *) -1``.
+_MACHINES = frozenset({"x86_64", "amd64", "i386", "i486", "i586", "i686", "aarch64", "arm64"})
+
+
 def _libm() -> Any:
     """The C library's ``fegetenv``/``fesetenv``, or None where they cannot be used."""
-    if not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux") or platform.machine().lower() not in _MACHINES:
         return None
-    name = ctypes.util.find_library("m")
-    try:
-        lib = ctypes.CDLL(name or "libm.so.6")
-        get, set_ = lib.fegetenv, lib.fesetenv
-    except (OSError, AttributeError):
-        return None
-    get.argtypes = [ctypes.c_void_p]
-    set_.argtypes = [ctypes.c_void_p]
-    get.restype = set_.restype = ctypes.c_int
-    return lib
+    # (The process's own symbols first: musl has them in libc, and Python links libm.)
+    for name in (None, ctypes.util.find_library("m"), "libm.so.6"):
+        try:
+            lib = ctypes.CDLL(name)
+            get, set_ = lib.fegetenv, lib.fesetenv
+        except (OSError, AttributeError):
+            continue
+        get.argtypes = [ctypes.c_void_p]
+        set_.argtypes = [ctypes.c_void_p]
+        get.restype = set_.restype = ctypes.c_int
+        return lib
+    return None
 
 
 _LIB = _libm()

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from tfrecord_engine.data.dataset import MASK_KEY, RecordBatchIterator, RecordDataset
-from tfrecord_engine.data.epochs import ramp
 from tfrecord_engine.data.mixing import MixedDataset
 from tfrecord_engine.data.sampler import IndexBatchIterator, ShardLayout, Shuffle
 from tfrecord_engine.errors import InvalidArgumentError
@@ -129,16 +128,15 @@ class EpochBatches:
         self._early: int | None = None
 
     def chunks(self, per_chunk: int) -> list[int]:
-        """Boundaries of chunks of at most ``per_chunk`` batches, each of one batch size:
-        1, 2, 4, ... batches first (the engine's :func:`~tfrecord_engine.data.epochs.ramp`:
-        an iteration's first batch waits for its first chunk alone).
+        """Boundaries of chunks of at most ``per_chunk`` batches, each of one batch size.
 
-        A partial last batch gets a chunk of its own, so every chunk stacks evenly.
+        A partial last batch gets a chunk of its own, so every chunk stacks evenly. The
+        chunks are whole from the first (unlike the engine's epochs underneath, see
+        :func:`~tfrecord_engine.data.epochs.ramp`): a ``tf.train.Checkpoint`` of an
+        iterator saves the index of the chunk it is in, and other bounds would restore
+        an iterator saved by an earlier version at other batches.
         """
-        bounds = [0]
-        sizes = ramp(per_chunk)
-        while bounds[-1] < self.num_batches:
-            bounds.append(min(self.num_batches, bounds[-1] + next(sizes)))
+        bounds = [*range(0, self.num_batches, per_chunk), self.num_batches]
         size, count = self._args["batch_size"], self._args["shard_count"]
         start, stop = ShardLayout(self._args["shard_index"], count).span(len(self.dataset))
         partial = (

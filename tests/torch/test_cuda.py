@@ -83,6 +83,10 @@ def _equal(a: Any, b: Any) -> None:
         assert len(a) == len(b)
         for x, y in zip(a, b, strict=True):
             _equal(x, y)
+    elif isinstance(a, np.ndarray):  # (strings: numpy arrays of bytes)
+        assert type(b) is np.ndarray
+        assert a.dtype == b.dtype
+        assert a.tolist() == b.tolist()
     else:
         assert a == b
 
@@ -100,7 +104,7 @@ def test_prefetched_batches_equal_the_host_batches(
     got = [_on_host(b) for b in prefetch_to_device(loader(), "cuda", depth=depth)]
     _equal(got, expected)
     assert sorted(int(i) for b in got for i in b["i"]) == list(range(N))
-    assert isinstance(got[0]["s"], list)
+    assert isinstance(got[0]["s"], np.ndarray)  # (left on the host, as it is)
     assert isinstance(got[0]["s"][0], bytes)
 
 

@@ -84,7 +84,7 @@ class RecordIterableDataset(IterableDataset[Any]):
     Use it with ``DataLoader(it, batch_size=None, num_workers=N)``: it yields whole
     batches, the dicts of :meth:`RecordDataset.batches` with tensors for their numbers
     and their string arrays as they are (see :func:`to_torch`; raw datasets give lists
-    of ``bytes``). The arguments of
+    of ``bytes``; with ``transform``, what ``collate_fn`` makes). The arguments of
     :meth:`RecordDataset.batches` mean the same here.
 
     Args:
