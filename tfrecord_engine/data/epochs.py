@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -391,6 +392,9 @@ def start_epoch(
         pad_value=pad_value,
         share=share,
         share_budget=None if in_memory else IN_MEMORY_LIMIT,
+        # (Local uncompressed files: a remote file's chunk is one request, and a
+        # compressed one's a run of its stream.)
+        ramp_up=all(isinstance(r, LocalFileRecords) for r in readers),
     )
 
 
@@ -461,6 +465,7 @@ class RecordBatchIterator(Iterator[Any]):
         pad_value: Any = 0,
         share: SharedCopies | None = None,
         share_budget: int | None = None,
+        ramp_up: bool = True,
     ) -> None:
         self._dataset = dataset
         self._drop_keys = drop_keys
@@ -488,7 +493,7 @@ class RecordBatchIterator(Iterator[Any]):
         # An independent cursor over the same (deterministic) batch sequence plans the
         # chunks; the real sampler advances only as batches are returned.
         plan = copy.deepcopy(sampler)
-        chunks = _chunks(plan, per_chunk)
+        chunks = _chunks(plan, per_chunk, ramp_up)
         self._work: Iterator[list[Ready]] | None
         # Chunks prepared on several threads at once decode each on its own thread
         # where the threads' dense pools together would outnumber the cores (2 cores:
@@ -660,9 +665,12 @@ class RecordBatchIterator(Iterator[Any]):
         return self.sampler.get_state()
 
 
-def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatch]]:
-    """The epoch's batches in chunks of ``per_chunk``, after a ramp (see :func:`ramp`)."""
-    sizes = ramp(per_chunk)
+def _chunks(
+    plan: IndexBatchIterator, per_chunk: int, ramp_up: bool = True
+) -> Iterator[list[IndexBatch]]:
+    """The epoch's batches in chunks of ``per_chunk``, after a ramp (see :func:`ramp`)
+    where ``ramp_up``."""
+    sizes = ramp(per_chunk) if ramp_up else itertools.repeat(per_chunk)
     chunk: list[IndexBatch] = []
     size = next(sizes)
     for batch in plan:
@@ -676,8 +684,9 @@ def _chunks(plan: IndexBatchIterator, per_chunk: int) -> Iterator[list[IndexBatc
 
 
 def ramp(per_chunk: int) -> Iterator[int]:
-    """Chunk sizes (in batches) of an epoch: 1, 2, 4, ... up to ``per_chunk``, then
-    ``per_chunk`` for ever.
+    """Chunk sizes (in batches) of an epoch over local uncompressed files: 1, 2, 4, ...
+    up to ``per_chunk``, then ``per_chunk`` for ever (remote files keep one request a
+    whole chunk, compressed ones one run of their stream).
 
     An epoch's first batch waits for its first chunk, and nothing overlaps that wait:
     a first chunk of one batch is ready after a sixteenth of a full chunk's decode,
