@@ -5,6 +5,7 @@
     python -m benchmarks.bench_bridge_shapes --chunk-batches auto,16 --shuffled
     python -m benchmarks.bench_bridge_shapes --shapes tokens,detection --varlen ragged,sparse
     python -m benchmarks.bench_bridge_shapes --shapes wide,tabular --blocks on,off
+    python -m benchmarks.bench_bridge_shapes --shapes ragged,tokens,image --floor
 
 A focused A/B for the bridge rows of ``benchmarks.bench_shapes``: for each shape (20,000
 records, ``benchmarks.shapes``), one process runs TensorFlow's pipeline
@@ -97,8 +98,14 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     chunk_batches: tuple[int | None, ...] = (None,),
     varlen: tuple[str, ...] = ("ragged",),
     blocks: tuple[str, ...] = ("on",),
+    floor: bool = False,
 ) -> str:
-    """One line: every case of shape ``name``, records/s and ratio to TensorFlow."""
+    """One line: every case of shape ``name``, records/s and ratio to TensorFlow.
+
+    ``floor``: also TensorFlow's pipeline with ``.cache()`` after its parse (filled by
+    the untimed first run), whose epochs parse nothing: what consuming the batches
+    alone costs a Python loop (the eager conversion of each element), which the bridge
+    pays as TensorFlow's own pipeline does."""
     import tensorflow as tf
 
     from tfrecord_bridge import dataset as bridge_dataset
@@ -116,6 +123,9 @@ def run_shape(  # noqa: PLR0917 - a benchmark's knobs
     )
     key = shape.count_key
     cases: dict[str, Callable[[], int]] = {"tf": lambda: _loop(theirs, key)}
+    if floor:
+        cached = raw.batch(BATCH).map(tf_parse(shape)).cache().prefetch(tf.data.AUTOTUNE)
+        cases["tf consumed, parsed before (cache)"] = functools.partial(_loop, cached, key)
     for w, r, c, v, b in itertools.product(workers, readahead, chunk_batches, varlen, blocks):
         with _varlen_path(bridge_dataset, v), _blocks(b):
             bridge = bridge_dataset.to_tf_dataset(
@@ -174,6 +184,11 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shuffled", action="store_true", help="also the shuffled epochs")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also TensorFlow's batches parsed before (.cache()): consuming them alone",
+    )
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     readahead = tuple(None if r == "auto" else int(r) for r in args.readahead.split(","))
@@ -182,7 +197,9 @@ def main() -> None:
     blocks = tuple(args.blocks.split(","))
     for shuffle in (False, True) if args.shuffled else (False,):
         for name in args.shapes.split(","):
-            line = run_shape(name, workers, shuffle, args.rounds, readahead, chunks, varlen, blocks)
+            line = run_shape(
+                name, workers, shuffle, args.rounds, readahead, chunks, varlen, blocks, args.floor
+            )
             print(line, flush=True)
 
 

@@ -257,6 +257,18 @@ def _labels(line: str) -> list[str]:
 
 
 @pytest.mark.tf
+def test_the_bridge_ab_measures_the_consumption_floor_when_asked(bridge_bench: Any) -> None:
+    # --floor: TensorFlow's batches parsed before (.cache()), consumed alone.
+    line = bridge_bench.run_shape("ragged", [0], False, 1, floor=True)
+    assert _labels(line) == [
+        "tf",
+        "tf consumed, parsed before (cache)",
+        "bridge workers=0",
+        "numpy batches",
+    ]
+
+
+@pytest.mark.tf
 def test_the_bridge_ab_prints_each_chunk_setting_with_its_faults(bridge_bench: Any) -> None:
     line = bridge_bench.run_shape("detection", [0], True, 1, chunk_batches=(None, 1))
     assert line.startswith("detection shuffled: ")
