@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import tfrecord_engine as tfe
 from tests.test_batch_decoder import assert_same
-from tfrecord_engine.data import epochs
+from tfrecord_engine.data import epochs, prepare
 from tfrecord_engine.example.specs import FeatureSpec
 
 FEATURES: dict[str, FeatureSpec] = {
@@ -208,9 +208,9 @@ def test_an_epoch_starts_with_a_chunk_of_one_batch_then_doubles(
     got = [x for b in epoch for x in b["label"].tolist()]
     assert (sorted(got) if shuffle else got) == list(range(100))
     assert sizes == [4, 8, 16, 32, 32, 8]
-    assert list(itertools.islice(epochs.ramp(16), 7)) == [1, 2, 4, 8, 16, 16, 16]
-    assert list(itertools.islice(epochs.ramp(3), 4)) == [1, 2, 3, 3]
-    assert list(itertools.islice(epochs.ramp(1), 2)) == [1, 1]
+    assert list(itertools.islice(prepare.ramp(16), 7)) == [1, 2, 4, 8, 16, 16, 16]
+    assert list(itertools.islice(prepare.ramp(3), 4)) == [1, 2, 3, 3]
+    assert list(itertools.islice(prepare.ramp(1), 2)) == [1, 1]
 
 
 def test_read_ahead_threads_follow_the_records() -> None:

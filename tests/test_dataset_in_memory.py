@@ -137,7 +137,7 @@ def test_a_hosts_epoch_holds_as_batches_does(files: list[str]) -> None:
                 transform=transform,
             )
             next(it)
-            # (In file order the first chunk is one batch, see epochs.ramp, and a batch
+            # (In file order the first chunk is one batch, see prepare.ramp, and a batch
             # of samples is its own chunk: the first reaches file a alone.)
             second = held and shuffle
             assert _held(ds) == [held, second], (shuffle, in_memory, transform)

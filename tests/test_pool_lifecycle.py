@@ -246,7 +246,7 @@ def test_an_interrupted_epoch_without_workers(
         with pytest.raises(KeyboardInterrupt) as info:
             got.extend(b["label"].tolist() for b in it)
         monkeypatch.undo()
-        assert len(got) == 1  # the first chunk (of one batch: epochs.ramp)
+        assert len(got) == 1  # the first chunk (of one batch: prepare.ramp)
         # The copy of the file that the epoch held is let go at once.
         assert reader._holders == 0
         # Going on would skip the lost chunk (or end the epoch early): it raises.

@@ -422,7 +422,7 @@ def test_string_rows_are_not_copied_out_of_the_slot(
     finally:
         ds.close()
     assert receive_buffers
-    # The images' place in the first chunk's buffer (one batch: epochs.ramp) was never
+    # The images' place in the first chunk's buffer (one batch: prepare.ramp) was never
     # written. (Later chunks may take the walk, as the decoder's cost model chooses,
     # whose values are bytes objects.)
     assert receive_buffers[0].nbytes < 600 * size
@@ -532,7 +532,7 @@ def test_a_features_batches_arrive_as_one_aligned_block(tmp_path: Path) -> None:
     finally:
         ds.close()
     # The chunk of batches 7-14 (after the ramp's chunks of 1, 2 and 4 batches, see
-    # epochs.ramp; the partial last batch has rows of its own size).
+    # prepare.ramp; the partial last batch has rows of its own size).
     full = batches[7:15]
     assert [len(b["x"]) for b in batches[7:]] == [32] * 8 + [500 - 15 * 32]
     for key in features:

@@ -132,7 +132,7 @@ class EpochBatches:
 
         A partial last batch gets a chunk of its own, so every chunk stacks evenly. The
         chunks are whole from the first (unlike the engine's epochs underneath, see
-        :func:`~tfrecord_engine.data.epochs.ramp`): a ``tf.train.Checkpoint`` of an
+        :func:`~tfrecord_engine.data.prepare.ramp`): a ``tf.train.Checkpoint`` of an
         iterator saves the index of the chunk it is in, and other bounds would restore
         an iterator saved by an earlier version at other batches.
         """

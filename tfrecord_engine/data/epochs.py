@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
-import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -38,7 +37,7 @@ from .local_source import LocalFileRecords
 from .located import LocatingSource, locate
 from .padding import Padded, pad_batch
 from .pipeline import ReadAhead
-from .prepare import MASK_KEY, ChunkSource, Ready, prepare_chunk
+from .prepare import MASK_KEY, ChunkSource, Ready, chunks_of, prepare_chunk
 from .procpool import DecodePool, PoolSource, PoolStream
 from .sampler import IndexBatch, IndexBatchIterator, IntArray, Shuffle
 
@@ -493,7 +492,7 @@ class RecordBatchIterator(Iterator[Any]):
         # An independent cursor over the same (deterministic) batch sequence plans the
         # chunks; the real sampler advances only as batches are returned.
         plan = copy.deepcopy(sampler)
-        chunks = _chunks(plan, per_chunk, ramp_up)
+        chunks = chunks_of(plan, per_chunk, ramp_up)
         self._work: Iterator[list[Ready]] | None
         # Chunks prepared on several threads at once decode each on its own thread
         # where the threads' dense pools together would outnumber the cores (2 cores:
@@ -663,46 +662,3 @@ class RecordBatchIterator(Iterator[Any]):
     def get_state(self) -> dict[str, Any]:
         """State after the last batch returned; pass it to ``batches(..., state=...)``."""
         return self.sampler.get_state()
-
-
-def _chunks(
-    plan: IndexBatchIterator, per_chunk: int, ramp_up: bool = True
-) -> Iterator[list[IndexBatch]]:
-    """The epoch's batches in chunks of ``per_chunk``, after a ramp (see :func:`ramp`)
-    where ``ramp_up``."""
-    sizes = ramp(per_chunk) if ramp_up else itertools.repeat(per_chunk)
-    chunk: list[IndexBatch] = []
-    size = next(sizes)
-    for batch in plan:
-        chunk.append(batch)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-            size = next(sizes)
-    if chunk:
-        yield chunk
-
-
-def ramp(per_chunk: int) -> Iterator[int]:
-    """Chunk sizes (in batches) of an epoch over local uncompressed files: 1, 2, 4, ...
-    up to ``per_chunk``, then ``per_chunk`` for ever (remote files keep one request a
-    whole chunk, compressed ones one run of their stream).
-
-    An epoch's first batch waits for its first chunk, and nothing overlaps that wait:
-    a first chunk of one batch is ready after a sixteenth of a full chunk's decode,
-    and each next chunk, twice the last, decodes while the caller takes the batches of
-    the ones before it. Measured on 2 cores (20,000 records in batches of 256, whole
-    chunks against the ramp in one process alternating, medians of 9 epochs): the
-    first batch of token lists 10.1 -> 1.9 ms, of ragged words 9.0 -> 2.2 ms, of
-    SequenceExamples 5.6 -> 1.9 ms, of images 2.1 -> 1.3 ms; whole epochs level or
-    faster (best of 9: 19.7 -> 18.7, 19.3 -> 16.0, 29.3 -> 26.6, 31.4 -> 31.8 ms).
-    (The tf.data bridge's calls keep whole chunks, whose indices its checkpoints save:
-    ramped there too, its first batch of ragged words came 41.3 -> 22.7 ms after the
-    iteration began, of token lists 30.9 -> 18.2 ms, whole iterations level.)
-    """
-    size = 1
-    while size < per_chunk:
-        yield size
-        size *= 2
-    while True:
-        yield per_chunk
