@@ -40,12 +40,20 @@ def _nested(samples: list[tfe.RaggedValue], pad: float) -> Any:
     shape: list[int] = []
     for rows in nested:
         collate_module._max_shape(rows, 0, shape)
+    shape += [0] * (_depth(samples[0]) + 1 - len(shape))  # (the rank is the spec's)
     flat = [np.asarray(s.flat_values) for s in samples]
     values = collate_module._full((len(samples), *shape), pad, np.result_type(*flat))
     mask = np.zeros(values.shape, np.bool_)
     for i, rows in enumerate(nested):
         collate_module._put(values, mask, rows, (i,))
     return values, mask
+
+
+def _depth(value: Any) -> int:
+    depth = 0
+    while isinstance(value, tfe.RaggedValue):
+        depth, value = depth + 1, value.values
+    return depth
 
 
 @given(batches(), st.sampled_from([0, -1]))
@@ -61,6 +69,22 @@ def test_ragged_padding_by_coordinates_equals_the_nested_lists(
     assert np.array_equal(got.values, values)
     assert np.array_equal(got.mask, mask)
     assert got.lengths.tolist() == [len(s.row_splits) - 1 for s in samples]
+    assert got.values.ndim == 2 + _depth(samples[0])
+
+
+def test_a_batch_without_rows_keeps_the_specs_rank() -> None:
+    # [batch, rows, values] whichever records the batch holds, as padded batches and
+    # TensorFlow's to_tensor() give it (the rank was 2 where no record had a row).
+    empty = tfe.RaggedValue(np.zeros(0, np.int64), np.zeros(1, np.int32))
+    full = tfe.RaggedValue(np.arange(3), np.array([0, 2, 3], np.int32))
+    assert tfe.collate([{"r": empty}, {"r": empty}], format="numpy")["r"].values.shape == (2, 0, 0)
+    assert tfe.collate([{"r": empty}, {"r": full}], format="numpy")["r"].values.shape == (2, 2, 2)
+    deep = tfe.RaggedValue(empty, np.zeros(1, np.int32))
+    assert tfe.collate([{"r": deep}], format="numpy")["r"].values.shape == (1, 0, 0, 0)
+    # Malformed splits take the nested lists: the same rank.
+    bad = tfe.RaggedValue(np.zeros(0, np.int64), np.array([0, 1], np.int32))
+    assert collate_module._ragged_by_coordinates([bad], [np.zeros(0, np.int64)], 0) is None
+    assert tfe.collate([{"r": bad}], format="numpy")["r"].values.ndim == 3
 
 
 def test_inconsistent_row_splits_take_the_nested_lists() -> None:

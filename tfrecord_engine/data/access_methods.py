@@ -198,7 +198,11 @@ class AccessMethods:
             return [self._sample(r) for r in records]  # not reached while exact agrees
         n = len(indices)
         batch = decoder.assemble(columns, 0, n, sparse=False)
-        return samples_of(self.features, batch, columns, n)
+
+        def one(i: int) -> Any:
+            return self._sample(buf[int(starts[i]) : int(ends[i])].tobytes())
+
+        return samples_of(self.features, batch, columns, n, one)
 
     def __getitem__(self, key: int | str | slice | Sequence[int] | IntArray) -> Any:
         """``ds[i]`` -> one record; ``ds[list | slice | ndarray]`` -> a batch.

@@ -219,6 +219,12 @@ def _ragged(samples: list[Any], pad: float) -> Any:
     shape: list[int] = []
     for rows in nested:
         _max_shape(rows, 0, shape)
+    depth = 0
+    inner: Any = samples[0]
+    while isinstance(inner, RaggedValue):
+        depth, inner = depth + 1, inner.values
+    # (Rows, levels and the values' own dimensions, whichever records the batch holds.)
+    shape += [0] * max(0, depth + np.ndim(flat[0]) - len(shape))
     values = _full((len(samples), *shape), pad, np.result_type(*flat))
     mask = np.zeros(values.shape, np.bool_)
     for i, rows in enumerate(nested):
@@ -270,12 +276,10 @@ def _ragged_by_coordinates(
         starts[d] = np.cumsum(counts) - counts
         rows_of[d] = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
         nrows = np.array([len(splits) - 1 for splits in parts], np.int64)
-    # The padded shape, as the nested lists give it: a dimension per depth holding lists.
+    # The padded shape: the rows, then a dimension per level (0 where no record has
+    # any), so that its rank is the spec's whichever records the batch holds.
     shape = [int(nrows.max(initial=0))]
-    for d in range(depth):
-        if not len(counts_of[d]):
-            break
-        shape.append(int(counts_of[d].max()))
+    shape += [int(counts_of[d].max(initial=0)) for d in range(depth)]
     values = _full((n, *shape), pad, np.result_type(*flat))
     mask = np.zeros(values.shape, np.bool_)
     if sizes.sum():

@@ -31,12 +31,13 @@ every batch of them into a :class:`~.collate.PaddedValue`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import ExampleParseError
 from ..example.assemble import varlen_values
 from ..example.columns import Column
 from ..example.image import ImageFeature
@@ -47,6 +48,7 @@ from ..example.specs import (
     FixedLenSequenceFeature,
     RaggedFeature,
     RawFeature,
+    RowSplits,
     SparseFeature,
     VarLenFeature,
 )
@@ -65,6 +67,7 @@ def samples_of(
     batch: Mapping[str, Any],
     columns: Mapping[str, Column],
     n: int,
+    one: Callable[[int], Sample],
 ) -> list[Sample]:
     """Splits a decoded batch of ``n`` records (``parse_example`` output) into samples.
 
@@ -72,13 +75,30 @@ def samples_of(
         features: the specs the batch was decoded with.
         batch: the batch outputs (``BatchDecoder.assemble``; with ``sparse=False``,
             without the ``VarLenFeature`` ones: those are cut from ``columns``).
-        columns: the decoded columns of the same records (for sequence lengths).
+        columns: the decoded columns of the same records (for sequence lengths, and
+            each record's own values of a partitioned ``RaggedFeature``).
         n: the number of records.
+        one: record ``i``'s sample by the per-record path (``parse_single_example``'s
+            rules), which makes every sample of a batch holding a record whose cut
+            from the batch would not be that sample:
+            a ``RaggedFeature`` whose partitions disagree with each other in a record
+            (TensorFlow checks nothing without ``validate``: the batch's rows of one
+            record may then hold another's values), or a ``RowSplits`` partition empty
+            or missing (``row_splits`` ``[]`` for one record, ``[0]`` in a batch).
     """
     out: list[Sample] = [{} for _ in range(n)]
     for name, spec in features.items():
         if name in batch:
-            values = _split(spec, batch[name], columns.get(name), n)
+            value = batch[name]
+            wrong = (
+                _not_cut_whole(spec, name, value, columns)
+                if isinstance(spec, RaggedFeature) and isinstance(value, RaggedValue)
+                else []
+            )
+            if wrong:
+                # (Malformed records: the whole batch by the per-record path.)
+                return per_record(one, n)
+            values = _split(spec, value, columns.get(name), n)
         else:  # a VarLenFeature assembled without its sparse indices: cut from its column
             assert isinstance(spec, VarLenFeature)
             col = columns[name]
@@ -87,6 +107,49 @@ def samples_of(
         for sample, value in zip(out, values, strict=True):
             sample[name] = value
     return out
+
+
+def per_record(one: Callable[[int], Sample], n: int) -> list[Sample]:
+    """``[one(0), ..., one(n - 1)]``; a parse error names the record's place in the
+    batch (``index``), so that the dataset names its file and offset."""
+    out: list[Sample] = []
+    try:
+        out.extend(map(one, range(n)))
+    except ExampleParseError as exc:
+        if exc.index is None:
+            exc.index = len(out)
+        raise
+    return out
+
+
+def _not_cut_whole(
+    spec: RaggedFeature, name: str, ragged: RaggedValue, columns: Mapping[str, Column]
+) -> list[int]:
+    """The records whose rows of a batch's ``ragged`` value, followed down its levels,
+    are not exactly their own values, or whose ``RowSplits`` partition is empty or
+    missing: their samples must come from the per-record path (see :func:`samples_of`)."""
+    if not isinstance(ragged.values, RaggedValue):
+        return []  # (no partitions: a record's rows are its own values)
+    own = columns.get(spec.value_key or name)
+    pos = ragged.row_splits.astype(np.int64)
+    bad = np.zeros(pos.shape[0], np.bool_)
+    inner: Any = ragged.values
+    while isinstance(inner, RaggedValue):
+        splits = inner.row_splits
+        outside = (pos < 0) | (pos >= splits.shape[0])
+        bad |= outside
+        pos = splits[np.where(outside, 0, pos)].astype(np.int64)
+        inner = inner.values
+    if own is None or own.offsets.shape != pos.shape:
+        return list(range(pos.shape[0] - 1))  # (nothing to compare with: all per record)
+    bad |= pos != own.offsets
+    wrong = bad[:-1] | bad[1:]
+    for part in spec.partitions:
+        if isinstance(part, RowSplits):
+            col = columns.get(part.key)
+            if col is not None:
+                wrong |= col.counts == 0
+    return [int(i) for i in np.flatnonzero(wrong)]
 
 
 def sample_of(features: Mapping[str, FeatureSpec], parsed: Mapping[str, Any]) -> Sample:

@@ -52,12 +52,13 @@ from ..example.specs import (
     FixedLenSequenceFeature,
     RaggedFeature,
     RawFeature,
+    UniformRowLength,
     VarLenFeature,
     as_feature_specs,
 )
 from ..example.values import RaggedValue, SparseValue
 from ..example.varlen import VarLenList, varlen_array
-from .samples import sample_of, samples_of
+from .samples import per_record, sample_of, samples_of
 
 __all__ = [
     "SequenceBatchDecoder",
@@ -110,6 +111,12 @@ class SequenceBatchDecoder:
         self._decoder = SequenceDecoder(features.context, features.sequence)
         self._sampler: SequenceDecoder | None = None
         self._single: SingleSequenceDecoder | None = None
+        specs = [*features.context.values(), *features.sequence.values()]
+        self._partitioned = any(
+            isinstance(s, RaggedFeature)
+            and any(not isinstance(p, UniformRowLength) for p in s.partitions)
+            for s in specs
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (SequenceBatchDecoder, (self.features,))
@@ -184,8 +191,17 @@ class SequenceBatchDecoder:
             sampler = self._sampler = SequenceDecoder(self.features.context, sequence)
             sampler.stats = self._decoder.stats  # (one count for the dataset)
         n = int(chunk.starts.shape[0])
+
+        def one(i: int) -> Sample:
+            return self.sample(chunk.buf[int(chunk.starts[i]) : int(chunk.ends[i])].tobytes())
+
+        if self._partitioned:
+            # A RaggedFeature partitioned by other keys: a record's rows in a batch are
+            # its own only where its partitions agree (TensorFlow checks nothing
+            # without validate), and the batch cannot tell; per record, as ds[i].
+            return per_record(one, n)
         context, lists, lengths = sampler.decode(chunk.buf, chunk.starts, chunk.ends)
-        out = samples_of(self.features.context, context, {}, n)
+        out = samples_of(self.features.context, context, {}, n, one)
         for name, spec in self.features.sequence.items():
             value = lists[name]
             if isinstance(spec, FixedLenSequenceFeature):

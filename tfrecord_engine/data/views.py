@@ -36,7 +36,7 @@ from ..index.columns import (
     missing_error,
 )
 from ..index.sidecar import Index
-from .samples import samples_of
+from .samples import sample_of, samples_of
 
 __all__ = [
     "RAISE",
@@ -524,7 +524,13 @@ def _read_feature(ds: ViewSource, key: str, spec: Any) -> Any:
         if isinstance(assembled[key], np.ndarray):
             dense.append(assembled[key])  # (the spec's kind decides: every chunk alike)
         else:
-            rows += [s[key] for s in samples_of({key: spec}, assembled, columns, len(records))]
+
+            def one(i: int, records: list[bytes] = records) -> Any:
+                single = importlib.import_module("..example.parse", __package__)
+                return sample_of({key: spec}, single.parse_single_example(records[i], {key: spec}))
+
+            got = samples_of({key: spec}, assembled, columns, len(records), one)
+            rows += [s[key] for s in got]
     if dense:
         return np.concatenate(dense)
     if rows or n:

@@ -86,8 +86,19 @@ def _reshape(values: npt.NDArray[Any], length: int, name: str) -> npt.NDArray[An
     return values.reshape((-1, length, *values.shape[1:]))
 
 
-def _uniform(values: RaggedValue, length: int, dtype: type[np.integer[Any]]) -> RaggedValue:
-    nrows = _nrows(values) // length if length else 0
+def _uniform(
+    values: RaggedValue, length: int, dtype: type[np.integer[Any]], name: str, validate: bool
+) -> RaggedValue:
+    """Rows of ``length`` of the ragged ``values``' rows. With ``validate`` their count
+    must be a multiple of ``length`` (TensorFlow's ``from_uniform_row_length`` check);
+    without, as in TensorFlow's eager parse, the rows that do not fill one are left
+    out."""
+    nvals = _nrows(values)
+    nrows = nvals // length if length else 0
+    if validate and nrows * length != nvals:
+        raise _fail(
+            name, f"uniform_row_length={length} times nrows={nrows} must equal nvals={nvals}"
+        )
     return RaggedValue(values, np.arange(nrows + 1, dtype=dtype) * length)
 
 
@@ -118,7 +129,7 @@ def single_ragged(
             raise _fail(name, "row splits are empty: Dimension -1 must be >= 0")
         if isinstance(part, UniformRowLength):
             if isinstance(rt, RaggedValue):
-                rt = _uniform(rt, part.length, dtype)
+                rt = _uniform(rt, part.length, dtype, name, spec.validate)
             else:
                 rt = _reshape(rt, part.length, name)
             continue
@@ -154,7 +165,7 @@ def batched_ragged(
             length = part.length
             outer = rt.row_splits // length if length else np.zeros_like(rt.row_splits)
             if isinstance(rt.values, RaggedValue):
-                inner: Ragged = _uniform(rt.values, length, dtype)
+                inner: Ragged = _uniform(rt.values, length, dtype, name, spec.validate)
             else:
                 inner = _reshape(rt.values, length, name)
             rt = _make(inner, outer, name, spec.validate)

@@ -142,14 +142,22 @@ def _mismatch(where: str, req: Request) -> str:
 
 
 def _decode_or_fail(
-    buf: bytes, span: tuple[int, int], kind: int, req: Request, *, where: str, index: int
+    buf: bytes,
+    span: tuple[int, int],
+    kind: int,
+    req: Request,
+    *,
+    where: str,
+    index: int,
+    step: bool = False,
 ) -> RawValues:
-    """Decodes one Feature; a malformed list fails with TensorFlow's text for ``where``.
+    """Decodes one Feature (``step``: a FeatureList's, which must hold its list alone);
+    a malformed list fails with TensorFlow's text for ``where``.
 
     TensorFlow's SequenceExample parser reports a list it cannot read as a type mismatch.
     """
     try:
-        return decode_feature(buf, span, kind, strict=True)
+        return decode_feature(buf, span, kind, strict=True, whole=step)
     except MalformedExampleError as exc:
         raise MalformedExampleError(
             f"{_mismatch(where, req)} ({list_failure(exc)})",
@@ -209,7 +217,7 @@ def _decode_record(
             steps.append(
                 _empty(req.kind)
                 if kind == KIND_NONE
-                else _decode_or_fail(buf, span, kind, req, where=where, index=index)
+                else _decode_or_fail(buf, span, kind, req, where=where, index=index, step=True)
             )
         seq[key] = steps
     return row, seq
@@ -333,11 +341,17 @@ def ragged_steps(name: str, spec: RaggedFeature, flat: StepsOf, single: bool) ->
         return RaggedValue(values, step_splits), record_splits
 
     rt, outer = steps_ragged(spec.value_key or name, KIND_OF[spec.dtype])
-    parts = {
-        p.key: steps_ragged(p.key, KIND_OF["int64"])[0]
-        for p in spec.partitions
-        if not isinstance(p, UniformRowLength)
-    }
+    parts = {}
+    for p in spec.partitions:
+        if isinstance(p, UniformRowLength):
+            continue
+        parts[p.key], steps = steps_ragged(p.key, KIND_OF["int64"])
+        if spec.validate and not single and not np.array_equal(steps, outer):
+            # (TensorFlow's parse_sequence_example checks that each record has as many
+            # steps of a partition as of the values; its single parse does not.)
+            raise ExampleParseError(
+                f"Feature {name}: values and partitions are not aligned", key=name
+            )
     inner = batched_ragged(name, spec, rt, parts)
     return inner if single else RaggedValue(inner, outer)
 

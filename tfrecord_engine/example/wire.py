@@ -481,13 +481,17 @@ def feature_kind(buf: bytes, span: Span) -> int:
     raise MalformedExampleError("Unsupported datatype.", offset=start)
 
 
-def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -> RawValues:
+def decode_feature(
+    buf: bytes, span: Span, kind: int, *, strict: bool = False, whole: bool = False
+) -> RawValues:
     """Decodes the values of the ``Feature`` at ``span`` whose kind is ``kind``.
 
     Only the first list is read (TensorFlow reads the kind from the first byte and ignores
     what follows the list). ``kind`` must come from :func:`feature_kind` and not be
     ``KIND_NONE``. ``strict`` rejects list lengths that overrun the Feature (TensorFlow's
     SequenceExample parser does; its Example parser reads to the end instead).
+    ``whole`` rejects a Feature with anything after its list (a second list, an unknown
+    field): TensorFlow's SequenceExample parser refuses such a step of a FeatureList.
 
     An Int64List/FloatList is read as TensorFlow does, from its first element's tag: a
     packed first element is read alone and the rest of the list is ignored unparsed
@@ -512,6 +516,8 @@ def decode_feature(buf: bytes, span: Span, kind: int, *, strict: bool = False) -
         list_end = pos + n
     else:
         list_end, pos = _limit(buf, pos, end)
+    if whole and list_end != end:
+        raise _fail(f"{end - list_end} bytes of other fields follow the value list", list_end)
     if kind == KIND_INT64:
         # Fast path: one packed run filling the list (what every writer emits).
         if pos + 1 < list_end and buf[pos] == 0x0A and pos + 2 + buf[pos + 1] == list_end:
