@@ -101,3 +101,27 @@ def test_fixed_sizes_equal_tensorflow_to_tensor_with_a_shape(
     np.testing.assert_array_equal(ours["flat"].values, want)
     want = theirs["nested"].to_tensor(shape=[len(records), size, size]).numpy()
     np.testing.assert_array_equal(ours["nested"].values, want)
+
+
+def test_string_pads_keep_their_trailing_nul_bytes(tf: ModuleType, tmp_path: Any) -> None:
+    # numpy's np.full(shape, b"a\x00", object) goes through an S2 array, which drops
+    # the NUL: a FixedLenSequenceFeature's string default padded short rows as b"a".
+    records = [tfe.encode_example({"s": [b"p", b"q", b"r"]}), tfe.encode_example({"s": [b"z"]})]
+    path = str(tmp_path / "s.tfrecord")
+    with tfe.TFRecordWriter(path, index=True) as w:
+        for r in records:
+            w.write(r)
+    for default in (b"\x00", b"a\x00"):
+        spec = {"s": tfe.FixedLenSequenceFeature([], "string", True, default)}
+        theirs = tf.io.parse_example(records, tf_specs(tf, spec))["s"].numpy().tolist()
+        assert theirs[1] == [b"z", default, default]
+        assert tfe.parse_example(records * 50, spec)["s"].tolist() == theirs * 50
+        ds = tfe.RecordDataset(path, features=spec)
+        assert next(iter(ds.batches(2)))["s"].tolist() == theirs
+    # A bytes pad_value of padded batches, and SparseValue.to_dense's default, as given.
+    ds = tfe.RecordDataset(path, features={"s": tfe.VarLenFeature("string")})
+    for pad in (b"x\x00", b"\x00"):
+        batch = next(iter(ds.batches(2, padded=True, pad_value={"s": pad})))
+        assert batch["s"].values.tolist() == [[b"p", b"q", b"r"], [b"z", pad, pad]]
+        sparse = tfe.parse_example(records, {"s": tfe.VarLenFeature("string")})["s"]
+        assert sparse.to_dense(pad).tolist() == [[b"p", b"q", b"r"], [b"z", pad, pad]]

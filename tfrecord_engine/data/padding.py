@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidArgumentError
-from ..example.values import RaggedValue, SparseValue
+from ..example.values import RaggedValue, SparseValue, filled
 from .collate import PaddedValue
 
 __all__ = ["PadShape", "Padded", "check_padded", "pad_batch"]
@@ -228,7 +228,7 @@ def _pad_sparse(
     # The longest extent in dimension 2 may be below dense_shape[1] (a SparseFeature's
     # declared size): the padded size is at least the declared one.
     shape = _target(name, [int(dense[1])], dims[:1], [extents], indices)
-    out = np.full((n, shape[0], *dense[2:].tolist()), _fill(name, pad, values.dtype), values.dtype)
+    out = filled((n, shape[0], *dense[2:].tolist()), _fill(name, pad, values.dtype), values.dtype)
     mask = np.zeros(out.shape, np.bool_)
     at = tuple(coords.T)
     out[at] = values
@@ -260,7 +260,7 @@ def _pad_ragged(
         node = node.values
     flat = np.asarray(node)[: len(coords[0])]  # (parsed values start at row_splits 0)
     shape = _target(name, longest, dims, lengths, indices)
-    out = np.full((n, *shape, *flat.shape[1:]), _fill(name, pad, flat.dtype), flat.dtype)
+    out = filled((n, *shape, *flat.shape[1:]), _fill(name, pad, flat.dtype), flat.dtype)
     mask = np.zeros(out.shape, np.bool_)
     at = tuple(coords)
     out[at] = flat

@@ -31,7 +31,7 @@ from .specs import (
     VarLenFeature,
 )
 from .tensors import TensorFeature, decode_tensors
-from .values import RaggedValue, SparseValue
+from .values import RaggedValue, SparseValue, filled
 from .wire import KIND_BYTES, KIND_FLOAT, KIND_INT64
 
 __all__ = ["assemble", "fixed", "ragged", "varlen", "varlen_values"]
@@ -142,7 +142,7 @@ def _sequence(
     if pad is None:
         pad = b"" if spec.dtype == "string" else 0
     width = max_rows * stride
-    out = np.full((n, width), pad, dtype=_np_dtype(spec.dtype))
+    out = filled((n, width), pad, _np_dtype(spec.dtype))
     if col.values.size:
         starts = col.offsets[:-1]
         pos = np.arange(col.values.size, dtype=np.int64) - np.repeat(starts, counts)

@@ -8,7 +8,18 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["RaggedValue", "SparseValue"]
+__all__ = ["RaggedValue", "SparseValue", "filled"]
+
+
+def filled(shape: tuple[int, ...], value: Any, dtype: Any) -> npt.NDArray[Any]:
+    """``np.full(shape, value, dtype)``, except that a ``bytes`` value fills an object
+    array as it is: ``np.full`` goes through a fixed-width ``S`` array first, which
+    drops its trailing NUL bytes (``b"a\\x00"`` would pad as ``b"a"``)."""
+    if np.dtype(dtype) == object:
+        out = np.empty(shape, object)
+        out.fill(value)
+        return out
+    return np.full(shape, value, dtype)
 
 
 class SparseValue(NamedTuple):
@@ -34,7 +45,7 @@ class SparseValue(NamedTuple):
         """The dense array (later duplicates win), filled with ``default_value`` or 0/b""."""
         if default_value is None:
             default_value = b"" if self.values.dtype == object else 0
-        out = np.full(tuple(int(d) for d in self.dense_shape), default_value, self.values.dtype)
+        out = filled(tuple(int(d) for d in self.dense_shape), default_value, self.values.dtype)
         if len(self.values):
             out[tuple(self.indices.T)] = self.values
         return out
