@@ -421,6 +421,38 @@ def test_small_batches_of_held_files_are_decoded_from_the_copies(
     assert [len(local) for local in read_out] == [1, 1]
 
 
+def test_a_small_batch_across_files_an_epoch_holds_is_decoded_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shuffled epoch reads its files into one region of memory: a few records of
+    # several of them are decoded from it in one call, not one a file; the samples are
+    # the same, in the order asked (duplicates and negative indices too).
+    from tfrecord_engine.example.single import SingleDecoder
+
+    paths = settled_shards(tmp_path, SIZES, _rich)
+    ds = tfe.RecordDataset(paths, features=RICH)
+    plain = tfe.RecordDataset(paths, features=RICH, random_holds=False)
+    calls: list[int] = []
+    real = SingleDecoder.sample_spans
+
+    def counted(self: SingleDecoder, data: Any, array: Any, starts: Any, ends: Any) -> Any:
+        calls.append(len(starts))
+        return real(self, data, array, starts, ends)
+
+    monkeypatch.setattr(SingleDecoder, "sample_spans", counted)
+    rng = np.random.default_rng(11)
+    epoch = ds.batches(32, shuffle=True, seed=1)
+    next(iter(epoch))  # (the epoch holds every file now)
+    for size in (2, 9, 64):
+        idx = [0, SIZES[0], N - 1, -1, *rng.integers(-N, N, max(0, size - 4)).tolist()][:size]
+        calls.clear()
+        got = ds.__getitems__(idx)
+        assert calls == [size]
+        for a, b in zip(got, plain.__getitems__(idx), strict=True):
+            _same(a, b)
+    del epoch
+
+
 def test_single_records_of_held_files_are_decoded_where_they_lie(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -344,7 +344,7 @@ class DatasetFiles:
             if got is None:
                 return None
             out.append((places, got))
-        return out
+        return _joined(out)
 
     def read_few(self, key: Sequence[int] | IntArray, verify: bool) -> list[bytes] | None:
         """The records ``key`` (a few numbers, negatives allowed) of uncompressed local
@@ -398,3 +398,19 @@ class DatasetFiles:
             self.gather.close()
         for r in self.readers:
             r.close()
+
+
+def _joined(groups: list[tuple[list[int], HeldSpans]]) -> list[tuple[list[int], HeldSpans]]:
+    """``groups`` (records of several files) as one group where they are all spans of
+    one buffer (the region an epoch read its files into, see
+    :meth:`LocalFileRecords.held_spans`): one decode call for all of them instead of
+    one a file."""
+    if len(groups) < 2:
+        return groups
+    first = groups[0][1]
+    if any(spans.array is not first.array for _, spans in groups):
+        return groups
+    places = [k for p, _ in groups for k in p]
+    starts = np.concatenate([spans.starts for _, spans in groups])
+    ends = np.concatenate([spans.ends for _, spans in groups])
+    return [(places, HeldSpans(first.data, first.array, starts, ends))]

@@ -194,6 +194,8 @@ class Held(NamedTuple):
     #: this copy starts in it (batches across such files are views of it, not copies).
     region: U8 | None = None
     at: int = 0
+    #: ``region`` as a buffer that slices to ``bytes`` (:attr:`Joint.data`).
+    region_data: mmap.mmap | None = None
 
     def intact(self, local: IntArray) -> bool:
         """Whether the records ``local`` were all found intact as the file was read."""
@@ -302,6 +304,9 @@ class Joint:
         #: The whole region, read-only (as each copy's array is): batches are views of it.
         self.region: U8 = np.frombuffer(self._memory, np.uint8, total)
         self.region.flags.writeable = False
+        #: The whole region as a buffer whose slices are ``bytes`` (as a map's are): a
+        #: few records of several of its files are decoded from it in one call.
+        self.data = cast(mmap.mmap, (ctypes.c_char * total).from_buffer(self._memory))
 
     def part(self, reader: Holder) -> tuple[mmap.mmap, int] | None:
         """Where ``reader``'s copy goes: a buffer of its size and its offset in the
@@ -334,11 +339,12 @@ def read_whole(
     if size == 0:
         return Held(b"", np.zeros(0, np.uint8), ok, verify, [])
     region: U8 | None = None
+    region_data: mmap.mmap | None = None
     region_at = 0
     part = joint.part(reader) if joint is not None and into is None else None
-    if part is not None:
+    if part is not None and joint is not None:
         into, region_at = part
-        region = joint.region if joint is not None else None
+        region, region_data = joint.region, joint.data
     data = anonymous(size) if into is None else into
     buf = np.frombuffer(data, np.uint8, size)
     pieces = list(range(0, size, _HOLD_STEP))
@@ -409,7 +415,8 @@ def read_whole(
     buf.flags.writeable = False
     settled = before[3] < started - _SETTLED_NS
     same = before if after == before and settled else None
-    return Held(data, buf, ok, ok is not None and bool(ok.all()), [], same, region, region_at)
+    all_ok = ok is not None and bool(ok.all())
+    return Held(data, buf, ok, all_ok, [], same, region, region_at, region_data)
 
 
 def _check_held(reader: Holder, buf: U8, ok: npt.NDArray[np.bool_], first: int, stop: int) -> None:

@@ -488,6 +488,11 @@ class LocalFileRecords(RandomReads, MappedFile):
         ends = self._end[where]
         if verify and held is not self._held_checked and len(bad_spans(Spans(buf, starts, ends))):
             return None
+        if copy.region is not None and copy.region_data is not None:
+            # Spans of the region the epoch read its files into: records of several of
+            # them are then decoded in one call (DatasetFiles.few_spans joins them).
+            at = copy.at
+            return HeldSpans(copy.region_data, copy.region, starts + at, ends + at)
         return HeldSpans(held, buf, starts, ends)
 
     def _gather_few(self, local: list[int]) -> list[bytes] | None:
