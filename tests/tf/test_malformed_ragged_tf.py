@@ -223,3 +223,28 @@ def test_a_step_with_a_field_after_its_list_fails_as_in_tensorflow(
         alone, sequence_features={"s": tf.io.FixedLenSequenceFeature([], tf_dtype)}
     )[1]["s"].numpy()
     assert tfe.parse_single_sequence_example(alone, None, spec)[1]["s"].tolist() == theirs.tolist()
+
+
+def test_samples_of_agreeing_partitions_are_cut_from_the_batch(
+    tf: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Well-formed records (uniform rows inside ragged ones too) keep the batch cut: no
+    # record goes the per-record way, and each sample is TensorFlow's single parse.
+    from tfrecord_engine.data import samples
+
+    spec = {"v": P("int64", partitions=[P.RowLengths("a"), P.UniformRowLength(2)])}
+    records = [_example(v=[0, 1, 2, 3], a=[1, 1]), _example(v=[4, 5, 6, 7, 8, 9], a=[3])]
+    ds = tfe.RecordDataset(_write(tmp_path / "u.tfrecord", records), features=spec)
+    calls: list[int] = []
+    real = samples.per_record
+
+    def counted(one: Any, n: int) -> Any:
+        calls.append(n)
+        return real(one, n)
+
+    monkeypatch.setattr(samples, "per_record", counted)
+    got = ds._samples(np.arange(2))
+    assert calls == []
+    theirs_spec = {"v": tf_spec(tf, spec["v"])}
+    for sample, record in zip(got, records, strict=True):
+        assert _lists(sample["v"]) == tf.io.parse_single_example(record, theirs_spec)["v"].to_list()
