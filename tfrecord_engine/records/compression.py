@@ -114,30 +114,8 @@ class DecompressError(Exception):
     """Raised by :class:`Decompressor` for damaged compressed input (wrapped by the reader)."""
 
 
-# Input bytes fed at a time when re-inflating up to damage; the damaged piece then goes
-# one byte at a time, so nothing inflated before the damage is lost.
-_SALVAGE_STEP = 256
-
-
-def _salvage(dec: zlib._Decompress, data: bytes) -> bytes:
-    """What ``dec`` inflates from ``data`` before the point where it fails."""
-    out: list[bytes] = []
-    pos = 0
-    while pos < len(data) and not dec.eof:
-        piece = data[pos : pos + _SALVAGE_STEP]
-        keep = dec.copy()
-        try:
-            out.append(dec.decompress(piece))
-        except zlib.error:
-            dec = keep
-            for i in range(len(piece)):
-                try:
-                    out.append(dec.decompress(piece[i : i + 1]))
-                except zlib.error:  # noqa: PERF203 - the damaged piece only
-                    break
-            break
-        pos += len(piece)
-    return b"".join(out)
+#: Decompressed bytes produced (and dropped) at a time by :meth:`Decompressor.member_intact`.
+_AHEAD_CHUNK = 1 << 20
 
 
 class _Snapshot(NamedTuple):
@@ -227,6 +205,32 @@ class Decompressor:
         self.complete = snap.complete
         self._failed = snap.failed
 
+    def member_intact(self) -> bool | None:
+        """Whether the member (stream) being read inflates from here to its end marker,
+        its checksum included, found by reading ahead without keeping the bytes (then
+        back where it was); ``None`` where that cannot be known (a pipe).
+
+        Records found after damage in a member's decompressed bytes are only trusted
+        where the member is intact: a damaged deflate stream may inflate to garbage for
+        a while before zlib notices, and that garbage may copy whole earlier frames,
+        CRCs and all, through back-references.
+        """
+        snap = self.snapshot()
+        if snap is None:
+            return None
+        member = self._dec
+        try:
+            while self._dec is member and not member.eof:
+                if not self.read(_AHEAD_CHUNK):
+                    # The input ended: intact unless a member was left open (the bytes
+                    # already read belong to members that ended, their checksums checked).
+                    return self.complete
+            return True  # (read went on into the next member: this one ended intact)
+        except DecompressError:
+            return False
+        finally:
+            self.restore(snap)
+
     @property
     def failed(self) -> DecompressError | None:
         """The damage met ahead (the bytes before it were returned), or ``None``."""
@@ -258,21 +262,18 @@ class Decompressor:
                 if not self._started_member and self._members is not None:
                     self._note_member(self._raw_read - len(self._pending) - len(data))
             self._started_member = True
-            before = self._dec.copy()
             try:
                 out = self._dec.decompress(data, n)
             except zlib.error as exc:
                 failed = DecompressError(f"{self._kind.value} data is damaged: {exc}")
                 failed.__cause__ = exc
                 self._failed = failed
-                # zlib drops what the failing call had inflated: inflate the same input
-                # again in small steps, keeping every byte produced before the damage
-                # (the records in it are intact); the next read raises.
-                out = _salvage(before, data)
-                if not out:
-                    raise failed from exc
-                self._produced += len(out)
-                return out
+                # What the failing call inflated is dropped, though some of it came
+                # before zlib noticed: bytes inflated after the damaged bit and before
+                # the error are garbage that may copy whole earlier frames through
+                # back-references, CRCs and all (a record of 8 bytes came back as an
+                # earlier record's header): never handed on as records.
+                raise failed from exc
             if out:
                 self._produced += len(out)
                 return out

@@ -260,7 +260,8 @@ class PeekedStream:
     """A binary stream whose first bytes were already read: they come back first.
 
     Has ``read``, ``read1`` and ``name`` (when the wrapped stream has one), which is
-    what the stream readers use.
+    what the stream readers use, and ``seekable``, ``tell`` and ``seek`` where the
+    wrapped stream seeks (a compressed stream's reader reads ahead and comes back).
     """
 
     def __init__(self, raw: BinaryIO, head: bytes) -> None:
@@ -289,6 +290,20 @@ class PeekedStream:
         if self._head:
             return self._take(n)
         return bytes(self._read1(n))
+
+    def seekable(self) -> bool:
+        """Whether the wrapped stream can seek (a file or ``BytesIO``, not a pipe)."""
+        seekable = getattr(self._raw, "seekable", None)
+        return bool(seekable is not None and seekable())
+
+    def tell(self) -> int:
+        """The position of the next byte :meth:`read` returns."""
+        return int(self._raw.tell()) - len(self._head)
+
+    def seek(self, pos: int) -> int:
+        """Moves to ``pos`` (from the start); the peeked bytes are read again from there."""
+        self._head = b""
+        return int(self._raw.seek(pos))
 
 
 def peek_stream(raw: BinaryIO, need: int = framing.HEADER_SIZE) -> tuple[bytes, PeekedStream]:

@@ -60,7 +60,7 @@ from ..errors import (
 from ..storage import remote
 from ..storage.filekind import stream_kind
 from . import framing
-from .compression import READ_CHUNK, Compression, _salvage
+from .compression import READ_CHUNK, Compression
 from .detect import HEAD_SIZE, CompressionArg, detect, mismatch_note, noted, requested
 
 __all__ = ["RecordFollower"]
@@ -524,7 +524,6 @@ class RecordFollower:
                 self._raw_pos += len(data)
                 if not data:
                     return b""
-            before = dec.copy()
             try:
                 got = dec.decompress(data, _INFLATE_CHUNK)
             except zlib.error as exc:
@@ -539,7 +538,9 @@ class RecordFollower:
                 )
                 failed.__cause__ = exc
                 self._failed = failed
-                # The bytes inflated before the damage hold intact records: keep them.
-                return _salvage(before, data)
+                # What the failing call inflated is dropped: bytes inflated after the
+                # damaged bit, before zlib noticed, may copy whole earlier frames (see
+                # compression.Decompressor.read).
+                return b""
             if got:
                 return got

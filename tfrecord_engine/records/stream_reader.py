@@ -150,6 +150,12 @@ class _ByteStream:
     def complete(self) -> bool:
         return self._dec is None or self._dec.complete
 
+    def resync_trusted(self) -> bool:
+        """Whether records found by resynchronizing from here can be trusted: always in
+        an uncompressed stream; in a compressed one only where the member being read is
+        intact to its end (see :meth:`Decompressor.member_intact`)."""
+        return self._dec is None or self._dec.member_intact() is True
+
 
 def _resync(stream: _ByteStream, first: int) -> tuple[int, bool]:
     """Discards ``first`` bytes, then bytes until an intact record starts.
@@ -281,6 +287,11 @@ def read_stream(
                     if skipped < claimed:
                         break
                     continue
+                if not stream.resync_trusted():
+                    # The framing damage is the deflate stream's (or, over a pipe, may
+                    # be): what follows it may hold copies of earlier records.
+                    report(DamageReport(path, index, offset, None, f"{err.reason}{_DEFLATE_STOP}"))
+                    return
                 skipped, found = _resync(stream, skip_first)
                 report(DamageReport(path, index, offset, skipped, err.reason))
                 offset += skipped
