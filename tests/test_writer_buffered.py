@@ -12,6 +12,7 @@ import errno
 import os
 import sys
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,28 @@ def test_a_reused_buffer_is_copied_when_held(tmp_path: Path) -> None:
         buf[:] = b"later"  # the caller reuses its buffer before the writer frames it
         w.write(buf)
     assert list(tfe.read_records(path)) == [b"first", b"later"]
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+@pytest.mark.parametrize("index", [False, True])
+def test_write_many_copies_a_buffer_the_iterable_refills(
+    tmp_path: Path, compression: str, index: bool
+) -> None:
+    # One bytearray (or a memoryview of it) refilled for each record: every record was
+    # written as the last one's bytes (CRCs and all) before write_many copied them.
+    for view in (False, True):
+        path = tmp_path / f"reused-{view}.tfrecord"
+
+        def records(view: bool = view) -> Iterator[bytearray | memoryview]:
+            buf = bytearray(4)
+            for i in range(5):
+                buf[:] = i.to_bytes(4, "little")
+                yield memoryview(buf) if view else buf
+
+        with tfe.TFRecordWriter(path, compression, index=index) as w:
+            assert w.write_many(records()) == 5
+        want = [i.to_bytes(4, "little") for i in range(5)]
+        assert [bytes(r) for r in tfe.read_records(path, compression)] == want
 
 
 def test_a_multidimensional_memoryview_is_written_whole(tmp_path: Path) -> None:

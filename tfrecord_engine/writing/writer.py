@@ -74,6 +74,13 @@ _HOLD_MAX = 512
 _SYNC_EVERY = 8 << 20
 
 
+def _kept(record: Record) -> bytes:
+    """``record`` as ``bytes`` to hold on to: a ``bytearray`` or ``memoryview`` copied
+    (its owner may change it once it has been handed over)."""
+    data = _as_bytes(record)
+    return data if type(data) is bytes else bytes(data)
+
+
 def _as_bytes(record: Record) -> bytes | bytearray | memoryview:
     if isinstance(record, str):
         # tf.io.TFRecordWriter.write accepts str and writes it as UTF-8.
@@ -421,15 +428,17 @@ class TFRecordWriter:
         self._open_file("write_many")
         self._drain()
         if self._index is not None:
-            batch = [_as_bytes(r) for r in records]
+            batch = [_kept(r) for r in records]
             self._handed(self._write_indexed(batch))
             return len(batch)
         count = 0
-        chunk: list[bytes | bytearray | memoryview] = []
+        chunk: list[bytes] = []
         pending = 0
         try:
             for record in records:
-                data = record if type(record) is bytes else _as_bytes(record)
+                # (Kept until the chunk is framed: a bytearray or memoryview is copied,
+                # as write() copies it, for an iterable may refill one buffer.)
+                data = record if type(record) is bytes else _kept(record)
                 chunk.append(data)
                 pending += len(data)
                 if pending >= _CHUNK:
