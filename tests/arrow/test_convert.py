@@ -65,3 +65,16 @@ def test_to_parquet_refuses_shard_options_and_other_names(tmp_path: Path) -> Non
     out = invoke("convert", str(path), "--to", "parquet", "-o", str(tmp_path / "x.csv"))
     assert out.exit_code == 2
     assert ".parquet" in out.output
+
+
+def test_a_column_of_nulls_only_is_converted(tmp_path: Path) -> None:
+    # An all-null (type null) column is no feature of any record: the conversion
+    # printed its spec line by asking for the type's Example kind, and failed (exit 2)
+    # after the shards were published.
+    table = pa.table({"a": [1, 2, 3], "n": pa.array([None] * 3, pa.null())})
+    pq.write_table(table, tmp_path / "in.parquet")
+    out = invoke("convert", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "tf" / "t"))
+    assert out.exit_code == 0, out.output
+    assert '    # "n": null in every row, so no record holds it' in out.stdout
+    paths = sorted(str(p) for p in (tmp_path / "tf").glob("*.tfrecord"))
+    assert tfa.read_table(paths, table.schema).equals(table)

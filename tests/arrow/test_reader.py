@@ -223,3 +223,13 @@ def test_a_sequence_dataset_gives_its_context_and_its_feature_lists(tmp_path: Pa
     assert table.equals(tfa.read_table(str(path), context, sequence_features=lists))
     shuffled = tfa.read_table(ds, shuffle=True, seed=3)
     assert sorted(shuffled["label"].to_pylist()) == list(range(7))
+
+
+def test_a_type_mismatch_past_the_templates_names_its_record(tmp_path: Path) -> None:
+    # Records 0-99 share a layout (a template), record 50 holds a float: it is walked
+    # apart from the others, and its error named record 0 (its place among them).
+    rows: list[dict[str, Any]] = [{"a": [i]} for i in range(100)]
+    rows[50] = {"a": [0.5]}
+    path = _write(tmp_path / "m.tfrecord", rows)
+    with pytest.raises(tfe.ExampleParseError, match=r"record 50 at offset"):
+        tfa.read_table(path, pa.schema([("a", pa.int64())]))

@@ -47,9 +47,14 @@ def _arrow() -> Any:
 
 def _spec_line(name: str, t: Any, nulls: int) -> str:
     """The ``tfe`` spec that reads a written column back (as a dict entry)."""
+    import pyarrow as pa  # noqa: PLC0415
+
     from ..hosts.arrow.leaf import kind_of  # noqa: PLC0415 - pyarrow is imported by now
     from ..hosts.arrow.plan import unwrap  # noqa: PLC0415
 
+    if pa.types.is_null(t):
+        # (Written as a missing feature in every record: nothing to read back.)
+        return f"    # {quote_key(name)}: null in every row, so no record holds it"
     leaf, dims, variable, _ = unwrap(t, f"column {name!r}")
     dtype = _DTYPES[kind_of(leaf, name)]
     shape = "[" + ", ".join(map(str, dims)) + "]"

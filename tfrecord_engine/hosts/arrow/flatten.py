@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import InvalidArgumentError
 from ...example.wire import KIND_INT64
@@ -97,6 +98,23 @@ def _without_views(t: Any) -> Any:
     return t
 
 
+def _plain(array: Any, plain: Any) -> Any:
+    """``array`` as the type ``plain`` (:func:`_without_views` of its type). List views
+    are rebuilt from their values in row order and their lengths: pyarrow 25's cast of
+    a list view to a large list gave offsets such as ``[0, 2, 0]`` for ``[[1, 2], [3]]``."""
+    t = array.type
+    if not (pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
+        return array.cast(plain)
+    if isinstance(array, pa.ChunkedArray):
+        return pa.chunked_array([_plain(c, plain) for c in array.chunks], plain)
+    values = pc.list_flatten(array)
+    values = _plain(values, plain.value_type) if values.type != plain.value_type else values
+    lengths = pc.list_value_length(array).fill_null(0).to_numpy(zero_copy_only=False)
+    offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    mask = pc.is_null(array) if array.null_count else None
+    return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values, mask=mask)
+
+
 def flatten_column(array: Any, where: str) -> Flat:
     """The Example features of one column (an Arrow array of ``n`` rows).
 
@@ -106,7 +124,7 @@ def flatten_column(array: Any, where: str) -> Flat:
     """
     plain = _without_views(array.type)
     if plain != array.type:
-        array = array.cast(plain)  # Polars and others export views: their offsets differ
+        array = _plain(array, plain)  # Polars and others export views: their offsets differ
     if pa.types.is_null(array.type):
         # Every row is a null: no row holds the feature.
         n = len(array)
@@ -129,4 +147,11 @@ def flatten_column(array: Any, where: str) -> Flat:
         keep[lo:hi] = np.repeat(present, np.diff(offsets))
         child = child.filter(pa.array(keep)) if not keep.all() else child
     width, values = _fixed(child, None, where)
+    if width == 0 and bool(counts.any()):
+        # (A row of k empty fixed-size lists holds no value: its k would be lost.)
+        raise InvalidArgumentError(
+            f"{where}: a list of fixed-size lists of size 0 ({array.type}): an Example's "
+            "flat list cannot say how many such items a row holds; drop the column or "
+            "store the counts in a column of their own"
+        )
     return Flat(kind, present, counts * width, values)

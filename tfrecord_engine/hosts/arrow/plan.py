@@ -132,7 +132,12 @@ def unwrap(t: Any, where: str) -> tuple[Any, tuple[int, ...], bool, Any]:
     storage = t.storage_type if isinstance(t, pa.BaseExtensionType) else t
     inner = storage
     variable = False
-    if pa.types.is_list(inner) or pa.types.is_large_list(inner) or pa.types.is_list_view(inner):
+    if (
+        pa.types.is_list(inner)
+        or pa.types.is_large_list(inner)
+        or pa.types.is_list_view(inner)
+        or pa.types.is_large_list_view(inner)
+    ):
         variable = True
         inner = inner.value_type
     dims: list[int] = []

@@ -68,7 +68,13 @@ class TemplateWalker:
             self._skip = RETRY_AFTER  # records vary too much here for templates to pay
         if not groups:
             return walk_examples(buf, starts, ends, self.requests)
-        walked = walk_examples(buf, starts[rest], ends[rest], self.requests) if rest.size else None
+        walked = None
+        if rest.size:
+            try:
+                walked = walk_examples(buf, starts[rest], ends[rest], self.requests)
+            except TypeMismatch as exc:
+                # (Its position among the records left: the chunk's is rest[...].)
+                raise TypeMismatch(exc.key, int(rest[exc.record]), exc.found) from None
         out = {}
         for i, req in enumerate(self.requests):
             parts: list[_Part] = []

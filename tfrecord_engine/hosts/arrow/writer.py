@@ -139,6 +139,14 @@ def check_schema(schema: Any, record_type: str) -> None:
         return
     if not schema.names:
         raise InvalidArgumentError("the table has no column to write")
+    twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+    if twice:
+        # (Each column is a feature key: a record holding a key twice keeps only the
+        # last value in TensorFlow's parse, so the others would be lost.)
+        raise InvalidArgumentError(
+            f"the table has columns of the same name: {twice}; each column is a feature "
+            "key of the records, so rename or drop one (table.rename_columns([...]))"
+        )
     for f in schema:
         if pa.types.is_null(f.type):
             continue  # only nulls: no row holds the feature
