@@ -32,6 +32,7 @@ import tfrecord_engine as tfe
 from tfrecord_engine import errors
 from tfrecord_engine.data import arguments, located
 from tfrecord_engine.records import framing
+from tfrecord_engine.records.compression import READ_CHUNK
 
 N = 300  # records per shard
 SPEC = {"label": tfe.FixedLenFeature([], "int64")}
@@ -236,8 +237,13 @@ def test_gzip_damage_is_named_at_the_same_record_by_every_path(
     assert [(d.record_index, d.offset) for d in stopped] == [want]
     fresh = tfe.RecordDataset(path, save_index=False)
     assert place(lambda: len(fresh)) == want  # the default "raise" builds its index
-    assert place(lambda: list(held.batches(50))) == want
-    assert place(lambda: list(held)) == want
+    # The dataset indexed before the damage inflates from its own restart points and
+    # reads: the output of the read that meets the damage is dropped (it may hold
+    # garbage copies of earlier frames), so it may name a later record than a stream
+    # read from the start, never an earlier one; its two paths agree.
+    at = place(lambda: list(held.batches(50)))
+    assert want[0] <= at[0] < len(records)
+    assert place(lambda: list(held)) == at
     held_stop: list[tfe.DamageReport] = []
     stop = tfe.RecordDataset(path, on_damage="stop", on_damage_report=held_stop.append)
     assert len(stop) == want[0]
@@ -249,15 +255,21 @@ def test_gzip_damage_is_named_at_the_same_record_by_every_path(
 
 def test_records_before_damage_in_a_gzip_block_are_read(tmp_path: Path) -> None:
     path = tmp_path / "b.tfrecord.gz"
-    records = _gzip_records()
+    rng = np.random.default_rng(1)
+    # (Incompressible: the stream spans several 256 KiB reads.)
+    records = [rng.bytes(500) for _ in range(2000)]
     path.write_bytes(gzip.compress(b"".join(framing.frame(r) for r in records)))
     blob = bytearray(path.read_bytes())
     blob[-6] ^= 1  # the GZIP trailer's CRC: every record inflates, the stream fails
     path.write_bytes(bytes(blob))
     reports: list[tfe.DamageReport] = []
     ds = tfe.RecordDataset(path, on_damage="skip", on_damage_report=reports.append)
-    assert [r for batch in ds.batches(64) for r in batch] == records
-    assert [r.record_index for r in reports] == [len(records)]  # where the stream ends
+    got = [r for batch in ds.batches(64) for r in batch]
+    # The records of the reads before the last are read; the last read's output is
+    # dropped with its failing check (what a damaged stream inflated is not trusted).
+    assert got == records[: len(got)]
+    assert len(blob) - READ_CHUNK < sum(len(framing.frame(r)) for r in got) < len(blob)
+    assert [r.record_index for r in reports] == [len(got)]  # where the reading stopped
     assert ds[5] == records[5]
 
 
