@@ -241,9 +241,9 @@ def test_gzip_damage_is_named_at_the_same_record_by_every_path(
     # reads: the output of the read that meets the damage is dropped (it may hold
     # garbage copies of earlier frames), so it may name a later record than a stream
     # read from the start, never an earlier one; its two paths agree.
-    at = place(lambda: list(held.batches(50)))
-    assert want[0] <= at[0] < len(records)
-    assert place(lambda: list(held)) == at
+    held_at = place(lambda: list(held.batches(50)))
+    assert want[0] <= held_at[0] < len(records)
+    assert place(lambda: list(held)) == held_at
     held_stop: list[tfe.DamageReport] = []
     stop = tfe.RecordDataset(path, on_damage="stop", on_damage_report=held_stop.append)
     assert len(stop) == want[0]
