@@ -11,14 +11,14 @@ import io
 import random
 import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import pytest
 
 import tfrecord_engine as tfe
 from tfrecord_engine.records import framing
-from tfrecord_engine.records.compression import Compression, make_compressor
+from tfrecord_engine.records.compression import Compression, Decompressor, make_compressor
 from tfrecord_engine.records.recovery import DamagePolicy
 from tfrecord_engine.testing.damage import random_damage, record_spans
 from tfrecord_engine.testing.faults import PipeStream
@@ -126,6 +126,32 @@ def _short_records() -> list[bytes]:
         b"rec%04d-" % i + bytes(rng.choice(b"ab") for _ in range(rng.randrange(0, 20)))
         for i in range(30)
     ]
+
+
+def test_skip_reads_a_compressed_member_ahead_once_for_all_its_damage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Records damaged before compression: each damage asks whether the member inflates
+    # intact to its end; the answer is kept for the member, not read ahead again.
+    rng = np.random.default_rng(50)
+    records = _distinct_records(rng, 200, 300)
+    frames = [bytearray(framing.frame(r)) for r in records]
+    damaged = set(rng.choice(len(records), 50, replace=False).tolist())
+    for i in damaged:
+        _damage_record(rng, frames[i], int(rng.integers(0, 4)))
+    snapshots: list[int] = []
+    real = Decompressor.snapshot
+
+    def counted(self: Decompressor) -> Any:
+        snapshots.append(1)
+        return real(self)
+
+    monkeypatch.setattr(Decompressor, "snapshot", counted)
+    blob = _compress(b"".join(frames), "GZIP")
+    out, _, reports = read_all(io.BytesIO(blob), "GZIP", "skip")
+    assert _is_subsequence(out, records)
+    assert len(reports) > 20
+    assert len(snapshots) <= 2  # (the member, and the end of the input)
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])

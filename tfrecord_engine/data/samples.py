@@ -141,9 +141,10 @@ def _not_cut_whole(
         pos = splits[np.where(outside, 0, pos)].astype(np.int64)
         inner = inner.values
     pos = pos * int(np.prod(np.shape(inner)[1:], dtype=np.int64))  # (rows of a uniform length)
-    if own is None or own.offsets.shape != pos.shape:
+    offsets = None if own is None else own.offsets  # (a property: computed per call)
+    if offsets is None or offsets.shape != pos.shape:
         return list(range(pos.shape[0] - 1))  # (nothing to compare with: all per record)
-    bad |= pos != own.offsets
+    bad |= pos != offsets
     wrong = bad[:-1] | bad[1:]
     for part in spec.partitions:
         if isinstance(part, RowSplits):

@@ -128,6 +128,7 @@ class _Snapshot(NamedTuple):
     started_member: bool
     complete: bool
     failed: DecompressError | None
+    member: int
 
 
 class Decompressor:
@@ -162,6 +163,8 @@ class Decompressor:
         self._members = members
         self._raw_read = 0  # compressed bytes taken from raw
         self._produced = 0  # decompressed bytes returned
+        self._member = 0  # members (streams) begun before the current one
+        self._intact = -1  # the last member member_intact found intact to its end
 
     def _next_input(self) -> bytes:
         if self._pending:
@@ -191,6 +194,7 @@ class Decompressor:
             self._started_member,
             self.complete,
             self._failed,
+            self._member,
         )
 
     def restore(self, snap: _Snapshot) -> None:
@@ -204,6 +208,7 @@ class Decompressor:
         self._started_member = snap.started_member
         self.complete = snap.complete
         self._failed = snap.failed
+        self._member = snap.member
 
     def member_intact(self) -> bool | None:
         """Whether the member (stream) being read inflates from here to its end marker,
@@ -215,6 +220,8 @@ class Decompressor:
         a while before zlib notices, and that garbage may copy whole earlier frames,
         CRCs and all, through back-references.
         """
+        if self._intact == self._member:
+            return True  # (found so at an earlier damage: read ahead once a member)
         snap = self.snapshot()
         if snap is None:
             return None
@@ -224,12 +231,17 @@ class Decompressor:
                 if not self.read(_AHEAD_CHUNK):
                     # The input ended: intact unless a member was left open (the bytes
                     # already read belong to members that ended, their checksums checked).
-                    return self.complete
-            return True  # (read went on into the next member: this one ended intact)
+                    intact = self.complete
+                    break
+            else:
+                intact = True  # (read went on into the next member: this one ended intact)
         except DecompressError:
-            return False
+            intact = False
         finally:
             self.restore(snap)
+        if intact:
+            self._intact = self._member
+        return intact
 
     @property
     def failed(self) -> DecompressError | None:
@@ -249,6 +261,7 @@ class Decompressor:
                 rest = self._dec.unused_data
                 self._dec = zlib.decompressobj(_wbits(self._kind))
                 self._started_member = False
+                self._member += 1
                 if rest:
                     self._pending = rest + self._pending
             if self._dec.unconsumed_tail:

@@ -360,7 +360,7 @@ class TFRecordWriter:
         if len(data) >= _DIRECT_WRITE:
             self._write_large(data)
             return None
-        return data if type(data) is bytes else bytes(data)
+        return _kept(data)
 
     def _write_large(self, data: bytes | bytearray | memoryview) -> None:
         self._drain()
